@@ -1,0 +1,135 @@
+# libprofendpoints: plain GNU make, no configure step.
+#   make            build build/libprofendpoints.so
+#   make test       install missing packages, build, run every test (last line: N passed, N failed)
+#   make demo       install missing packages, build, profile a workload, print its top
+#   make bench      ratios against baselines (never pass/fail)
+#   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
+# V=1 shows commands; WERROR=1 turns warnings into errors.
+
+CC         ?= cc
+CXX        ?= c++
+OPT        ?= -O2 -g
+PKG_CONFIG ?= pkg-config
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+DESTDIR    ?=
+BUILD      ?= build
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-6s %s\n' "$(1)" "$(2)";
+endif
+
+WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wundef \
+            -Wvla -Wpointer-arith -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARNINGS += -Werror
+endif
+
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags zlib 2>/dev/null)
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+              -fno-omit-frame-pointer -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
+              -fno-builtin-free $(WARNINGS) $(OPT) -I. -I$(BUILD)/gen $(DEP_CFLAGS) -MMD -MP $(CFLAGS)
+# libunwind is dlopen'd RTLD_LOCAL at run time (its _Unwind_* must not enter the global scope),
+# so it is not linked; civetweb, zlib and nanopb are.
+LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread -lm
+ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,-z,now \
+               -Wl,-soname,libprofendpoints.so $(LDFLAGS)
+
+SRCS    := $(sort $(wildcard preload/*.c sampler/*.c heap/*.c http/*.c proto/*.c))
+GEN_C   := $(BUILD)/gen/profile.pb.c
+GEN_H   := $(BUILD)/gen/profile.pb.h
+OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o
+# Files that define interposed entry points or the constructor stay out of the
+# archive the unit tests link against.
+HOOK_OBJS := $(filter $(BUILD)/preload/init.o %/hooks.o %_hooks.o,$(OBJS))
+CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
+LIB     := $(BUILD)/libprofendpoints.so
+CORE_AR := $(BUILD)/libpe_core.a
+
+.PHONY: all test demo bench install clean format lint proto asan fuzz deps stress
+all: $(LIB)
+
+$(LIB): $(OBJS) preload/exports.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
+
+$(CORE_AR): $(CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $(CORE_OBJS)
+
+$(BUILD)/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/profile.pb.o: $(GEN_C)
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+
+# The pprof schema is compiled with Debian's nanopb generator at build time.
+$(GEN_C) $(GEN_H) &: proto/profile.proto proto/profile.options
+	@mkdir -p $(BUILD)/gen
+	$(call msg,NANOPB,proto/profile.proto)
+	$(Q)nanopb_generator.py -q -I proto -D $(BUILD)/gen -f proto/profile.options proto/profile.proto
+
+proto: $(GEN_C)
+
+# ---- tests -------------------------------------------------------------------
+TEST_C    := $(sort $(wildcard test/*.c))
+TEST_CXX  := $(sort $(wildcard test/*.cc))
+UNIT_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(filter test/u_%.c,$(TEST_C)))
+PROG_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(filter test/p_%.c,$(TEST_C))) \
+             $(patsubst test/%.cc,$(BUILD)/test/%,$(filter test/p_%.cc,$(TEST_CXX)))
+TEST_LIBS := -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm
+PROG_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Wall $(CFLAGS)
+
+$(BUILD)/test/u_%: test/u_%.c $(CORE_AR)
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=default -o $@ $< $(CORE_AR) $(TEST_LIBS)
+
+$(BUILD)/test/p_%: test/p_%.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread -lm
+
+$(BUILD)/test/p_%: test/p_%.cc
+	@mkdir -p $(dir $@)
+	$(call msg,CXXLD,$@)
+	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
+
+tests: $(LIB) $(UNIT_BINS) $(PROG_BINS)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)test/run.sh $(BUILD)
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/p_split
+	$(Q)scripts/demo.sh $(BUILD)
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)scripts/bench.sh $(BUILD)
+
+deps:
+	$(Q)scripts/deps.sh
+
+install: $(LIB)
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	clang-format -i $(SRCS) $(wildcard */*.h)
+
+lint:
+	$(Q)scripts/lint.sh
+
+-include $(OBJS:.o=.d)

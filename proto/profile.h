@@ -1,0 +1,114 @@
+/*
+ * profile.h: the one in-memory profile model (pe_prof_*) and its encoders.
+ *
+ * Samplers (CPU, wall, heap, allocs, threads, mutex) add raw samples: program
+ * counters plus values plus labels.  The model deduplicates samples, locations,
+ * functions, mappings and strings, resolves mappings from /proc/self/maps (with
+ * GNU build ids) and function names from ELF symbol tables, and every encoder
+ * (pprof, text, folded, svg, heapsnapshot) reads the same resolved model.
+ *
+ * Threads: a profile belongs to one thread at a time (the HTTP worker that
+ * builds it).  It allocates with malloc, so it is only used on the library's
+ * own threads or under the re-entrancy guard.
+ *
+ * Signal-safe: no.
+ */
+#ifndef PE_PROFILE_H
+#define PE_PROFILE_H
+
+#include <stdint.h>
+
+#include "sink.h"
+
+typedef struct pe_prof_s pe_prof_t;
+
+/* A sample type or the period type, e.g. {"cpu", "nanoseconds"}. */
+typedef struct pe_prof_vt_s {
+    const char *type;
+    const char *unit;
+} pe_prof_vt_t;
+
+/* A label: string when str != NULL, else numeric `num` with optional `unit`. */
+typedef struct pe_prof_label_s {
+    const char *key;
+    const char *str;
+    int64_t num;
+    const char *unit;
+} pe_prof_label_t;
+
+/* A resolved frame, as encoders see it. */
+typedef struct pe_prof_frame_s {
+    uintptr_t addr;   /* location address (call site for callers) */
+    const char *name; /* function name, never NULL ("0x7f..." when unknown) */
+    const char *file; /* mapping path, or NULL */
+    uint64_t offset;  /* addr - function start, 0 when unknown */
+} pe_prof_frame_t;
+
+/* A sample, as encoders see it; pointers stay valid until pe_prof_free. */
+typedef struct pe_prof_sample_s {
+    int nframes; /* frames[0] is the leaf */
+    const pe_prof_frame_t *const *frames;
+    const int64_t *values; /* ntypes of them */
+    int nlabels;
+    const pe_prof_label_t *labels;
+} pe_prof_sample_t;
+
+/*
+ * New empty profile with `ntypes` (1..4) sample types.  The strings passed here
+ * and to every other call are copied.  Returns NULL on ENOMEM.
+ */
+pe_prof_t *pe_prof_new(const pe_prof_vt_t *types, int ntypes, const pe_prof_vt_t *period_type,
+                       int64_t period);
+void pe_prof_free(pe_prof_t *p);
+
+/*
+ * Add one sample: pcs[0] is the leaf, pcs[npcs-1] the outermost frame.  When
+ * leaf_exact, pcs[0] is an interrupted PC and is stored as is; every other pc is
+ * a return address and is stored minus one (pprof's call-site convention).
+ * A sample with the same stack and labels as an earlier one is merged into it
+ * (values summed).  Returns 0 or -ENOMEM.
+ */
+int pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact,
+                const int64_t *values, const pe_prof_label_t *labels, int nlabels);
+
+/* Add a sample whose only frame is a named pseudo-function (e.g. "[truncated]"). */
+int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
+                      const pe_prof_label_t *labels, int nlabels);
+
+void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
+void pe_prof_set_default_type(pe_prof_t *p, const char *type);
+int pe_prof_comment(pe_prof_t *p, const char *fmt, ...) PE_PRINTF(2, 3);
+
+/*
+ * Resolve mappings and names.  Idempotent; encoders call it themselves.
+ * With no_names, functions are left unnamed so `go tool pprof` symbolizes from
+ * local binaries.  Returns 0 or a negative errno.
+ */
+int pe_prof_resolve(pe_prof_t *p, int no_names);
+
+/* Read access for encoders (after pe_prof_resolve). */
+int pe_prof_ntypes(const pe_prof_t *p);
+const pe_prof_vt_t *pe_prof_type(const pe_prof_t *p, int i);
+int pe_prof_type_index(const pe_prof_t *p, const char *type); /* -1 if absent */
+int pe_prof_default_index(const pe_prof_t *p);               /* default type's index, else ntypes-1 */
+int pe_prof_nsamples(const pe_prof_t *p);
+void pe_prof_sample(const pe_prof_t *p, int i, pe_prof_sample_t *out);
+
+/* Encoders.  Each returns 0 or a negative errno (first sink error). */
+int pe_prof_write_pprof(pe_prof_t *p, pe_sink_t *out); /* gzipped protobuf */
+
+/* Julia Profile.print-like text report (the `pprof=false` / `format=text` form). */
+typedef struct pe_text_opts_s {
+    int flat;         /* 0: tree, 1: flat */
+    int64_t mincount; /* hide lines below this count */
+    int maxdepth;     /* tree depth limit, 0 = unlimited */
+    int by_thread;    /* groupby=thread: one section per `thread` label */
+    int value_index;  /* which sample type to report; -1: the default */
+} pe_text_opts_t;
+
+int pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts);
+
+/* Symbolize one address of this process ("name+0xoff" or NULL); for /symbol. */
+const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
+
+#endif /* PE_PROFILE_H */
