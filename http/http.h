@@ -1,0 +1,105 @@
+/*
+ * http.h: the embedded server (civetweb) and the contract every endpoint
+ * handler follows.
+ *
+ * A handler is `int pe_http_h_<name>(pe_req_t *r)`.  It sends exactly one
+ * response, either pe_http_error() (one text/plain line with X-Go-Pprof: 1) or
+ * a streamed body opened with pe_http_begin() and closed with pe_http_end(),
+ * and returns the HTTP status it sent.  Parameters are read with the
+ * pe_param_* functions, which send the 400 themselves and return 400.
+ * Handlers run on civetweb worker threads, which are marked internal (never
+ * sampled, allocations not recorded).
+ *
+ * Signal-safe: no.
+ */
+#ifndef PE_HTTP_H
+#define PE_HTTP_H
+
+#include <stddef.h>
+
+#include "../preload/pe.h"
+#include "../proto/profile.h"
+#include "../proto/sink.h"
+
+#define PE_HTTP_MAX_PARAMS 32
+
+struct mg_connection;
+
+typedef struct pe_param_s {
+    const char *key;
+    const char *val;
+} pe_param_t;
+
+typedef struct pe_req_s {
+    struct mg_connection *conn; /* NULL in unit tests and /debug_engine */
+    const char *method;         /* "GET", "HEAD", "POST", ... */
+    const char *path;
+    int head;                   /* HEAD: headers only */
+    const char *accept;         /* Accept header, or NULL */
+    int nparams;
+    pe_param_t params[PE_HTTP_MAX_PARAMS];
+    char qbuf[2048];            /* decoded query storage */
+    const char *body;           /* POST body, NUL-terminated, or NULL */
+    size_t body_len;
+    pe_sink_t *capture;         /* when set (debug_engine), the body goes here, not to conn */
+    int status;                 /* status sent, 0 before */
+    char errmsg[256];           /* error line when capture is set */
+} pe_req_t;
+
+/* Start/stop the server (preload/init.c).  0, or -errno after one log line. */
+int pe_http_start(void);
+/* Tell long handlers to finish (process exit); never waits. */
+void pe_http_shutdown(void);
+/* 1 once shutdown was requested. */
+int pe_http_stopping(void);
+/* In a fork child: the server's threads are gone; never touch it again. */
+void pe_http_atfork_child(void);
+
+/* ---- responses ---------------------------------------------------------------- */
+
+int pe_http_error(pe_req_t *r, int status, const char *fmt, ...) PE_PRINTF(3, 4);
+
+/* A streamed 200 response.  filename != NULL adds Content-Disposition: attachment. */
+typedef struct pe_resp_s {
+    pe_sink_t sink;
+    pe_req_t *req;
+} pe_resp_t;
+
+int pe_http_begin(pe_req_t *r, pe_resp_t *resp, const char *content_type, const char *filename);
+/* Finish the body; returns 200 (the status that was sent). */
+int pe_http_end(pe_resp_t *resp);
+
+/* A whole small body at once. */
+int pe_http_reply(pe_req_t *r, int status, const char *content_type, const char *body);
+
+/*
+ * Send a profile in the requested format: `format=pprof|text|folded|svg`, or
+ * `pprof=false` (text), or by Accept header (browser -> svg), else pprof.
+ * `name` is the file name stem ("profile", "heap", ...).  Frees nothing.
+ */
+int pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name);
+
+/* Sleep up to `seconds`, in short steps; returns -1 early if the server is stopping. */
+int pe_http_sleep(pe_req_t *r, double seconds);
+
+/* ---- parameters (http/params.c) --------------------------------------------- */
+
+/* Raw value of a parameter, or NULL. */
+const char *pe_param(const pe_req_t *r, const char *name);
+/*
+ * A number in the forms 10, 0.01, 1e8, within [min, max].  Absent: def.
+ * Returns 0, or 400 after sending "name=value: must be a number in [min, max]".
+ */
+int pe_param_number(pe_req_t *r, const char *name, double def, double min, double max,
+                    double *out);
+/* true/false/1/0/yes/no.  Returns 0 or 400 (sent). */
+int pe_param_bool(pe_req_t *r, const char *name, int def, int *out);
+/* One of the NULL-terminated choices (index into *out).  Returns 0 or 400 (sent). */
+int pe_param_enum(pe_req_t *r, const char *name, const char *const *choices, int def, int *out);
+/* Split and percent-decode a query string into r->params.  0 or -E2BIG/-EINVAL. */
+int pe_params_parse(pe_req_t *r, const char *query);
+
+/* The largest duration a request may ask for (PROFEP_MAX_SECONDS). */
+double pe_http_max_seconds(void);
+
+#endif /* PE_HTTP_H */

@@ -1,0 +1,60 @@
+/*
+ * guard.h: the per-thread state every module shares, in one initial-exec TLS
+ * struct that the loader zero-fills (no allocation, no __tls_get_addr, usable
+ * from malloc hooks and signal handlers).
+ *
+ *   guard     > 0 while this thread runs library code that may allocate or
+ *             unwind; interposed calls made meanwhile pass straight through.
+ *   internal  1 on the library's own threads: never sampled, never timed.
+ *   in_loader depth inside dlopen/dlclose on this thread (unwinding unsafe).
+ *   in_unwind 1 while our unwinder runs (dl_iterate_phdr answers from a snapshot).
+ *
+ * Signal-safe: yes.
+ */
+#ifndef PE_GUARD_H
+#define PE_GUARD_H
+
+#include <sys/types.h>
+
+#include "pe.h"
+
+typedef struct pe_tls_s {
+    int guard;
+    int internal;
+    int in_loader;
+    int in_unwind;
+    pid_t tid;                /* cached gettid(); reset in fork children */
+    int unwind_primed;        /* libunwind's per-thread state set up outside a handler */
+    /* heap sampling (heap/sample.c) */
+    int64_t heap_countdown;   /* bytes left until the next heap sample */
+    uint64_t rng;             /* xorshift state, 0 = not seeded */
+    int heap_seeded_gen;      /* rate generation the countdown was drawn for */
+    /* CPU sampling (sampler/) */
+    void *cpu_timer;          /* this thread's timer, when it created it itself */
+} __attribute__((aligned(PE_CACHELINE))) pe_tls_t;
+
+extern PE_TLS pe_tls_t pe_tls;
+
+static inline void
+pe_guard_enter(void)
+{
+    pe_tls.guard++;
+}
+
+static inline void
+pe_guard_exit(void)
+{
+    pe_tls.guard--;
+}
+
+/* True when this thread must not record anything (inside us, or one of ours). */
+static inline int
+pe_guard_active(void)
+{
+    return pe_tls.guard != 0 || pe_tls.internal != 0;
+}
+
+/* This thread's tid, cached (async-signal-safe). */
+PE_SIGSAFE pid_t pe_gettid(void);
+
+#endif /* PE_GUARD_H */

@@ -1,0 +1,49 @@
+/*
+ * threads.h: the registry of threads, fed by the pthread_create interposer
+ * (preload/hooks.c) and by the library's own threads.
+ *
+ * Each slot holds a tid, whether the thread is ours, and the stack that created
+ * it (/debug/pprof/threadcreate).  Slots are claimed and released with atomics,
+ * so the registry never takes a lock; it holds at most PE_THREADS_MAX threads,
+ * beyond which new threads go unregistered (still sampled via /proc/self/task).
+ *
+ * Signal-safe: pe_threads_is_internal only.
+ */
+#ifndef PE_THREADS_H
+#define PE_THREADS_H
+
+#include <sys/types.h>
+
+#include "pe.h"
+
+#define PE_THREADS_MAX 4096
+#define PE_THREADS_CREATE_FRAMES 32
+
+typedef struct pe_thread_info_s {
+    pid_t tid;
+    int internal;
+    int ncreate;
+    uintptr_t create_pcs[PE_THREADS_CREATE_FRAMES]; /* return addresses, leaf first */
+} pe_thread_info_t;
+
+/* Called on a new thread, first thing (records tid; creation stack from creator). */
+void pe_threads_register(const uintptr_t *create_pcs, int ncreate);
+/* Called by our own threads at start: never sampled or timed. */
+void pe_threads_mark_internal(void);
+/* Called when a registered thread exits. */
+void pe_threads_unregister(void);
+/* 1 if tid is one of the library's threads. */
+PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
+/*
+ * Copy the live registered threads into out (up to max); returns the count.
+ * Internal threads are skipped.
+ */
+int pe_threads_list(pe_thread_info_t *out, int max);
+/* In a fork child: forget every thread but the caller. */
+void pe_threads_atfork_child(void);
+/* Read /proc/self/task/<tid>/comm into buf (NUL-terminated, newline stripped). */
+int pe_threads_name(pid_t tid, char *buf, size_t len);
+/* Read the one-letter state of tid from /proc (R, S, D, ...) and name it. */
+const char *pe_threads_state(pid_t tid);
+
+#endif /* PE_THREADS_H */

@@ -1,0 +1,42 @@
+/*
+ * sampler.h: CPU profiling (per-thread CPU-time timers, SIGPROF, unwinding in
+ * the handler) and the hooks the process-level interposers call into.
+ *
+ * One sampler serves every CPU request.  A request subscribes a window; the
+ * sampler's collector thread drains raw samples from the handler's lock-free
+ * ring into every open window; the request turns its window into a profile.
+ * Timers exist only while at least one window is open.
+ *
+ * Signal-safe: no (the handler lives in handler.c, behind PE_SIGSAFE).
+ */
+#ifndef PE_SAMPLER_H
+#define PE_SAMPLER_H
+
+#include <signal.h>
+
+#include "../preload/pe.h"
+
+/* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
+int pe_sampler_init(void);
+
+/* On every new application thread, first thing in the pthread_create trampoline. */
+void pe_sampler_thread_started(void);
+/* On an application thread that is about to exit (key destructor). */
+void pe_sampler_thread_exiting(void);
+
+/*
+ * sigaction/signal interposition for the profiling signal: while our handler
+ * is installed, the program's request is stored (and reported back as its
+ * own), and applied when profiling stops.  Returns 1 when absorbed (fill *old,
+ * skip the real call), 0 to let the real sigaction run.
+ */
+int pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *old);
+
+/* fork: block the profiling signal around the real fork; child forgets everything. */
+void pe_sampler_before_fork(sigset_t *saved);
+void pe_sampler_after_fork(int child, const sigset_t *saved);
+/* exec: this thread's timer and pending signal must not reach the new image. */
+void pe_sampler_before_exec(void);
+void pe_sampler_after_exec_failed(void);
+
+#endif /* PE_SAMPLER_H */

@@ -1,0 +1,46 @@
+/*
+ * unwind.h: stack capture for every sampler (CPU, wall, heap, threads, mutex).
+ *
+ * libunwind.so.8 is dlopen'd RTLD_LOCAL (its _Unwind_* never enter the global
+ * scope, so the program's C++ exceptions keep their own unwinder).  While our
+ * unwinder runs, the interposed dl_iterate_phdr answers from a snapshot of the
+ * loaded objects, so a signal that lands inside the dynamic loader can never
+ * wait on the loader lock.  Inside dlopen/dlclose (this thread or any thread
+ * in dlclose) only the leaf is captured.
+ *
+ * Signal-safe: pe_unwind_signal and pe_unwind_here, once pe_unwind_init ran.
+ */
+#ifndef PE_UNWIND_H
+#define PE_UNWIND_H
+
+#include <stdint.h>
+
+#include "../preload/pe.h"
+
+/* Load libunwind and prime this thread; called from the constructor. 0 or -errno. */
+int pe_unwind_init(void);
+/* Prime libunwind's per-thread state outside signal context (thread start). */
+void pe_unwind_prime_thread(void);
+
+/*
+ * Capture the stack interrupted by a signal: pcs[0] is the interrupted PC
+ * (exact), then return addresses.  `uc` is the handler's ucontext.  Returns
+ * the number of frames (>= 1), the handler's own frames removed.
+ */
+PE_SIGSAFE int pe_unwind_signal(void *uc, uintptr_t *pcs, int max);
+
+/*
+ * Capture the caller's stack: pcs[0] is a return address in the function that
+ * called pe_unwind_here's caller, after skipping `skip` more frames.
+ * Returns the number of frames (0 when unwinding is unsafe right now).
+ */
+PE_SIGSAFE int pe_unwind_here(uintptr_t *pcs, int max, int skip);
+
+/* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
+void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
+extern int pe_unwind_dlclose_busy;   /* > 0 while any thread is inside dlclose */
+/* Answer dl_iterate_phdr from the snapshot (used while pe_tls.in_unwind). */
+PE_SIGSAFE int pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *),
+                                          void *data);
+
+#endif /* PE_UNWIND_H */
