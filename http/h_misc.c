@@ -1,0 +1,150 @@
+/*
+ * h_misc.c: the small endpoints: the /debug/pprof/ index (every route with one
+ * line, and the settings table), /debug/pprof/cmdline, Go's symbol protocol,
+ * and the 503 answer of capabilities that are not built yet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../preload/config.h"
+#include "http_int.h"
+
+int
+pe_http_route_unavailable(const pe_route_t *route)
+{
+    return route->handler == pe_http_h_unavailable;
+}
+
+int
+pe_http_h_unavailable(pe_req_t *r)
+{
+    return pe_http_error(r, 503, "%s is not available in this build of libprofendpoints", r->path);
+}
+
+/* ---- index ----------------------------------------------------------------------- */
+
+static void
+html_escaped(pe_sink_t *s, const char *text)
+{
+    for (; *text; text++) {
+        switch (*text) {
+        case '<': pe_sink_put(s, "&lt;"); break;
+        case '>': pe_sink_put(s, "&gt;"); break;
+        case '&': pe_sink_put(s, "&amp;"); break;
+        case '"': pe_sink_put(s, "&quot;"); break;
+        default: s->write(s, text, 1); break;
+        }
+    }
+}
+
+int
+pe_http_h_index(pe_req_t *r)
+{
+    pe_resp_t resp;
+    pe_sink_t *s = &resp.sink;
+    int i;
+
+    pe_http_begin(r, &resp, "text/html; charset=utf-8", NULL);
+    pe_sink_printf(s, "<!DOCTYPE html>\n<html><head><title>profendpoints (pid %d)</title>"
+                   "<style>body{font-family:sans-serif;margin:2em}td{padding:2px 12px}"
+                   ".off{color:#999}</style></head><body>\n<h1>profendpoints: ",
+                   (int)getpid());
+    html_escaped(s, pe_cfg_progname());
+    pe_sink_printf(s, " (pid %d)</h1>\n<table>\n", (int)getpid());
+    for (i = 0; i < pe_nroutes; i++) {
+        const pe_route_t *rt = &pe_routes[i];
+        int off = pe_http_route_unavailable(rt);
+
+        pe_sink_printf(s, "<tr%s><td>", off ? " class=\"off\"" : "");
+        if (rt->methods & PE_M_GET)
+            pe_sink_printf(s, "<a href=\"%s%s\">%s</a>", rt->path, rt->query, rt->path);
+        else
+            pe_sink_printf(s, "%s (POST)", rt->path);
+        pe_sink_put(s, "</td><td>");
+        html_escaped(s, rt->help);
+        if (off)
+            pe_sink_put(s, " <b>(not available in this build: answers 503)</b>");
+        pe_sink_put(s, "</td></tr>\n");
+    }
+    pe_sink_put(s, "</table>\n<h2>Settings</h2>\n<table>\n");
+    for (i = 0; i < pe_cfg_nrows; i++) {
+        const char *v = getenv(pe_cfg_rows[i].name);
+
+        pe_sink_printf(s, "<tr><td>%s</td><td>", pe_cfg_rows[i].name);
+        if (!strcmp(pe_cfg_rows[i].name, "PROFEP_TOKEN"))
+            pe_sink_put(s, v ? "(set)" : "(unset)");
+        else
+            html_escaped(s, v ? v : pe_cfg_rows[i].def[0] ? pe_cfg_rows[i].def : "(unset)");
+        pe_sink_put(s, "</td><td>");
+        html_escaped(s, pe_cfg_rows[i].help);
+        pe_sink_put(s, "</td></tr>\n");
+    }
+    pe_sink_put(s, "</table>\n<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile"
+                   "?seconds=5</code></p>\n</body></html>\n");
+    return pe_http_end(&resp);
+}
+
+/* ---- cmdline --------------------------------------------------------------------- */
+
+int
+pe_http_h_cmdline(pe_req_t *r)
+{
+    char buf[4096];
+    pe_resp_t resp;
+    ssize_t n;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return pe_http_error(r, 503, "cannot read /proc/self/cmdline: %s", strerror(errno));
+    pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        if (resp.sink.write(&resp.sink, buf, (size_t)n) < 0)
+            break;
+    }
+    close(fd);
+    return pe_http_end(&resp);
+}
+
+/* ---- symbol ---------------------------------------------------------------------- */
+
+/*
+ * Go's protocol (net/http/pprof Symbol): GET answers "num_symbols: 1"; POST
+ * (or GET with a query) of "0xADDR+0xADDR..." answers one "0xADDR name" line
+ * per address that resolves.
+ */
+int
+pe_http_h_symbol(pe_req_t *r)
+{
+    const char *list = r->body;
+    char name[512];
+    pe_resp_t resp;
+
+    if (!list || !*list) {
+        /* A GET's raw query is the list, as Go reads URL.RawQuery; ours was
+           split into parameters: an address list has one key and no value. */
+        if (r->nparams == 1 && !r->params[0].val[0])
+            list = r->params[0].key;
+    }
+    pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+    pe_sink_put(&resp.sink, "num_symbols: 1\n");
+    while (list && *list) {
+        char *end;
+        unsigned long long addr;
+
+        list += strspn(list, "+ \n\r\t");
+        if (!*list)
+            break;
+        errno = 0;
+        addr = strtoull(list, &end, 0);
+        if (end == list || errno)
+            break;
+        if (pe_prof_symbolize((uintptr_t)addr, name, sizeof(name)))
+            pe_sink_printf(&resp.sink, "%#llx %s\n", addr, name);
+        list = end;
+    }
+    return pe_http_end(&resp);
+}

@@ -1,0 +1,63 @@
+/*
+ * http_int.h: what the files of http/ share and nobody else sees: the route
+ * table, the dispatcher, and every endpoint handler's declaration (each is
+ * defined in the h_*.c file of its family).
+ */
+#ifndef PE_HTTP_INT_H
+#define PE_HTTP_INT_H
+
+#include "http.h"
+
+#define PE_HTTP_WORKERS 8
+#define PE_HTTP_WORKERS_STR "8"
+/* Requests that hold a worker for seconds (profiles); the rest stay for quick ones. */
+#define PE_HTTP_MAX_LONG (PE_HTTP_WORKERS - 2)
+
+extern int pe_http_port;
+
+/* routes.c */
+int pe_http_dispatch(struct mg_connection *conn, void *cbdata);
+/* Route a request that is already parsed (dispatch, /debug_engine, fuzzing). */
+int pe_http_route(pe_req_t *r);
+/* Take / give back one of the long-request slots; 0 or 503 (sent). */
+int pe_http_long_begin(pe_req_t *r);
+void pe_http_long_end(void);
+
+typedef int (*pe_http_handler_t)(pe_req_t *r);
+
+typedef struct pe_route_s {
+    const char *path;
+    pe_http_handler_t handler;
+    unsigned methods;      /* PE_M_* bits */
+    const char *help;      /* one line for the index */
+    const char *query;     /* example query for the index link, or "" */
+} pe_route_t;
+
+#define PE_M_GET 1u
+#define PE_M_HEAD 2u
+#define PE_M_POST 4u
+
+extern const pe_route_t pe_routes[];
+extern const int pe_nroutes;
+
+/* h_misc.c */
+int pe_http_h_index(pe_req_t *r);
+int pe_http_h_cmdline(pe_req_t *r);
+int pe_http_h_symbol(pe_req_t *r);
+/* h_profile.c (CPU) */
+int pe_http_h_profile(pe_req_t *r);
+int pe_http_h_profile_start(pe_req_t *r);
+int pe_http_h_profile_stop(pe_req_t *r);
+int pe_http_h_pprof_profile(pe_req_t *r);
+/* h_heap.c */
+int pe_http_h_allocs_profile(pe_req_t *r);
+int pe_http_h_allocs_profile_start(pe_req_t *r);
+int pe_http_h_allocs_profile_stop(pe_req_t *r);
+int pe_http_h_pprof_heap(pe_req_t *r);
+int pe_http_h_pprof_allocs(pe_req_t *r);
+/* Capabilities not built yet answer 503 through this one (h_misc.c). */
+int pe_http_h_unavailable(pe_req_t *r);
+/* 1 if the route's capability is not built yet (the index marks it). */
+int pe_http_route_unavailable(const pe_route_t *route);
+
+#endif /* PE_HTTP_INT_H */

@@ -1,0 +1,191 @@
+/*
+ * params.c: the one query parser every endpoint uses.  The query is split on
+ * '&', each key=value percent-decoded into the request's fixed buffer (no
+ * allocation, bounded), and typed readers check ranges and send the SPEC's
+ * one-line 400.  This file is fuzzed (test/fuzz_params.c).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+
+static int
+hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode [s, s+len) into out; returns the decoded length. */
+static size_t
+decode(const char *s, size_t len, char *out)
+{
+    size_t i, o = 0;
+    int hi, lo;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] == '%' && i + 2 < len && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
+                   (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+int
+pe_params_parse(pe_req_t *r, const char *query)
+{
+    size_t used = 0, cap = sizeof(r->qbuf);
+    const char *p = query;
+
+    r->nparams = 0;
+    if (!query)
+        return 0;
+    while (*p) {
+        size_t len = strcspn(p, "&"), klen;
+        const char *eq = memchr(p, '=', len);
+        char *key, *val;
+
+        if (len == 0) {
+            p++;
+            continue;
+        }
+        if (r->nparams >= PE_HTTP_MAX_PARAMS)
+            return -E2BIG;
+        klen = eq ? (size_t)(eq - p) : len;
+        /* Decoding never lengthens; both strings plus NULs must fit. */
+        if (used + len + 2 > cap)
+            return -E2BIG;
+        key = r->qbuf + used;
+        used += decode(p, klen, key);
+        r->qbuf[used++] = '\0';
+        val = r->qbuf + used;
+        if (eq)
+            used += decode(eq + 1, len - klen - 1, val);
+        r->qbuf[used++] = '\0';
+        r->params[r->nparams].key = key;
+        r->params[r->nparams].val = val;
+        r->nparams++;
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return 0;
+}
+
+const char *
+pe_param(const pe_req_t *r, const char *name)
+{
+    int i;
+
+    /* The last occurrence wins, as with repeated flags on a command line. */
+    for (i = r->nparams - 1; i >= 0; i--) {
+        if (!strcmp(r->params[i].key, name))
+            return r->params[i].val;
+    }
+    return NULL;
+}
+
+/* The SPEC's number forms: 10, 0.01, 1e8 (no hex, inf or nan). */
+static int
+parse_number(const char *s, double *out)
+{
+    const char *c;
+    char *end;
+    double v;
+
+    if (!*s)
+        return -EINVAL;
+    for (c = s; *c; c++) {
+        if (!isdigit((unsigned char)*c) && !strchr("+-.eE", *c))
+            return -EINVAL;
+    }
+    errno = 0;
+    v = strtod(s, &end);
+    if (*end || errno == ERANGE || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int
+pe_param_number(pe_req_t *r, const char *name, double def, double min, double max, double *out)
+{
+    const char *s = pe_param(r, name);
+    double v;
+
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (parse_number(s, &v) || v < min || v > max)
+        return pe_http_error(r, 400, "parameter %s=%.64s: must be a number in [%g, %g]", name, s,
+                             min, max);
+    *out = v;
+    return 0;
+}
+
+int
+pe_param_bool(pe_req_t *r, const char *name, int def, int *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    const char *s = pe_param(r, name);
+    size_t i;
+
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    for (i = 0; i < PE_ARRAY_SIZE(yes); i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return pe_http_error(r, 400, "parameter %s=%.64s: must be true or false", name, s);
+}
+
+int
+pe_param_enum(pe_req_t *r, const char *name, const char *const *choices, int def, int *out)
+{
+    const char *s = pe_param(r, name);
+    char allowed[256];
+    size_t used = 0;
+    int i;
+
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    for (i = 0; choices[i]; i++) {
+        if (!strcmp(s, choices[i])) {
+            *out = i;
+            return 0;
+        }
+    }
+    allowed[0] = '\0';
+    for (i = 0; choices[i] && used < sizeof(allowed) - 1; i++)
+        used += (size_t)snprintf(allowed + used, sizeof(allowed) - used, "%s%s", i ? ", " : "",
+                                 choices[i]);
+    return pe_http_error(r, 400, "parameter %s=%.64s: must be one of %s", name, s, allowed);
+}

@@ -1,0 +1,197 @@
+/*
+ * respond.c: how responses leave: one-line errors (text/plain, X-Go-Pprof: 1
+ * so that go tool pprof shows them), small whole bodies, and streamed bodies
+ * sent in chunks as encoders produce them.  When a request carries a capture
+ * sink (/debug_engine), the body goes there instead of to a client.
+ */
+#include <civetweb.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "http_int.h"
+
+static const char *
+status_text(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+int
+pe_http_error(pe_req_t *r, int status, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    /* One line, whatever the parameter values held. */
+    for (int i = 0; i < n; i++) {
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    }
+    line[n++] = '\n';
+    line[n] = '\0';
+    r->status = status;
+    if (r->capture || !r->conn) {
+        snprintf(r->errmsg, sizeof(r->errmsg), "%.*s", n - 1, line);
+        return status;
+    }
+    mg_printf(r->conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
+              "Cache-Control: no-store\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+              status, status_text(status), n);
+    if (!r->head)
+        mg_write(r->conn, line, (size_t)n);
+    return status;
+}
+
+static int
+conn_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    pe_resp_t *resp = (pe_resp_t *)sink;
+
+    if (resp->req->capture)
+        return resp->req->capture->write(resp->req->capture, buf, len);
+    if (resp->req->head || len == 0)
+        return 0;
+    if (mg_send_chunk(resp->req->conn, buf, (unsigned)len) <= 0)
+        return -EPIPE; /* the client went away: stop encoding, nothing else */
+    return 0;
+}
+
+int
+pe_http_begin(pe_req_t *r, pe_resp_t *resp, const char *content_type, const char *filename)
+{
+    memset(resp, 0, sizeof(*resp));
+    resp->sink.write = conn_write;
+    resp->req = r;
+    r->status = 200;
+    if (r->capture || !r->conn)
+        return 0;
+    mg_printf(r->conn, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
+              "X-Content-Type-Options: nosniff\r\n", content_type);
+    if (filename)
+        mg_printf(r->conn, "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
+    mg_printf(r->conn, "%sConnection: close\r\n\r\n",
+              r->head ? "" : "Transfer-Encoding: chunked\r\n");
+    return 0;
+}
+
+int
+pe_http_end(pe_resp_t *resp)
+{
+    pe_req_t *r = resp->req;
+
+    if (!r->capture && r->conn && !r->head)
+        mg_send_chunk(r->conn, "", 0); /* the terminating zero-length chunk */
+    return 200;
+}
+
+int
+pe_http_reply(pe_req_t *r, int status, const char *content_type, const char *body)
+{
+    size_t len = strlen(body);
+
+    r->status = status;
+    if (r->capture)
+        return r->capture->write(r->capture, body, len) < 0 ? 500 : status;
+    if (!r->conn)
+        return status;
+    mg_printf(r->conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
+              "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+              status, status_text(status), content_type, len);
+    if (!r->head)
+        mg_write(r->conn, body, len);
+    return status;
+}
+
+int
+pe_http_sleep(pe_req_t *r, double seconds)
+{
+    struct timespec end, now, step;
+
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)seconds;
+    end.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    for (;;) {
+        if (pe_http_stopping())
+            return -1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+            return 0;
+        step.tv_sec = 0;
+        step.tv_nsec = 50 * 1000000L;
+        nanosleep(&step, NULL);
+    }
+}
+
+/* ---- profiles in the format asked for ---------------------------------------------- */
+
+enum { FMT_PPROF, FMT_TEXT, FMT_FOLDED, FMT_SVG, FMT_TREE, FMT_FLAT };
+
+/*
+ * `format` names the encoding (pprof, text, folded, svg) and, as in Julia's
+ * Profile.print, the text report's shape (tree, flat); `pprof=false` alone
+ * means the text tree, as in ProfileEndpoints.jl.
+ */
+int
+pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
+{
+    static const char *const formats[] = {"pprof", "text", "folded", "svg", "tree", "flat", NULL};
+    static const char *const groupings[] = {"none", "thread", NULL};
+    char filename[96];
+    pe_text_opts_t topts;
+    pe_resp_t resp;
+    double mincount, maxdepth;
+    int st, fmt, pprof, group;
+
+    if ((st = pe_param_bool(r, "pprof", 1, &pprof)) ||
+        (st = pe_param_enum(r, "format", formats, pprof ? FMT_PPROF : FMT_TREE, &fmt)))
+        return st;
+    if (fmt == FMT_FOLDED || fmt == FMT_SVG)
+        return pe_http_error(r, 503, "format=%s is not built yet; use format=pprof or text",
+                             formats[fmt]);
+    if (fmt != FMT_PPROF) {
+        if ((st = pe_param_enum(r, "groupby", groupings, 0, &group)) ||
+            (st = pe_param_number(r, "mincount", 0, 0, 1e15, &mincount)) ||
+            (st = pe_param_number(r, "maxdepth", 0, 0, 100000, &maxdepth)))
+            return st;
+        memset(&topts, 0, sizeof(topts));
+        topts.flat = fmt == FMT_FLAT;
+        topts.by_thread = group == 1;
+        topts.mincount = (int64_t)mincount;
+        topts.maxdepth = (int)maxdepth;
+        topts.value_index = -1;
+        pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+        pe_prof_write_text(p, &resp.sink, &topts); /* a client that left stops only itself */
+        return pe_http_end(&resp);
+    }
+    snprintf(filename, sizeof(filename), "%s.pb.gz", name);
+    pe_http_begin(r, &resp, "application/octet-stream", filename);
+    pe_prof_write_pprof(p, &resp.sink);
+    return pe_http_end(&resp);
+}

@@ -1,0 +1,187 @@
+/*
+ * routes.c: the one routing table, and the checks every request passes in
+ * order: token (401), path (404), method (405); then the handler.  Also the
+ * cap on concurrent long requests, so that quick endpoints always find a
+ * worker.
+ */
+#include <civetweb.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../preload/config.h"
+#include "http_int.h"
+
+#define GH (PE_M_GET | PE_M_HEAD)
+
+const pe_route_t pe_routes[] = {
+    {"/debug/pprof/", pe_http_h_index, GH, "this index", ""},
+    {"/profile", pe_http_h_profile, GH, "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5"},
+    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile (n, delay)", ""},
+    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile (pprof)", ""},
+    {"/profile_wall", pe_http_h_unavailable, GH, "wall-clock profile of every thread, running or blocked", "?duration=5"},
+    {"/profile_wall_start", pe_http_h_unavailable, GH, "start an open-ended wall-clock profile", ""},
+    {"/profile_wall_stop", pe_http_h_unavailable, GH, "stop it and return the profile", ""},
+    {"/allocs_profile", pe_http_h_allocs_profile, GH, "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5"},
+    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations (sample_rate)", ""},
+    {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH, "stop and return the allocation profile", ""},
+    {"/heap_snapshot", pe_http_h_unavailable, GH, "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
+    {"/debug/pprof/profile", pe_http_h_pprof_profile, GH, "CPU profile for `seconds` s (go tool pprof)", "?seconds=5"},
+    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default; seconds, debug=1)", ""},
+    {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH, "sampled allocations since start (alloc_space default; seconds, debug=1)", ""},
+    {"/debug/pprof/goroutine", pe_http_h_unavailable, GH, "every thread's stack now (debug=0|1|2)", "?debug=1"},
+    {"/debug/pprof/threadcreate", pe_http_h_unavailable, GH, "stacks that created the live threads", ""},
+    {"/debug/pprof/mutex", pe_http_h_unavailable, GH, "contended pthread mutexes (contentions, delay)", ""},
+    {"/debug/pprof/block", pe_http_h_unavailable, GH, "time blocked on locks and condition variables", ""},
+    {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", ""},
+    {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST, "Go's symbol protocol (POST 0xADDR+0xADDR...)", ""},
+    {"/task_backtraces", pe_http_h_unavailable, GH, "every thread's stack now, as text", ""},
+    {"/debug_engine", pe_http_h_unavailable, PE_M_POST, "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
+};
+const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
+
+/* ---- long-request slots --------------------------------------------------------- */
+
+static int long_in_flight;
+
+int
+pe_http_long_begin(pe_req_t *r)
+{
+    if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > PE_HTTP_MAX_LONG) {
+        __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
+        return pe_http_error(r, 503, "too many profile requests in flight (%d); try again later",
+                             PE_HTTP_MAX_LONG);
+    }
+    return 0;
+}
+
+void
+pe_http_long_end(void)
+{
+    __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ---- checks --------------------------------------------------------------------- */
+
+/* Compare in time that depends only on the lengths, not on where they differ. */
+static int
+token_equal(const char *given, const char *want)
+{
+    size_t gl = strlen(given), wl = strlen(want), i;
+    unsigned char diff = gl != wl;
+
+    for (i = 0; i < wl; i++)
+        diff |= (unsigned char)(want[i] ^ given[i < gl ? i : 0]);
+    return diff == 0;
+}
+
+static int
+authorized(pe_req_t *r, const char *auth_header)
+{
+    const char *t;
+
+    if (!pe_cfg.token[0])
+        return 1;
+    if (auth_header && !strncasecmp(auth_header, "Bearer ", 7) &&
+        token_equal(auth_header + 7, pe_cfg.token))
+        return 1;
+    t = pe_param(r, "token");
+    return t && token_equal(t, pe_cfg.token);
+}
+
+static unsigned
+method_bit(const char *m)
+{
+    if (!strcmp(m, "GET"))
+        return PE_M_GET;
+    if (!strcmp(m, "HEAD"))
+        return PE_M_HEAD;
+    if (!strcmp(m, "POST"))
+        return PE_M_POST;
+    return 0;
+}
+
+static const pe_route_t *
+find_route(const char *path)
+{
+    int i;
+
+    /* Go serves the index for /debug/pprof and any unknown /debug/pprof/name. */
+    if (!strcmp(path, "/debug/pprof") || !strcmp(path, "/"))
+        return &pe_routes[0];
+    for (i = 0; i < pe_nroutes; i++) {
+        if (!strcmp(path, pe_routes[i].path))
+            return &pe_routes[i];
+    }
+    return NULL;
+}
+
+int
+pe_http_route(pe_req_t *r)
+{
+    const pe_route_t *route = find_route(r->path);
+    unsigned bit = method_bit(r->method);
+
+    if (!route)
+        return pe_http_error(r, 404, "%s: no such endpoint; see /debug/pprof/ for the list",
+                             r->path);
+    if (!(route->methods & bit)) {
+        return pe_http_error(r, 405, "%s does not take %s (allowed: %s)", r->path, r->method,
+                             route->methods == PE_M_POST ? "POST"
+                             : route->methods & PE_M_POST ? "GET, HEAD, POST" : "GET, HEAD");
+    }
+    r->head = bit == PE_M_HEAD;
+    return route->handler(r);
+}
+
+/* The body of a POST, bounded: symbol lists and debug_engine requests are small. */
+#define PE_HTTP_MAX_BODY 65536
+
+int
+pe_http_dispatch(struct mg_connection *conn, void *cbdata)
+{
+    const struct mg_request_info *ri = mg_get_request_info(conn);
+    pe_req_t *r;
+    char *body = NULL;
+    int status, n;
+    size_t len = 0;
+
+    if (!ri)
+        return 0;
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return 0;
+    r->conn = conn;
+    r->method = ri->request_method ? ri->request_method : "GET";
+    r->path = ri->local_uri ? ri->local_uri : "/";
+    r->accept = mg_get_header(conn, "Accept");
+    if (pe_params_parse(r, ri->query_string) < 0) {
+        status = pe_http_error(r, 400, "query string too long or malformed (at most %d "
+                               "parameters, %zu bytes)", PE_HTTP_MAX_PARAMS, sizeof(r->qbuf) - 1);
+        goto out;
+    }
+    if (!authorized(r, mg_get_header(conn, "Authorization"))) {
+        status = pe_http_error(r, 401, "PROFEP_TOKEN is set: send Authorization: Bearer TOKEN "
+                               "or token=TOKEN");
+        goto out;
+    }
+    if (!strcmp(r->method, "POST")) {
+        body = malloc(PE_HTTP_MAX_BODY + 1);
+        if (!body) {
+            status = pe_http_error(r, 503, "out of memory");
+            goto out;
+        }
+        while (len < PE_HTTP_MAX_BODY &&
+               (n = mg_read(conn, body + len, PE_HTTP_MAX_BODY - len)) > 0)
+            len += (size_t)n;
+        body[len] = '\0';
+        r->body = body;
+        r->body_len = len;
+    }
+    status = pe_http_route(r);
+out:
+    free(body);
+    free(r);
+    return status > 0 ? status : 500;
+}

@@ -1,0 +1,172 @@
+/*
+ * server.c: civetweb's life cycle.  The server is started from the
+ * constructor on a thread of ours with every signal blocked (civetweb's
+ * threads inherit the mask and are marked internal by the pthread_create
+ * interposer), binds, writes the port file and says so in one line.  It is
+ * never stopped: mg_stop would wait for in-flight profiles at exit and hangs
+ * in fork children; pe_http_shutdown only asks long handlers to finish.
+ */
+#include <civetweb.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../preload/config.h"
+#include "../preload/guard.h"
+#include "../preload/init.h"
+#include "../preload/log.h"
+#include "../preload/real.h"
+#include "../preload/threads.h"
+#include "http.h"
+#include "http_int.h"
+
+static struct mg_context *server_ctx;
+static int server_stopping;
+static char bind_error[256];
+
+/* civetweb reports bind errors only through this callback. */
+static int
+on_log_message(const struct mg_connection *conn, const char *message)
+{
+    if (!bind_error[0] && (strstr(message, "bind") || strstr(message, "port")))
+        snprintf(bind_error, sizeof(bind_error), "%s", message);
+    return 1; /* handled: civetweb prints nothing */
+}
+
+static void *
+on_init_thread(const struct mg_context *ctx, int thread_type)
+{
+    pe_threads_mark_internal(); /* already internal through the trampoline; be sure */
+    return NULL;
+}
+
+static void
+write_port_file(const char *host, int port)
+{
+    char tmp[300], line[160];
+    int fd, n;
+
+    if (!pe_cfg.port_file[0])
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.tmp%d", pe_cfg.port_file, (int)getpid());
+    n = snprintf(line, sizeof(line), "%s:%d\n", host, port);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Written whole and renamed, so a reader never sees a partial line. */
+    if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) < 0 ||
+        rename(tmp, pe_cfg.port_file) < 0) {
+        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", pe_cfg.port_file, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+static int
+is_loopback(const char *host)
+{
+    return !strncmp(host, "127.", 4) || !strcmp(host, "localhost");
+}
+
+static void *
+server_main(void *unused)
+{
+    char ports[160];
+    struct mg_callbacks cb;
+    struct mg_server_port sp[4];
+    int n;
+    const char *options[] = {
+        "listening_ports", ports,
+        /* Few workers: profiles hold one each for their duration (see routes.c's
+           cap on long requests), quick endpoints keep the rest. */
+        "num_threads", PE_HTTP_WORKERS_STR,
+        /* Per read/write operation, not per request: a 600 s profile completes,
+           an idle or stalled client is dropped. */
+        "request_timeout_ms", "10000",
+        "enable_keep_alive", "no",
+        "max_request_size", "16384",
+        "listen_backlog", "64",
+        "enable_auth_domain_check", "no",
+        NULL,
+    };
+
+    pe_threads_mark_internal();
+    snprintf(ports, sizeof(ports), "%s:%d", pe_cfg.host, pe_cfg.port);
+    memset(&cb, 0, sizeof(cb));
+    cb.log_message = on_log_message;
+    cb.init_thread = on_init_thread;
+    mg_init_library(0);
+    server_ctx = mg_start(&cb, NULL, options);
+    if (!server_ctx) {
+        pe_log_warn("cannot listen on %s (%s); pid %d (%s) runs on without profiling; "
+                    "target one process with PROFEP_MATCH=<program>, or give each its own port "
+                    "with PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=/tmp/pe.%%p",
+                    ports, bind_error[0] ? bind_error : "bind failed", (int)getpid(),
+                    pe_cfg_progname());
+        pe_init_go_dormant();
+        return NULL;
+    }
+    mg_set_request_handler(server_ctx, "/", pe_http_dispatch, NULL);
+    n = mg_get_server_ports(server_ctx, (int)PE_ARRAY_SIZE(sp), sp);
+    if (n > 0)
+        pe_http_port = sp[0].port;
+    write_port_file(pe_cfg.host, pe_http_port);
+    if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
+        pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
+                    "it can read this process's memory layout and stacks", pe_cfg.host);
+    pe_log_info("serving http://%s:%d (pid %d)", pe_cfg.host, pe_http_port, (int)getpid());
+    return NULL;
+}
+
+int pe_http_port;
+
+int
+pe_http_start(void)
+{
+    pthread_attr_t attr;
+    pthread_t thread;
+    sigset_t all, old;
+    int err;
+
+    /* Threads inherit the creator's mask: ours and civetweb's then never take
+       the program's process-directed signals (SIGTERM for a sigwait thread...). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    err = pe_real.pthread_create(&thread, &attr, server_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        pe_log_warn("cannot start the server thread: %s", strerror(err));
+        return -err;
+    }
+    return 0;
+}
+
+void
+pe_http_shutdown(void)
+{
+    __atomic_store_n(&server_stopping, 1, __ATOMIC_RELEASE);
+}
+
+int
+pe_http_stopping(void)
+{
+    return __atomic_load_n(&server_stopping, __ATOMIC_ACQUIRE);
+}
+
+void
+pe_http_atfork_child(void)
+{
+    /* The listening socket is still open in the child, but no thread serves it. */
+    server_ctx = NULL;
+    server_stopping = 1;
+}
+
+double
+pe_http_max_seconds(void)
+{
+    return pe_cfg.max_seconds;
+}

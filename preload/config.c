@@ -1,0 +1,330 @@
+/*
+ * config.c: the PROFEP_* table, its parsers, and the one-line warnings.
+ * Reading happens once, in the constructor, before any thread of ours runs;
+ * nothing here allocates (getenv and fixed buffers only), so it is safe even
+ * when the program's first malloc has not happened yet.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+pe_cfg_t pe_cfg;
+
+const pe_cfg_row_t pe_cfg_rows[] = {
+    {"PROFEP_ADDR", "127.0.0.1:16825", "host:port or port to listen on; port 0 picks one; off: no server"},
+    {"PROFEP_PORT_FILE", "", "after binding, write host:port here (%p = pid)"},
+    {"PROFEP_MATCH", "", "activate only in programs whose name matches this glob"},
+    {"PROFEP_TOKEN", "", "require Authorization: Bearer TOKEN or token=TOKEN"},
+    {"PROFEP_HEAP_RATE", "524288", "mean bytes between heap samples; 0 turns heap sampling off"},
+    {"PROFEP_MAX_SECONDS", "600", "largest duration/seconds a request may ask for"},
+    {"PROFEP_PEEK_SIGNAL", "", "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
+    {"PROFEP_PEEK_SECONDS", "1", "length of the peek's CPU report"},
+    {"PROFEP_CHILDREN", "on", "off: remove this library from LD_PRELOAD for programs started from here"},
+    {"PROFEP_STAGE_DIR", "", "where /debug_engine writes its files (default: the temporary directory)"},
+    {"PROFEP_LOG", "info", "info, warn or off"},
+    {"PROFEP_MUTEX_RATE", "100", "record 1 in N contended lock waits; 0 turns it off"},
+};
+const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
+
+/* ---- parsers ---------------------------------------------------------------- */
+
+static int
+parse_double(const char *s, double *out)
+{
+    char *end;
+    double v;
+
+    if (!s || !*s)
+        return -EINVAL;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int
+pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int *port, int *off)
+{
+    const char *colon;
+    double p;
+    size_t hl;
+
+    if (!s || !*s)
+        return -EINVAL;
+    if (!strcasecmp(s, "off")) {
+        *off = 1;
+        return 0;
+    }
+    colon = strrchr(s, ':');
+    if (colon) {
+        hl = (size_t)(colon - s);
+        if (hl == 0 || hl >= hostlen)
+            return -EINVAL;
+        if (parse_double(colon + 1, &p) || p < 0 || p > 65535 || p != (int)p)
+            return -EINVAL;
+        memcpy(host, s, hl);
+        host[hl] = '\0';
+    } else {
+        if (parse_double(s, &p) || p < 0 || p > 65535 || p != (int)p)
+            return -EINVAL;
+        snprintf(host, hostlen, "127.0.0.1");
+    }
+    *port = (int)p;
+    *off = 0;
+    return 0;
+}
+
+int
+pe_cfg_parse_size(const char *s, int64_t *out)
+{
+    char buf[64], *end;
+    double v, mult = 1;
+    size_t n;
+
+    if (!s || !*s || (n = strlen(s)) >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, s, n + 1);
+    switch (buf[n - 1]) {
+    case 'k': case 'K': mult = 1024.0; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    if (mult != 1)
+        buf[n - 1] = '\0';
+    errno = 0;
+    v = strtod(buf, &end);
+    if (errno || *end || end == buf || !isfinite(v) || v < 0 || v * mult > (double)INT64_MAX / 2)
+        return -EINVAL;
+    *out = (int64_t)(v * mult);
+    return 0;
+}
+
+int
+pe_cfg_parse_seconds(const char *s, double *out)
+{
+    double v;
+
+    if (parse_double(s, &v) || v <= 0 || v > 1e9)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int
+pe_cfg_parse_signal(const char *s, int *out)
+{
+    static const struct { const char *name; int sig; } names[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+        {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"TTIN", SIGTTIN},
+        {"TTOU", SIGTTOU}, {"INFO", SIGPWR},
+    };
+    double v;
+    size_t i;
+
+    if (!s || !*s)
+        return -EINVAL;
+    if (!strncasecmp(s, "SIG", 3))
+        s += 3;
+    for (i = 0; i < PE_ARRAY_SIZE(names); i++) {
+        if (!strcasecmp(s, names[i].name)) {
+            *out = names[i].sig;
+            return 0;
+        }
+    }
+    if (!parse_double(s, &v) && v >= 1 && v < NSIG && v == (int)v && v != SIGKILL &&
+        v != SIGSTOP && v != SIGPROF && v != SIGSEGV && v != SIGBUS) {
+        *out = (int)v;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int
+pe_cfg_parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = {"on", "1", "true", "yes"};
+    static const char *const no[] = {"off", "0", "false", "no"};
+    size_t i;
+
+    if (!s)
+        return -EINVAL;
+    for (i = 0; i < PE_ARRAY_SIZE(yes); i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int
+pe_cfg_expand_pid(const char *tmpl, char *out, size_t len, int pid)
+{
+    size_t o = 0;
+    int n;
+
+    for (; *tmpl; tmpl++) {
+        if (tmpl[0] == '%' && tmpl[1] == 'p') {
+            n = snprintf(out + o, len - o, "%d", pid);
+            if (n < 0 || (size_t)n >= len - o)
+                return -ENAMETOOLONG;
+            o += (size_t)n;
+            tmpl++;
+            continue;
+        }
+        if (o + 1 >= len)
+            return -ENAMETOOLONG;
+        out[o++] = *tmpl;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+const char *
+pe_cfg_progname(void)
+{
+    static char name[256];
+    char path[4096];
+    ssize_t n;
+    const char *slash;
+
+    if (name[0])
+        return name;
+    n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0)
+        return program_invocation_short_name;
+    path[n] = '\0';
+    slash = strrchr(path, '/');
+    slash = slash ? slash + 1 : path;
+    if (strlen(slash) >= sizeof(name))
+        return program_invocation_short_name;
+    memcpy(name, slash, strlen(slash) + 1);
+    return name;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static void
+bad_value(const char *var, const char *val, const char *allowed, const char *def)
+{
+    pe_log_warn("%s=%s is not valid (%s); using %s", var, val, allowed, def);
+}
+
+static void
+copy_string(const char *var, const char *val, char *dst, size_t len)
+{
+    if ((size_t)snprintf(dst, len, "%s", val) >= len) {
+        pe_log_warn("%s is longer than %zu bytes; ignored", var, len - 1);
+        dst[0] = '\0';
+    }
+}
+
+void
+pe_cfg_load(void)
+{
+    const char *v;
+    double d;
+    int64_t sz;
+    int i;
+
+    /* PROFEP_LOG first, so that warnings about the others obey it. */
+    pe_cfg.log_level = PE_LOG_INFO;
+    if ((v = getenv("PROFEP_LOG"))) {
+        if (!strcasecmp(v, "info"))
+            pe_cfg.log_level = PE_LOG_INFO;
+        else if (!strcasecmp(v, "warn"))
+            pe_cfg.log_level = PE_LOG_WARN;
+        else if (!strcasecmp(v, "off"))
+            pe_cfg.log_level = PE_LOG_OFF;
+        else if (!strcasecmp(v, "debug"))
+            pe_cfg.log_level = PE_LOG_DEBUG;
+        else
+            bad_value("PROFEP_LOG", v, "info, warn or off", "info");
+    }
+    pe_log_set_level((enum pe_log_level)pe_cfg.log_level);
+
+    snprintf(pe_cfg.addr, sizeof(pe_cfg.addr), "127.0.0.1:16825");
+    snprintf(pe_cfg.host, sizeof(pe_cfg.host), "127.0.0.1");
+    pe_cfg.port = 16825;
+    if ((v = getenv("PROFEP_ADDR"))) {
+        if (pe_cfg_parse_addr(v, pe_cfg.host, sizeof(pe_cfg.host), &pe_cfg.port,
+                              &pe_cfg.server_off) == 0)
+            copy_string("PROFEP_ADDR", v, pe_cfg.addr, sizeof(pe_cfg.addr));
+        else
+            bad_value("PROFEP_ADDR", v, "host:port, port (0-65535) or off", "127.0.0.1:16825");
+    }
+
+    if ((v = getenv("PROFEP_PORT_FILE")) && *v &&
+        pe_cfg_expand_pid(v, pe_cfg.port_file, sizeof(pe_cfg.port_file), (int)getpid())) {
+        pe_log_warn("PROFEP_PORT_FILE is too long; no port file will be written");
+        pe_cfg.port_file[0] = '\0';
+    }
+    if ((v = getenv("PROFEP_MATCH")))
+        copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
+    if ((v = getenv("PROFEP_TOKEN")))
+        copy_string("PROFEP_TOKEN", v, pe_cfg.token, sizeof(pe_cfg.token));
+
+    pe_cfg.heap_rate = 524288;
+    if ((v = getenv("PROFEP_HEAP_RATE"))) {
+        if (pe_cfg_parse_size(v, &sz) == 0)
+            pe_cfg.heap_rate = sz;
+        else
+            bad_value("PROFEP_HEAP_RATE", v, "bytes >= 0, e.g. 524288 or 512k", "524288");
+    }
+
+    pe_cfg.max_seconds = 600;
+    if ((v = getenv("PROFEP_MAX_SECONDS"))) {
+        if (pe_cfg_parse_seconds(v, &d) == 0)
+            pe_cfg.max_seconds = d;
+        else
+            bad_value("PROFEP_MAX_SECONDS", v, "seconds > 0", "600");
+    }
+
+    if ((v = getenv("PROFEP_PEEK_SIGNAL")) && *v && pe_cfg_parse_signal(v, &pe_cfg.peek_signal)) {
+        bad_value("PROFEP_PEEK_SIGNAL", v, "a signal name such as USR1 or a number", "off");
+        pe_cfg.peek_signal = 0;
+    }
+    pe_cfg.peek_seconds = 1;
+    if ((v = getenv("PROFEP_PEEK_SECONDS"))) {
+        if (pe_cfg_parse_seconds(v, &d) == 0 && d <= 600)
+            pe_cfg.peek_seconds = d;
+        else
+            bad_value("PROFEP_PEEK_SECONDS", v, "seconds in (0, 600]", "1");
+    }
+
+    pe_cfg.children = 1;
+    if ((v = getenv("PROFEP_CHILDREN")) && pe_cfg_parse_bool(v, &i) == 0)
+        pe_cfg.children = i;
+    else if (v)
+        bad_value("PROFEP_CHILDREN", v, "on or off", "on");
+
+    if ((v = getenv("PROFEP_STAGE_DIR")) && *v)
+        copy_string("PROFEP_STAGE_DIR", v, pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir));
+    if (!pe_cfg.stage_dir[0])
+        snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "%s",
+                 (v = getenv("TMPDIR")) && *v && strlen(v) < 200 ? v : "/tmp");
+
+    pe_cfg.mutex_rate = 100;
+    if ((v = getenv("PROFEP_MUTEX_RATE"))) {
+        if (pe_cfg_parse_size(v, &sz) == 0)
+            pe_cfg.mutex_rate = sz;
+        else
+            bad_value("PROFEP_MUTEX_RATE", v, "an integer N >= 0 (1 in N waits)", "100");
+    }
+}

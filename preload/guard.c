@@ -1,0 +1,18 @@
+/*
+ * guard.c: the per-thread state (pe_tls) and the cached tid.
+ * The struct is zero-filled by the loader in every thread's static TLS block.
+ */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "guard.h"
+
+PE_TLS pe_tls_t pe_tls;
+
+PE_SIGSAFE pid_t
+pe_gettid(void)
+{
+    if (PE_UNLIKELY(pe_tls.tid == 0))
+        pe_tls.tid = (pid_t)syscall(SYS_gettid);
+    return pe_tls.tid;
+}

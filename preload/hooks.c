@@ -1,0 +1,277 @@
+/*
+ * hooks.c: the process-level interposers: pthread_create (thread registry,
+ * unwinder priming, CPU timers for new threads), dlopen/dlclose/dl_iterate_phdr
+ * (keep the loader out of our signal handler), fork and the exec family (no
+ * profiling signal crosses them), and sigaction/signal (our threads never
+ * change a disposition; SIGPROF stays ours while a profile runs).
+ * Each wrapper is thin and forwards to pe_real; the logic lives in the modules.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sampler/sampler.h"
+#include "../sampler/unwind.h"
+#include "guard.h"
+#include "init.h"
+#include "real.h"
+#include "threads.h"
+
+extern char **environ;
+
+/* ---- pthread_create ------------------------------------------------------- */
+
+typedef struct tramp_s {
+    void *(*start)(void *);
+    void *arg;
+    int internal;
+    int ncreate;
+    uintptr_t create_pcs[PE_THREADS_CREATE_FRAMES];
+} tramp_t;
+
+static void *
+thread_trampoline(void *p)
+{
+    tramp_t t = *(tramp_t *)p;
+
+    pe_real.free(p);
+    pe_tls.internal = t.internal;
+    pe_threads_register(t.create_pcs, t.ncreate);
+    if (!t.internal && pe_init_active()) {
+        pe_unwind_prime_thread();
+        pe_init_thread_exit_hook();
+        pe_sampler_thread_started();
+    }
+    return t.start(t.arg);
+}
+
+PE_EXPORT int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
+{
+    tramp_t *t;
+    int err;
+
+    pe_real_init();
+    if (!pe_init_active() && !pe_tls.internal)
+        return pe_real.pthread_create(thread, attr, start, arg);
+    pe_guard_enter();
+    t = pe_real.malloc(sizeof(*t));
+    if (!t) {
+        pe_guard_exit();
+        return pe_real.pthread_create(thread, attr, start, arg);
+    }
+    t->start = start;
+    t->arg = arg;
+    t->internal = pe_tls.internal; /* threads of our threads (civetweb's) are ours */
+    t->ncreate = t->internal ? 0 : pe_unwind_here(t->create_pcs, PE_THREADS_CREATE_FRAMES, 0);
+    pe_guard_exit();
+    err = pe_real.pthread_create(thread, attr, thread_trampoline, t);
+    if (err)
+        pe_real.free(t);
+    return err;
+}
+
+/* ---- the dynamic loader ------------------------------------------------------ */
+
+PE_EXPORT void *
+dlopen(const char *file, int mode)
+{
+    void *h;
+
+    pe_real_init();
+    pe_tls.in_loader++;
+    h = pe_real.dlopen(file, mode);
+    pe_tls.in_loader--;
+    if (h && pe_init_active())
+        pe_unwind_objects_changed();
+    return h;
+}
+
+PE_EXPORT int
+dlclose(void *handle)
+{
+    int rc;
+
+    pe_real_init();
+    __atomic_add_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+    pe_tls.in_loader++;
+    rc = pe_real.dlclose(handle);
+    pe_tls.in_loader--;
+    if (pe_init_active())
+        pe_unwind_objects_changed();
+    __atomic_sub_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+    return rc;
+}
+
+PE_EXPORT int
+dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    if (pe_tls.in_unwind)
+        return pe_unwind_iterate_snapshot(cb, data);
+    pe_real_init();
+    return pe_real.dl_iterate_phdr(cb, data);
+}
+
+/* ---- fork and exec --------------------------------------------------------------- */
+
+PE_EXPORT pid_t
+fork(void)
+{
+    sigset_t saved;
+    pid_t pid;
+
+    pe_real_init();
+    pe_sampler_before_fork(&saved);
+    pid = pe_real.fork();
+    pe_sampler_after_fork(pid == 0, &saved);
+    return pid;
+}
+
+static int
+exec_failed(void)
+{
+    int saved = errno;
+
+    pe_sampler_after_exec_failed();
+    errno = saved;
+    return -1;
+}
+
+PE_EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
+{
+    pe_real_init();
+    pe_sampler_before_exec();
+    pe_real.execve(path, argv, envp);
+    return exec_failed();
+}
+
+PE_EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    pe_real_init();
+    pe_sampler_before_exec();
+    pe_real.execvpe(file, argv, envp);
+    return exec_failed();
+}
+
+PE_EXPORT int
+fexecve(int fd, char *const argv[], char *const envp[])
+{
+    pe_real_init();
+    pe_sampler_before_exec();
+    pe_real.fexecve(fd, argv, envp);
+    return exec_failed();
+}
+
+PE_EXPORT int
+execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+PE_EXPORT int
+execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* The execl family: gather the variadic list into an argv array. */
+#define PE_EXECL_MAX 4096
+
+static int
+gather_args(const char *arg0, va_list ap, char **argv, char ***envp)
+{
+    int n = 0;
+
+    argv[n++] = (char *)arg0;
+    while (arg0 && n < PE_EXECL_MAX) {
+        argv[n] = va_arg(ap, char *);
+        if (!argv[n])
+            break;
+        n++;
+    }
+    if (n >= PE_EXECL_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    argv[n] = NULL;
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return 0;
+}
+
+PE_EXPORT int
+execl(const char *path, const char *arg, ...)
+{
+    char *argv[PE_EXECL_MAX + 1];
+    va_list ap;
+    int rc;
+
+    va_start(ap, arg);
+    rc = gather_args(arg, ap, argv, NULL);
+    va_end(ap);
+    return rc ? rc : execve(path, argv, environ);
+}
+
+PE_EXPORT int
+execlp(const char *file, const char *arg, ...)
+{
+    char *argv[PE_EXECL_MAX + 1];
+    va_list ap;
+    int rc;
+
+    va_start(ap, arg);
+    rc = gather_args(arg, ap, argv, NULL);
+    va_end(ap);
+    return rc ? rc : execvpe(file, argv, environ);
+}
+
+PE_EXPORT int
+execle(const char *path, const char *arg, ...)
+{
+    char *argv[PE_EXECL_MAX + 1];
+    char **envp = NULL;
+    va_list ap;
+    int rc;
+
+    va_start(ap, arg);
+    rc = gather_args(arg, ap, argv, &envp);
+    va_end(ap);
+    return rc ? rc : execve(path, argv, envp);
+}
+
+/* ---- signal dispositions ------------------------------------------------------- */
+
+PE_EXPORT int
+sigaction(int signum, const struct sigaction *act, struct sigaction *old)
+{
+    pe_real_init();
+    /* civetweb's threads set SIGPIPE to SIG_IGN as they start: a process-wide
+       change the program would see (and pass on through exec).  Our threads
+       keep every signal blocked and send with MSG_NOSIGNAL, so they need none. */
+    if (pe_tls.internal && act)
+        return pe_real.sigaction(signum, NULL, old);
+    if (pe_sampler_sigaction(signum, act, old))
+        return 0;
+    return pe_real.sigaction(signum, act, old);
+}
+
+PE_EXPORT sighandler_t
+signal(int signum, sighandler_t handler)
+{
+    struct sigaction sa, old;
+
+    /* glibc's signal() has BSD semantics: SA_RESTART, handler not reset. */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (signum > 0 && signum < NSIG)
+        sigaddset(&sa.sa_mask, signum);
+    if (sigaction(signum, &sa, &old) < 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}

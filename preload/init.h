@@ -1,0 +1,21 @@
+/*
+ * init.h: the library's life cycle: constructor, fork child, exit.
+ *
+ * The library is "active" in a process where it started normally; it is
+ * dormant in a process that does not match PROFEP_MATCH, whose bind failed,
+ * or that is a fork child: dormant means no server, no timers, no sampling.
+ *
+ * Signal-safe: pe_init_active.
+ */
+#ifndef PE_INIT_H
+#define PE_INIT_H
+
+#include "pe.h"
+
+PE_SIGSAFE int pe_init_active(void);
+/* Step aside for good in this process (bind failed, fork child). */
+void pe_init_go_dormant(void);
+/* Arrange for pe_sampler_thread_exiting/pe_threads_unregister at this thread's exit. */
+void pe_init_thread_exit_hook(void);
+
+#endif /* PE_INIT_H */

@@ -1,0 +1,186 @@
+/*
+ * threads.c: the lock-free registry of threads (tid, ours or not, creation
+ * stack).  Slots are claimed with a CAS on the tid, starting at a hash of it,
+ * and released by storing 0; readers copy slots without any lock and tolerate
+ * a slot changing under them (they re-check the tid).  /proc readers for a
+ * thread's name and state live here too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "threads.h"
+
+static pe_thread_info_t slots[PE_THREADS_MAX];
+
+static unsigned
+slot_hash(pid_t tid)
+{
+    return ((unsigned)tid * 2654435761u) % PE_THREADS_MAX;
+}
+
+static pe_thread_info_t *
+find_slot(pid_t tid)
+{
+    unsigned i, h = slot_hash(tid);
+
+    for (i = 0; i < PE_THREADS_MAX; i++) {
+        pe_thread_info_t *s = &slots[(h + i) % PE_THREADS_MAX];
+        if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) == tid)
+            return s;
+    }
+    return NULL;
+}
+
+static pe_thread_info_t *
+claim_slot(pid_t tid)
+{
+    unsigned i, h = slot_hash(tid);
+    pe_thread_info_t *s;
+
+    if ((s = find_slot(tid)))
+        return s; /* a recycled tid whose previous owner never unregistered */
+    for (i = 0; i < PE_THREADS_MAX; i++) {
+        pid_t expected = 0;
+        s = &slots[(h + i) % PE_THREADS_MAX];
+        if (__atomic_compare_exchange_n(&s->tid, &expected, -1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return s;
+    }
+    return NULL;
+}
+
+void
+pe_threads_register(const uintptr_t *create_pcs, int ncreate)
+{
+    pid_t tid = pe_gettid();
+    pe_thread_info_t *s = claim_slot(tid);
+
+    if (!s)
+        return; /* full: the thread is still found through /proc/self/task */
+    if (ncreate > PE_THREADS_CREATE_FRAMES)
+        ncreate = PE_THREADS_CREATE_FRAMES;
+    if (ncreate > 0)
+        memcpy(s->create_pcs, create_pcs, (size_t)ncreate * sizeof(*create_pcs));
+    s->ncreate = ncreate > 0 ? ncreate : 0;
+    s->internal = pe_tls.internal;
+    __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
+}
+
+void
+pe_threads_mark_internal(void)
+{
+    pe_thread_info_t *s;
+
+    pe_tls.internal = 1;
+    if (!(s = find_slot(pe_gettid()))) {
+        pe_threads_register(NULL, 0);
+        s = find_slot(pe_gettid());
+    }
+    if (s)
+        s->internal = 1;
+}
+
+void
+pe_threads_unregister(void)
+{
+    pe_thread_info_t *s = find_slot(pe_gettid());
+
+    if (s)
+        __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+}
+
+PE_SIGSAFE int
+pe_threads_is_internal(pid_t tid)
+{
+    pe_thread_info_t *s = find_slot(tid);
+
+    return s && __atomic_load_n(&s->internal, __ATOMIC_RELAXED);
+}
+
+int
+pe_threads_list(pe_thread_info_t *out, int max)
+{
+    int i, n = 0;
+
+    for (i = 0; i < PE_THREADS_MAX && n < max; i++) {
+        pid_t tid = __atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE);
+        if (tid <= 0 || slots[i].internal)
+            continue;
+        out[n] = slots[i];
+        if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE) != tid)
+            continue; /* reused while we copied */
+        out[n].tid = tid;
+        n++;
+    }
+    return n;
+}
+
+void
+pe_threads_atfork_child(void)
+{
+    pid_t self = (pid_t)0;
+    int i;
+
+    pe_tls.tid = 0;
+    self = pe_gettid();
+    for (i = 0; i < PE_THREADS_MAX; i++) {
+        if (slots[i].tid != self)
+            slots[i].tid = 0;
+    }
+}
+
+static int
+read_proc(pid_t tid, const char *what, char *buf, size_t len)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -errno;
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -EIO;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+int
+pe_threads_name(pid_t tid, char *buf, size_t len)
+{
+    int n = read_proc(tid, "comm", buf, len);
+
+    if (n < 0) {
+        snprintf(buf, len, "?");
+        return n;
+    }
+    if (n > 0 && buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    return 0;
+}
+
+const char *
+pe_threads_state(pid_t tid)
+{
+    char stat[512], *p;
+
+    if (read_proc(tid, "stat", stat, sizeof(stat)) < 0 || !(p = strrchr(stat, ')')) || !p[1])
+        return "unknown";
+    switch (p[2]) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "disk-sleep";
+    case 'T': return "stopped";
+    case 't': return "tracing-stop";
+    case 'Z': return "zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    default: return "unknown";
+    }
+}
