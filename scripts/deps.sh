@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# deps.sh: install the Debian 12 packages the build, tests and demo need,
+# with apt-get, and only those that are missing.  Idempotent.
+# Usage: scripts/deps.sh [bench]   (bench adds the baselines' packages)
+set -eu
+pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
+      golang-go"
+[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine"
+missing=
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing"
+if [ "$(id -u)" != 0 ]; then
+    echo "deps: not root; install these packages:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# run.sh: the test runner behind `make test`.
+# Runs every unit test binary (build/test/u_*) and every end-to-end script
+# (test/e2e_*.sh), each bounded in time.  Exit codes: 0 pass, 77 skip, else
+# fail.  The last line is "N passed, N failed, N skipped".
+set -u
+BUILD=${1:-build}
+export BUILD TEST_DIR=test
+cd "$(dirname "$0")/.." || exit 2
+passed=0 failed=0 skipped=0 failures=()
+logdir=$(mktemp -d /tmp/pe-test.XXXXXX)
+run_one() { # name, timeout, command...
+    local name=$1 limit=$2; shift 2
+    local start=$SECONDS rc
+    timeout -k 5 "$limit" "$@" >"$logdir/$name.log" 2>&1
+    rc=$?
+    case $rc in
+    0) passed=$((passed + 1)); printf 'PASS  %-36s %3ds\n' "$name" $((SECONDS - start)) ;;
+    77) skipped=$((skipped + 1)); printf 'SKIP  %-36s %s\n' "$name" "$(tail -n 1 "$logdir/$name.log")" ;;
+    *) failed=$((failed + 1)); failures+=("$name")
+       printf 'FAIL  %-36s (exit %d)\n' "$name" "$rc"
+       sed 's/^/      | /' "$logdir/$name.log" | tail -n 40 ;;
+    esac
+}
+for t in "$BUILD"/test/u_*; do
+    [ -x "$t" ] || continue
+    run_one "$(basename "$t")" 120 "$t"
+done
+for t in test/e2e_*.sh test/check_*.sh; do
+    [ -f "$t" ] || continue
+    run_one "$(basename "$t" .sh)" 300 bash "$t"
+done
+rm -rf "$logdir"
+[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
