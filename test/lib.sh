@@ -5,7 +5,7 @@
 # pe_stop                  kills the program.
 # ok / bad MESSAGE         count a check; pe_finish exits 0 or 1.
 BUILD=${BUILD:-build}
-LIB=$PWD/$BUILD/libprofendpoints.so
+case $BUILD in /*) LIB=$BUILD/libprofendpoints.so ;; *) LIB=$PWD/$BUILD/libprofendpoints.so ;; esac
 T=$(mktemp -d /tmp/pe-e2e.XXXXXX)
 export HOME=$T GOCACHE=$T/gocache GOFLAGS=-mod=mod GOTOOLCHAIN=local
 checks_ok=0 checks_bad=0
