@@ -1,0 +1,147 @@
+/*
+ * sink.c: the byte sinks every encoder writes into: the shared put/printf
+ * helpers with their sticky first error, a growable memory buffer, and a file
+ * descriptor sink.  The gzip sink is in gzip.c and the HTTP sink in http/.
+ *
+ * Signal-safe: no.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sink.h"
+
+/* Most printf lines are short; longer ones take one malloc. */
+#define SINK_LINE 512
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+static int
+sink_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    int err;
+
+    /* After the first error every later write is pointless (client gone). */
+    if (sink->err)
+        return sink->err;
+    if (len == 0)
+        return 0;
+    err = sink->write(sink, buf, len);
+    if (err)
+        sink->err = err;
+    return err;
+}
+
+int
+pe_sink_put(pe_sink_t *sink, const char *s)
+{
+    return sink_write(sink, s, strlen(s));
+}
+
+int
+pe_sink_printf(pe_sink_t *sink, const char *fmt, ...)
+{
+    char line[SINK_LINE];
+    char *big = NULL;
+    va_list ap;
+    int n, err;
+
+    if (sink->err)
+        return sink->err;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        sink->err = -EINVAL;
+        return sink->err;
+    }
+    if ((size_t)n < sizeof(line))
+        return sink_write(sink, line, (size_t)n);
+
+    big = malloc((size_t)n + 1);
+    if (!big) {
+        sink->err = -ENOMEM;
+        return sink->err;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    err = sink_write(sink, big, (size_t)n);
+    free(big);
+    return err;
+}
+
+/* ---- memory buffer ------------------------------------------------------- */
+
+static int
+membuf_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    pe_membuf_t *mb = (pe_membuf_t *)sink;
+    size_t cap;
+    char *data;
+
+    /* Keep one spare byte so data can always be NUL-terminated for tests. */
+    if (mb->len + len + 1 > mb->cap) {
+        cap = mb->cap ? mb->cap : 4096;
+        while (cap < mb->len + len + 1) {
+            if (cap > SIZE_MAX / 2)
+                return -ENOMEM;
+            cap *= 2;
+        }
+        data = realloc(mb->data, cap);
+        if (!data)
+            return -ENOMEM;
+        mb->data = data;
+        mb->cap = cap;
+    }
+    memcpy(mb->data + mb->len, buf, len);
+    mb->len += len;
+    mb->data[mb->len] = '\0';
+    return 0;
+}
+
+void
+pe_membuf_init(pe_membuf_t *mb)
+{
+    memset(mb, 0, sizeof(*mb));
+    mb->sink.write = membuf_write;
+}
+
+void
+pe_membuf_free(pe_membuf_t *mb)
+{
+    free(mb->data);
+    pe_membuf_init(mb);
+}
+
+/* ---- file descriptor ------------------------------------------------------ */
+
+static int
+fdsink_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    pe_fdsink_t *fs = (pe_fdsink_t *)sink;
+    const char *p = buf;
+    ssize_t n;
+
+    while (len > 0) {
+        n = write(fs->fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void
+pe_fdsink_init(pe_fdsink_t *fs, int fd)
+{
+    memset(fs, 0, sizeof(*fs));
+    fs->sink.write = fdsink_write;
+    fs->fd = fd;
+}

@@ -1,0 +1,202 @@
+/*
+ * u_gzip.c: unit tests for proto/sink.c and proto/gzip.c: round trips through
+ * zlib's own inflate (gzip mode), writes of every size around the 32 KiB
+ * buffer, the empty stream, error propagation from a failing downstream sink,
+ * and the membuf/fd sinks with long printf lines.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pe_test.h"
+#include "proto/sink.h"
+
+/* Inflate a gzip member into a malloc'd buffer; returns its length or -1. */
+static long
+gunzip(const void *in, size_t inlen, unsigned char **out)
+{
+    z_stream zs;
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    int zerr;
+
+    memset(&zs, 0, sizeof(zs));
+    if (!buf || inflateInit2(&zs, 15 + 16) != Z_OK) {
+        free(buf);
+        return -1;
+    }
+    zs.next_in = (unsigned char *)in;
+    zs.avail_in = (uInt)inlen;
+    do {
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+        zs.next_out = buf + len;
+        zs.avail_out = (uInt)(cap - len);
+        zerr = inflate(&zs, Z_NO_FLUSH);
+        len = cap - zs.avail_out;
+    } while (zerr == Z_OK);
+    inflateEnd(&zs);
+    if (zerr != Z_STREAM_END || zs.avail_in != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    return (long)len;
+}
+
+/* Half text, half xorshift noise, so deflate's output really crosses 32 KiB. */
+static unsigned char *
+make_input(size_t n)
+{
+    unsigned char *b = malloc(n);
+    uint64_t x = 88172645463325252ULL;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        b[i] = (i / 4096) % 2 ? (unsigned char)x : (unsigned char)("profile "[i % 8]);
+    }
+    return b;
+}
+
+static void
+test_roundtrip(size_t n, size_t chunk, int level)
+{
+    unsigned char *in = make_input(n), *back = NULL;
+    pe_membuf_t mb;
+    pe_gzip_t gz;
+    size_t off, k;
+    long got;
+    int err = 0;
+
+    pe_membuf_init(&mb);
+    CHECK(pe_gzip_open(&gz, &mb.sink, level) == 0);
+    for (off = 0; off < n && !err; off += k) {
+        k = n - off < chunk ? n - off : chunk;
+        err = gz.sink.write(&gz.sink, in + off, k);
+    }
+    CHECK(err == 0);
+    CHECK(pe_gzip_close(&gz) == 0);
+    CHECK(mb.len >= 18); /* gzip header + trailer */
+    CHECK(mb.len > 2 && (unsigned char)mb.data[0] == 0x1f && (unsigned char)mb.data[1] == 0x8b);
+    got = gunzip(mb.data, mb.len, &back);
+    CHECKF(got == (long)n, "n=%zu chunk=%zu: inflated %ld bytes", n, chunk, got);
+    CHECK(got == (long)n && memcmp(in, back, n) == 0);
+    free(back);
+    free(in);
+    pe_membuf_free(&mb);
+}
+
+/* A downstream sink that fails on its second write. */
+typedef struct failing_s {
+    pe_sink_t sink;
+    int writes;
+} failing_t;
+
+static int
+failing_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    failing_t *f = (failing_t *)sink;
+
+    return ++f->writes >= 2 ? -EPIPE : 0;
+}
+
+static void
+test_errors(void)
+{
+    failing_t f = { .sink.write = failing_write };
+    unsigned char *in = make_input(1 << 20);
+    pe_membuf_t mb;
+    pe_gzip_t gz;
+    int err = 0, i;
+
+    pe_membuf_init(&mb);
+    CHECK(pe_gzip_open(&gz, &mb.sink, 12) == -EINVAL);
+    CHECK(pe_gzip_close(&gz) == -EINVAL);
+
+    CHECK(pe_gzip_open(&gz, &f.sink, 1) == 0);
+    for (i = 0; i < 16 && !err; i++)
+        err = gz.sink.write(&gz.sink, in + i * 65536, 65536);
+    CHECKF(err == -EPIPE, "err %d", err);
+    /* Sticky: later writes and close report the first error. */
+    CHECK(gz.sink.write(&gz.sink, in, 10) == -EPIPE);
+    CHECK(pe_sink_put(&gz.sink, "x") == -EPIPE);
+    CHECK(pe_gzip_close(&gz) == -EPIPE);
+
+    /* The error can also surface only in close's final flush. */
+    f.writes = 0;
+    CHECK(pe_gzip_open(&gz, &f.sink, 6) == 0);
+    CHECK(gz.sink.write(&gz.sink, in, 1 << 20) == 0 || f.writes >= 2);
+    CHECK(pe_gzip_close(&gz) == -EPIPE);
+    free(in);
+    pe_membuf_free(&mb);
+}
+
+static void
+test_sinks(void)
+{
+    char big[3000], *back = NULL;
+    unsigned char *gzback = NULL;
+    pe_membuf_t mb, gzmb;
+    pe_fdsink_t fs;
+    pe_gzip_t gz;
+    int fds[2];
+    ssize_t n;
+    long got;
+
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    pe_membuf_init(&mb);
+    CHECK(pe_sink_put(&mb.sink, "hello ") == 0);
+    CHECK(pe_sink_printf(&mb.sink, "%d %s|%s", 42, "world", big) == 0);
+    CHECK(mb.len == 6 + 9 + sizeof(big) - 1);
+    CHECK(strncmp(mb.data, "hello 42 world|aaa", 18) == 0);
+    CHECK(mb.data[mb.len] == '\0');
+    pe_membuf_free(&mb);
+    CHECK(mb.data == NULL && mb.len == 0);
+
+    /* An empty gzip stream is still a valid member. */
+    pe_membuf_init(&gzmb);
+    CHECK(pe_gzip_open(&gz, &gzmb.sink, -1) == 0);
+    CHECK(pe_gzip_close(&gz) == 0);
+    got = gunzip(gzmb.data, gzmb.len, &gzback);
+    CHECK(got == 0);
+    free(gzback);
+    pe_membuf_free(&gzmb);
+
+    CHECK(pipe(fds) == 0);
+    pe_fdsink_init(&fs, fds[1]);
+    CHECK(pe_sink_printf(&fs.sink, "fd %s\n", "ok") == 0);
+    close(fds[1]);
+    back = calloc(1, 64);
+    n = read(fds[0], back, 63);
+    CHECK(n == 6 && strcmp(back, "fd ok\n") == 0);
+    close(fds[0]);
+    free(back);
+
+    /* A closed descriptor: the error comes back and sticks. */
+    pe_fdsink_init(&fs, fds[1]);
+    CHECK(pe_sink_put(&fs.sink, "x") == -EBADF);
+    CHECK(fs.sink.err == -EBADF);
+}
+
+int
+main(void)
+{
+    test_roundtrip(0, 1, 6);
+    test_roundtrip(1, 1, 6);
+    test_roundtrip(100000, 1, 1);
+    test_roundtrip(32768, 32768, 6);
+    test_roundtrip(32769, 7, 9);
+    test_roundtrip(3 << 20, 65536, 6);
+    test_roundtrip(1 << 20, 1 << 20, 0);
+    test_errors();
+    test_sinks();
+    return pe_test_done();
+}
