@@ -14,10 +14,42 @@
 
 #include <signal.h>
 
+#include <stdint.h>
+
 #include "../preload/pe.h"
+#include "../proto/profile.h"
 
 /* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
 int pe_sampler_init(void);
+
+/* ---- CPU profile windows (http/h_profile.c) -------------------------------------- */
+
+typedef struct pe_sampler_win_s pe_sampler_win_t;
+
+/*
+ * Open a window: from now until pe_sampler_close, every sample of every
+ * application thread goes into it, at one sample per `delay` s of each
+ * thread's CPU time, keeping at most `max_frames` frames in all (beyond that,
+ * samples are counted as dropped).  The first window starts the sampler
+ * (timers, collector); later ones must ask for the same delay.
+ * Returns 0 and *out, or
+ *   -EBUSY   a sampler with another delay runs (*running_delay set, seconds);
+ *   -EPERM   the program handles SIGPROF itself (503);
+ *   -EINVAL  delay < 1 us or max_frames < 1;  -ENOMEM, -EAGAIN otherwise.
+ * Takes a mutex; HTTP threads only.
+ */
+int pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out,
+                    double *running_delay) PE_NODISCARD;
+/*
+ * Close a window and return its profile (sample types samples/count and
+ * cpu/nanoseconds, labels thread and thread_name, time, duration and comments
+ * with the dropped/truncated counts); the caller frees it with pe_prof_free.
+ * The last window stops the sampler and deletes every timer.  NULL only when
+ * w is NULL.
+ */
+pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
+/* Number of open windows; *delay gets the running delay when > 0. */
+int pe_sampler_running(double *delay);
 
 /* On every new application thread, first thing in the pthread_create trampoline. */
 void pe_sampler_thread_started(void);

@@ -13,6 +13,7 @@
 #ifndef PE_UNWIND_H
 #define PE_UNWIND_H
 
+#include <link.h>
 #include <stdint.h>
 
 #include "../preload/pe.h"
@@ -39,6 +40,15 @@ PE_SIGSAFE int pe_unwind_here(uintptr_t *pcs, int max, int skip);
 /* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
 extern int pe_unwind_dlclose_busy;   /* > 0 while any thread is inside dlclose */
+/*
+ * Around the real dlclose, instead of touching pe_unwind_dlclose_busy directly:
+ * begin raises the count and then waits (yielding) until no handler that
+ * started before it is still reading loaded objects, so nothing is unmapped
+ * under an unwinder; end lowers it.  Call pe_unwind_objects_changed() between
+ * the real dlclose and end.  Not signal-safe.
+ */
+void pe_unwind_dlclose_begin(void);
+void pe_unwind_dlclose_end(void);
 /* Answer dl_iterate_phdr from the snapshot (used while pe_tls.in_unwind). */
 PE_SIGSAFE int pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *),
                                           void *data);

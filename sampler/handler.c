@@ -1,0 +1,66 @@
+/*
+ * handler.c: the SIGPROF handler and nothing else.  It accepts only our own
+ * timers' signals (si_code SI_TIMER with the running session's cookie), takes
+ * a ring slot, unwinds the interrupted context into it and publishes it;
+ * everything else is handed to the program's stored disposition.  It saves
+ * errno, takes no lock, calls no malloc, and uses only PE_SIGSAFE functions.
+ * Not reentrant on one thread: SIGPROF is blocked while it runs (no SA_NODEFER)
+ * and pe_unwind_signal keeps its own in_unwind flag for other signals.
+ */
+#include <errno.h>
+
+#include "../preload/guard.h"
+#include "cpu.h"
+#include "unwind.h"
+
+pe_ring_t pe_cpu_ring;
+uint64_t pe_cpu_cookie;
+uint64_t pe_cpu_truncated;
+int pe_cpu_accept_tkill;
+
+PE_SIGSAFE static void
+record(siginfo_t *si, void *uc)
+{
+    pe_ring_slot_t *s;
+    uint32_t weight = 1;
+    int n;
+
+    if (si->si_code == SI_TIMER && si->si_overrun > 0)
+        weight += (uint32_t)si->si_overrun;
+    s = pe_ring_claim(&pe_cpu_ring);
+    if (PE_UNLIKELY(!s)) {
+        pe_ring_drop(&pe_cpu_ring, weight);
+        return;
+    }
+    n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+    s->tid = pe_gettid();
+    s->weight = weight;
+    s->nframes = n;
+    s->flags = 0;
+    if (n <= 1) {
+        s->flags = PE_RING_F_TRUNCATED;
+        __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);
+    }
+    pe_ring_publish(&pe_cpu_ring, s);
+}
+
+PE_SIGSAFE void
+pe_cpu_handler(int sig, siginfo_t *si, void *uc)
+{
+    int saved_errno = errno;
+    uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+
+    if (si->si_code == SI_TIMER && (v >> 48) == PE_COOKIE_TAG) {
+        /* ours; a stale session's late signal is simply dropped */
+        if (v == __atomic_load_n(&pe_cpu_cookie, __ATOMIC_RELAXED) && !pe_tls.internal &&
+            pe_cpu_ring.slots)
+            record(si, uc);
+    } else if (PE_UNLIKELY(pe_cpu_accept_tkill) && si->si_code == SI_TKILL &&
+               si->si_pid == getpid()) {
+        if (pe_cpu_ring.slots)
+            record(si, uc);
+    } else {
+        pe_cpu_sig_chain(sig, si, uc);
+    }
+    errno = saved_errno;
+}

@@ -1,0 +1,520 @@
+/*
+ * sampler.c: CPU profiling sessions.  Owns the windows (one per CPU request),
+ * the collector thread that arms a CPU timer on every application thread
+ * (from /proc/self/task every ~100 ms, and at once for threads made through
+ * pthread_create) and drains the handler's ring into every open window, the
+ * table of live timers, and the fork/exec hooks.  OS calls are in timer.c and
+ * the handler in handler.c; profiles are built with the proto/ model.
+ *
+ * Locks: `life` (pthread mutex, HTTP threads only) serializes open/close;
+ * `wlock` (mutex) guards the window list and is the ring's single-consumer
+ * lock; `tlock` (spin) guards the timer table.  Order: life > wlock, tlock is
+ * a leaf.  None is ever taken in a signal handler.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/guard.h"
+#include "../preload/log.h"
+#include "../preload/real.h"
+#include "../preload/threads.h"
+#include "../proto/profile.h"
+#include "cpu.h"
+#include "sampler.h"
+
+#define RING_SLOTS 2048
+#define DRAIN_NS (20 * 1000000L)
+#define SCAN_EVERY 5 /* drains per /proc rescan: ~100 ms */
+#define TIMERS_MAX (2 * PE_THREADS_MAX)
+#define NAMES_MAX 4096
+#define NAME_REFRESH_NS 1000000000LL
+
+/* ---- data ----------------------------------------------------------------------- */
+
+struct pe_sampler_win_s {
+    struct pe_sampler_win_s *next;
+    pe_prof_t *prof;
+    int64_t nmax, nused;       /* frame budget (n) and frames kept */
+    uint64_t samples, weight;  /* signals and signals+overruns kept */
+    uint64_t over_cap;         /* weight dropped beyond n */
+    uint64_t truncated;        /* weight of leaf-only samples */
+    uint64_t oom;              /* weight lost to allocation failure */
+    uint64_t ring_dropped0;    /* pe_cpu_ring.dropped at open */
+    int64_t t0_real, t0_mono;
+};
+
+static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static pe_sampler_win_t *windows; /* under wlock */
+static int nwin;                  /* under life */
+static int64_t period_ns;         /* of the running session (writer: open, under life) */
+static uint64_t session_gen;
+
+static pthread_t collector;
+static int collector_stop;         /* writer: close; reader: collector */
+
+/* Timers we armed (tid -> kernel timer id); tid 0 is a free entry. */
+static int tlock;
+static struct {
+    pid_t tid;
+    int timerid;
+    unsigned mark;
+} timers[TIMERS_MAX];
+static int ntimers_hi; /* entries [0, ntimers_hi) may be in use */
+
+/* Thread names, direct-mapped by tid (collector/closer only, under wlock). */
+static struct {
+    pid_t tid;
+    int64_t when;
+    char name[32];
+} names[NAMES_MAX];
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int64_t
+now_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+tlock_take(void)
+{
+    while (__atomic_exchange_n(&tlock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void
+tlock_drop(void)
+{
+    __atomic_store_n(&tlock, 0, __ATOMIC_RELEASE);
+}
+
+static int
+timer_find(pid_t tid)
+{
+    for (int i = 0; i < ntimers_hi; i++)
+        if (timers[i].tid == tid)
+            return i;
+    return -1;
+}
+
+/* Arm a timer on tid unless it has one (tlock held).  Returns the entry or -1. */
+static int
+timer_arm(pid_t tid, unsigned mark)
+{
+    int i = timer_find(tid), id;
+    uint64_t cookie = __atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE);
+
+    if (i >= 0) {
+        timers[i].mark = mark;
+        return i;
+    }
+    if (!cookie || pe_cpu_timer_create(tid, period_ns, cookie, &id) < 0)
+        return -1;
+    for (i = 0; i < TIMERS_MAX; i++) {
+        if (timers[i].tid == 0) {
+            timers[i].tid = tid;
+            timers[i].timerid = id;
+            timers[i].mark = mark;
+            if (i >= ntimers_hi)
+                ntimers_hi = i + 1;
+            return i;
+        }
+    }
+    pe_cpu_timer_delete(id); /* table full: that thread goes unsampled */
+    return -1;
+}
+
+static void
+timer_disarm_at(int i)
+{
+    pe_cpu_timer_delete(timers[i].timerid);
+    timers[i].tid = 0;
+}
+
+static void
+timers_disarm_all(void)
+{
+    tlock_take();
+    for (int i = 0; i < ntimers_hi; i++)
+        if (timers[i].tid)
+            timer_disarm_at(i);
+    ntimers_hi = 0;
+    tlock_drop();
+}
+
+/*
+ * Reconcile with /proc/self/task: arm every application thread that has no
+ * timer, disarm timers whose thread is gone.  Collector only.
+ */
+static void
+scan_threads(void)
+{
+    static unsigned mark;
+    pid_t tids[1024];
+    int n = 0;
+    DIR *d;
+    struct dirent *e;
+
+    mark++;
+    d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    for (;;) {
+        while (n < (int)PE_ARRAY_SIZE(tids) && (e = readdir(d))) {
+            pid_t tid = (pid_t)atoi(e->d_name);
+            if (tid > 0 && !pe_threads_is_internal(tid))
+                tids[n++] = tid;
+        }
+        tlock_take();
+        for (int i = 0; i < n; i++)
+            timer_arm(tids[i], mark);
+        tlock_drop();
+        if (n < (int)PE_ARRAY_SIZE(tids))
+            break;
+        n = 0;
+    }
+    closedir(d);
+    tlock_take();
+    for (int i = 0; i < ntimers_hi; i++)
+        if (timers[i].tid && timers[i].mark != mark)
+            timer_disarm_at(i);
+    tlock_drop();
+}
+
+static const char *
+thread_name(pid_t tid)
+{
+    unsigned h = (unsigned)tid % NAMES_MAX;
+    int64_t t = now_ns(CLOCK_MONOTONIC);
+
+    if (names[h].tid != tid || t - names[h].when > NAME_REFRESH_NS) {
+        char buf[32];
+        if (pe_threads_name(tid, buf, sizeof(buf)) == 0) {
+            snprintf(names[h].name, sizeof(names[h].name), "%s", buf);
+        } else if (names[h].tid != tid) {
+            snprintf(names[h].name, sizeof(names[h].name), "%d", (int)tid);
+        }
+        names[h].tid = tid;
+        names[h].when = t;
+    }
+    return names[h].name;
+}
+
+/* Move everything in the ring into every open window (wlock held). */
+static void
+drain(void)
+{
+    pe_ring_slot_t *s;
+
+    while ((s = pe_ring_peek(&pe_cpu_ring))) {
+        pe_prof_label_t labels[2];
+        int64_t values[2];
+        int n = s->nframes;
+
+        if (n > PE_MAX_FRAMES)
+            n = PE_MAX_FRAMES; /* keep the leaf end */
+        values[0] = s->weight;
+        values[1] = (int64_t)s->weight * period_ns;
+        memset(labels, 0, sizeof(labels));
+        labels[0].key = "thread";
+        labels[0].num = s->tid;
+        labels[1].key = "thread_name";
+        labels[1].str = windows ? thread_name(s->tid) : "";
+        for (pe_sampler_win_t *w = windows; w; w = w->next) {
+            if (w->nused + n > w->nmax) {
+                w->over_cap += s->weight;
+                continue;
+            }
+            if (n < 1 || pe_prof_add(w->prof, s->pcs, n, 1, values, labels, 2) < 0) {
+                w->oom += s->weight;
+                continue;
+            }
+            w->nused += n;
+            w->samples++;
+            w->weight += s->weight;
+            if (s->flags & PE_RING_F_TRUNCATED)
+                w->truncated += s->weight;
+        }
+        pe_ring_release(&pe_cpu_ring, s);
+    }
+}
+
+static void *
+collector_main(void *unused)
+{
+    sigset_t all;
+    struct timespec ts = {0, DRAIN_NS};
+    int i = 0;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pe_threads_mark_internal();
+    scan_threads();
+    while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&wlock);
+        drain();
+        pthread_mutex_unlock(&wlock);
+        if (++i % SCAN_EVERY == 0)
+            scan_threads();
+    }
+    /* stop: no new samples from this session, then no timers */
+    __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+    timers_disarm_all();
+    return NULL;
+}
+
+/* ---- module API ------------------------------------------------------------------ */
+
+int
+pe_sampler_init(void)
+{
+    if (!pe_real_ready)
+        pe_real_init();
+    return 0;
+}
+
+int
+pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
+{
+    int64_t want = (int64_t)(delay * 1e9 + 0.5);
+    pe_sampler_win_t *w;
+    sigset_t all, saved;
+    int rc = 0;
+
+    *out = NULL;
+    if (want < 1000 || max_frames < 1)
+        return -EINVAL;
+    w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    pthread_mutex_lock(&life);
+    if (nwin > 0 && want != period_ns) {
+        if (running_delay)
+            *running_delay = (double)period_ns / 1e9;
+        rc = -EBUSY;
+        goto err_unlock;
+    }
+    if (nwin == 0) {
+        if ((rc = pe_cpu_sig_acquire()) < 0)
+            goto err_unlock;
+        if (!pe_cpu_ring.slots && (rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS)) < 0)
+            goto err_unlock;
+        pthread_mutex_lock(&wlock);
+        while (pe_ring_peek(&pe_cpu_ring)) /* a stale session's leftovers */
+            pe_ring_release(&pe_cpu_ring, pe_ring_peek(&pe_cpu_ring));
+        pthread_mutex_unlock(&wlock);
+        period_ns = want;
+        session_gen++;
+        __atomic_store_n(&pe_cpu_profiling, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
+        __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &saved);
+        rc = -pthread_create(&collector, NULL, collector_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (rc < 0) {
+            __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+            pe_cpu_sig_release();
+            goto err_unlock;
+        }
+    }
+    w->nmax = max_frames;
+    w->t0_real = now_ns(CLOCK_REALTIME);
+    w->t0_mono = now_ns(CLOCK_MONOTONIC);
+    {
+        pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+        pe_prof_vt_t ptype = {"cpu", "nanoseconds"};
+        w->prof = pe_prof_new(types, 2, &ptype, period_ns);
+    }
+    if (!w->prof) {
+        rc = -ENOMEM;
+        if (nwin == 0)
+            goto err_stop;
+        goto err_unlock;
+    }
+    pthread_mutex_lock(&wlock);
+    drain(); /* what came before this window belongs to the others */
+    w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
+    w->next = windows;
+    windows = w;
+    pthread_mutex_unlock(&wlock);
+    nwin++;
+    pthread_mutex_unlock(&life);
+    *out = w;
+    return 0;
+
+err_stop:
+    __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(collector, NULL);
+    __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+    pe_cpu_sig_release();
+err_unlock:
+    pthread_mutex_unlock(&life);
+    free(w);
+    return rc;
+}
+
+pe_prof_t *
+pe_sampler_close(pe_sampler_win_t *w)
+{
+    pe_sampler_win_t **pp;
+    pe_prof_t *p;
+    uint64_t ring_dropped;
+    int64_t period;
+
+    if (!w)
+        return NULL;
+    pthread_mutex_lock(&life);
+    period = period_ns;
+    if (nwin == 1) {
+        __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(collector, NULL);
+    }
+    pthread_mutex_lock(&wlock);
+    drain();
+    ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
+    for (pp = &windows; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&wlock);
+    if (--nwin == 0) {
+        __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+        pe_cpu_sig_release();
+    }
+    pthread_mutex_unlock(&life);
+
+    p = w->prof;
+    pe_prof_set_time(p, w->t0_real, now_ns(CLOCK_MONOTONIC) - w->t0_mono);
+    pe_prof_comment(p, "cpu: %llu samples (%llu with timer overruns), period %lld ns",
+                    (unsigned long long)w->samples, (unsigned long long)w->weight,
+                    (long long)period);
+    if (w->over_cap)
+        pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
+                        (unsigned long long)w->over_cap, (long long)w->nmax);
+    if (ring_dropped)
+        pe_prof_comment(p, "dropped: %llu samples (sample ring full)",
+                        (unsigned long long)ring_dropped);
+    if (w->oom)
+        pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
+    if (w->truncated)
+        pe_prof_comment(p, "truncated: %llu samples kept with their leaf frame only "
+                           "(interrupted in the dynamic loader or in our unwinder)",
+                        (unsigned long long)w->truncated);
+    free(w);
+    return p;
+}
+
+int
+pe_sampler_running(double *delay)
+{
+    int n;
+    pthread_mutex_lock(&life);
+    n = nwin;
+    if (n && delay)
+        *delay = (double)period_ns / 1e9;
+    pthread_mutex_unlock(&life);
+    return n;
+}
+
+void
+pe_sampler_thread_started(void)
+{
+    if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
+        return;
+    tlock_take();
+    timer_arm(pe_gettid(), 0);
+    tlock_drop();
+}
+
+void
+pe_sampler_thread_exiting(void)
+{
+    pid_t tid = pe_gettid();
+    int i;
+
+    if (!__atomic_load_n(&ntimers_hi, __ATOMIC_RELAXED))
+        return;
+    tlock_take();
+    if ((i = timer_find(tid)) >= 0)
+        timer_disarm_at(i);
+    tlock_drop();
+}
+
+void
+pe_sampler_before_fork(sigset_t *saved)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, PE_SAMPLER_SIG);
+    pthread_sigmask(SIG_BLOCK, &s, saved);
+}
+
+void
+pe_sampler_after_fork(int child, const sigset_t *saved)
+{
+    if (child) {
+        /* POSIX timers and other threads do not survive fork: the child is dormant.
+           Windows and their profiles are left behind (they belong to gone threads). */
+        __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+        pthread_mutex_init(&life, NULL);
+        pthread_mutex_init(&wlock, NULL);
+        tlock = 0;
+        memset(timers, 0, sizeof(timers));
+        ntimers_hi = 0;
+        windows = NULL;
+        nwin = 0;
+        pe_cpu_sig_atfork_child();
+    }
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+void
+pe_sampler_before_exec(void)
+{
+    sigset_t s, saved;
+    struct timespec zero = {0, 0};
+
+    sigemptyset(&s);
+    sigaddset(&s, PE_SAMPLER_SIG);
+    pthread_sigmask(SIG_BLOCK, &s, &saved);
+    pe_sampler_thread_exiting();
+    pe_cpu_sig_before_exec();
+    /* a signal of ours already pending on this thread must not reach the new image */
+    if (!sigismember(&saved, PE_SAMPLER_SIG) &&
+        __atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED)) {
+        siginfo_t si;
+        while (sigtimedwait(&s, &si, &zero) == PE_SAMPLER_SIG) {
+            if (si.si_code != SI_TIMER) { /* not ours: leave it for the program */
+                syscall(SYS_tgkill, getpid(), pe_gettid(), PE_SAMPLER_SIG);
+                break;
+            }
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+void
+pe_sampler_after_exec_failed(void)
+{
+    pe_cpu_sig_after_exec_failed();
+    /* the collector's next scan re-arms this thread */
+}

@@ -1,0 +1,269 @@
+/*
+ * timer.c: the sampler's OS calls.  Per-thread CPU-time timers are made with
+ * the raw timer_create syscall on the target thread's CPU clock (derived from
+ * its tid, as async-profiler does), delivered to that thread (SIGEV_THREAD_ID),
+ * so any thread can arm a timer for any other.  SIGPROF is taken only over
+ * SIG_DFL/SIG_IGN; while our handler is installed the program's sigaction
+ * requests are stored and reported back (HotSpot's libjsig pattern) and applied
+ * when no profile runs.  Our handler stays installed after a profile while the
+ * program's disposition is SIG_DFL/SIG_IGN, so a timer signal still in flight
+ * can never take the default action (terminate); it is ignored instead.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/guard.h"
+#include "../preload/real.h"
+#include "cpu.h"
+#include "sampler.h"
+
+int pe_cpu_profiling;
+
+/* ---- timers --------------------------------------------------------------------- */
+
+/* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) from the kernel's posix-timers.h. */
+static clockid_t
+thread_cpu_clock(pid_t tid)
+{
+    return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+
+static uint64_t
+rand_next(void)
+{
+    static PE_TLS uint64_t x;
+    if (!x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)pe_gettid() ^ 0x9e3779b97f4a7c15ull;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+int
+pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
+{
+    struct sigevent sev;
+    struct itimerspec its;
+    int64_t first;
+    int id;
+
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = PE_SAMPLER_SIG;
+    sev.sigev_value.sival_ptr = (void *)(uintptr_t)cookie;
+    sev._sigev_un._tid = tid;
+    if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) < 0)
+        return -errno;
+    /* first expiry random in (0, period]: short threads are sampled in proportion */
+    first = 1 + (int64_t)(rand_next() % (uint64_t)period_ns);
+    its.it_value.tv_sec = first / 1000000000;
+    its.it_value.tv_nsec = first % 1000000000;
+    its.it_interval.tv_sec = period_ns / 1000000000;
+    its.it_interval.tv_nsec = period_ns % 1000000000;
+    if (syscall(SYS_timer_settime, id, 0, &its, NULL) < 0) {
+        int err = -errno;
+        syscall(SYS_timer_delete, id);
+        return err;
+    }
+    *timerid = id;
+    return 0;
+}
+
+void
+pe_cpu_timer_delete(int timerid)
+{
+    int saved = errno;
+    syscall(SYS_timer_delete, timerid);
+    errno = saved;
+}
+
+/* ---- the signal disposition ------------------------------------------------------ */
+
+/*
+ * sig_owned: our handler is what the kernel has (writer: acquire/release/
+ * sigaction under sig_lock; reader: everyone).  prog_act[prog_cur]: the
+ * disposition the program believes it has; double-buffered so the handler
+ * reads a whole one without a lock.
+ */
+static int sig_lock;
+static int sig_owned;
+static struct sigaction prog_act[2];
+static int prog_cur;
+static int exec_changed;
+
+static void
+slock(void)
+{
+    while (__atomic_exchange_n(&sig_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void
+sunlock(void)
+{
+    __atomic_store_n(&sig_lock, 0, __ATOMIC_RELEASE);
+}
+
+static int
+real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (!pe_real_ready)
+        pe_real_init();
+    return pe_real.sigaction ? pe_real.sigaction(sig, act, old) : sigaction(sig, act, old);
+}
+
+static int
+is_handler(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) ||
+           (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+}
+
+static void
+store_prog(const struct sigaction *sa)
+{
+    int nxt = !prog_cur;
+    prog_act[nxt] = *sa;
+    __atomic_store_n(&prog_cur, nxt, __ATOMIC_RELEASE);
+}
+
+static int
+install_ours(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = pe_cpu_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return real_sigaction(PE_SAMPLER_SIG, &sa, NULL);
+}
+
+int
+pe_cpu_sig_acquire(void)
+{
+    struct sigaction cur;
+    int rc = 0;
+
+    slock();
+    if (sig_owned) {
+        if (is_handler(&prog_act[prog_cur]))
+            rc = -EPERM;
+        goto out;
+    }
+    if (real_sigaction(PE_SAMPLER_SIG, NULL, &cur) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (is_handler(&cur)) {
+        rc = -EPERM;
+        goto out;
+    }
+    store_prog(&cur);
+    if (install_ours() < 0) {
+        rc = -errno;
+        goto out;
+    }
+    __atomic_store_n(&sig_owned, 1, __ATOMIC_RELEASE);
+out:
+    sunlock();
+    return rc;
+}
+
+void
+pe_cpu_sig_release(void)
+{
+    slock();
+    /* the program installed a handler while we profiled: now it gets it */
+    if (sig_owned && is_handler(&prog_act[prog_cur])) {
+        real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
+        __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
+    }
+    sunlock();
+}
+
+int
+pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *old)
+{
+    if (signum != PE_SAMPLER_SIG || !__atomic_load_n(&sig_owned, __ATOMIC_ACQUIRE))
+        return 0;
+    slock();
+    if (!sig_owned) {
+        sunlock();
+        return 0;
+    }
+    if (old)
+        *old = prog_act[prog_cur];
+    if (act) {
+        store_prog(act);
+        /* no profile: the program's wish takes effect now, and SIGPROF is its own */
+        if (!__atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) && is_handler(act)) {
+            real_sigaction(PE_SAMPLER_SIG, act, NULL);
+            __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
+        }
+    }
+    sunlock();
+    return 1;
+}
+
+PE_SIGSAFE void
+pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *sa = &prog_act[__atomic_load_n(&prog_cur, __ATOMIC_ACQUIRE)];
+
+    if (sa->sa_flags & SA_SIGINFO) {
+        if (sa->sa_sigaction)
+            sa->sa_sigaction(sig, si, uc);
+    } else if (sa->sa_handler == SIG_DFL) {
+        /* a SIGPROF the program did not ask for and we did not send: the default
+           action is to terminate, as it would have been without us */
+        if (si->si_code != SI_TIMER) {
+            struct sigaction dfl;
+            memset(&dfl, 0, sizeof(dfl));
+            dfl.sa_handler = SIG_DFL;
+            real_sigaction(sig, &dfl, NULL);
+            __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
+            syscall(SYS_tgkill, getpid(), pe_gettid(), sig);
+        }
+    } else if (sa->sa_handler != SIG_IGN) {
+        sa->sa_handler(sig);
+    }
+}
+
+void
+pe_cpu_sig_before_exec(void)
+{
+    /* exec resets a handled signal to SIG_DFL; a program that ignores SIGPROF
+       must hand SIG_IGN on to the new image */
+    slock();
+    if (sig_owned && !is_handler(&prog_act[prog_cur]) &&
+        prog_act[prog_cur].sa_handler == SIG_IGN) {
+        real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
+        exec_changed = 1;
+    }
+    sunlock();
+}
+
+void
+pe_cpu_sig_after_exec_failed(void)
+{
+    slock();
+    if (exec_changed) {
+        install_ours();
+        exec_changed = 0;
+    }
+    sunlock();
+}
+
+void
+pe_cpu_sig_atfork_child(void)
+{
+    sig_lock = 0;
+}

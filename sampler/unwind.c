@@ -1,0 +1,459 @@
+/*
+ * unwind.c: stack capture for every sampler.  Owns the dlopen'd libunwind
+ * (RTLD_LOCAL: its _Unwind_* never reach the global scope), the double-buffered
+ * snapshot of loaded objects that dl_iterate_phdr answers from while we unwind,
+ * the dlclose handshake that keeps an object mapped while a handler reads it,
+ * and the bounds-checked frame-pointer walk used when libunwind is unsafe.
+ * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
+ * preload/hooks.c.  See NOTES.md section 2 for the measurements behind this.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "../preload/guard.h"
+#include "../preload/real.h"
+#include "unwind.h"
+
+/* ---- data ----------------------------------------------------------------------- */
+
+typedef int (*unw_backtrace_fn)(void **, int);
+typedef void (*unw_flush_cache_fn)(void *, unsigned long, unsigned long);
+
+/* Written once by pe_unwind_init (constructor), read everywhere. */
+static unw_backtrace_fn unw_bt;
+static unw_flush_cache_fn unw_flush;
+static void **unw_local_as; /* &unw_local_addr_space */
+
+int pe_unwind_dlclose_busy;
+
+/*
+ * Loaded-object snapshot: two mmap'd buffers; `snap_cur` names the one readers
+ * use.  A reader pins a buffer by incrementing snap_readers[b] and re-checking
+ * snap_cur; the rebuilder (outside signal context, under snap_lock) writes the
+ * other buffer only once its reader count is 0, then flips snap_cur.
+ * dlclose waits for both counts to drain before the object is unmapped.
+ */
+#define SNAP_MAX 1024
+typedef struct snap_buf_s {
+    int n;
+    struct dl_phdr_info info[SNAP_MAX];
+    /* taken at collection time: an unloaded object's phdrs and name are gone */
+    uintptr_t lo[SNAP_MAX], hi[SNAP_MAX];
+    uint32_t name_hash[SNAP_MAX];
+} snap_buf_t;
+
+static snap_buf_t *snap[2];
+static int snap_cur;
+static int snap_readers[2];
+static int snap_lock; /* spin lock between rebuilders (never taken in a handler) */
+static PE_TLS int snap_pin; /* buffer pinned by this thread + 1, 0 = none */
+
+/*
+ * Threads whose libunwind trace cache may hold frame data for an object that
+ * was unloaded and replaced by a different one at the same address use frame
+ * pointers only (libunwind 1.6.2's per-thread cache has no invalidation).
+ * `reuse_gen` counts such replacements; a thread primed at an older
+ * generation is stale.
+ */
+static int reuse_gen = 1;
+#define GONE_MAX 256
+static struct {
+    uintptr_t lo, hi;
+    uint32_t name_hash;
+} gone[GONE_MAX];
+static int ngone;
+static PE_TLS int primed_gen;
+
+/* Stack bounds of this thread, when known (from pe_unwind_prime_thread). */
+static PE_TLS uintptr_t stack_lo, stack_hi;
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static void
+spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void
+spin_unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static uint32_t
+hash_str(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Pin the current snapshot buffer for this thread (signal-safe). */
+PE_SIGSAFE static void
+snap_pin_enter(void)
+{
+    for (;;) {
+        int b = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&snap_readers[b], 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST) == b) {
+            snap_pin = b + 1;
+            return;
+        }
+        __atomic_sub_fetch(&snap_readers[b], 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+PE_SIGSAFE static void
+snap_pin_exit(void)
+{
+    __atomic_sub_fetch(&snap_readers[snap_pin - 1], 1, __ATOMIC_SEQ_CST);
+    snap_pin = 0;
+}
+
+static void
+wait_readers(int b)
+{
+    while (__atomic_load_n(&snap_readers[b], __ATOMIC_SEQ_CST) != 0)
+        sched_yield();
+}
+
+/* Address range of an object, from its PT_LOAD headers. */
+static void
+object_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t l = UINTPTR_MAX, h = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        if (info->dlpi_addr + ph->p_vaddr < l)
+            l = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > h)
+            h = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+static int
+collect_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    snap_buf_t *b = data;
+    if (b->n >= SNAP_MAX)
+        return 1;
+    memset(&b->info[b->n], 0, sizeof(b->info[0]));
+    memcpy(&b->info[b->n], info, size < sizeof(b->info[0]) ? size : sizeof(b->info[0]));
+    object_range(info, &b->lo[b->n], &b->hi[b->n]);
+    b->name_hash[b->n] = hash_str(info->dlpi_name);
+    b->n++;
+    return 0;
+}
+
+/* Index of the object of `x` (entry i of buffer xb) in b, by base address and name. */
+static int
+snap_find(const snap_buf_t *b, const snap_buf_t *xb, int i)
+{
+    for (int j = 0; j < b->n; j++)
+        if (b->info[j].dlpi_addr == xb->info[i].dlpi_addr && b->name_hash[j] == xb->name_hash[i])
+            return j;
+    return -1;
+}
+
+/*
+ * Rebuild the inactive buffer from the real dl_iterate_phdr and flip.  Notes
+ * objects that vanished (their ranges) and bumps reuse_gen when a new object
+ * lands on a range a different object used to occupy.
+ */
+static void
+snap_rebuild(void)
+{
+    int (*iter)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+    int cur, nxt, i;
+    snap_buf_t *old, *b;
+
+    if (!snap[0])
+        return;
+    iter = pe_real.dl_iterate_phdr ? pe_real.dl_iterate_phdr : dl_iterate_phdr;
+    spin_lock(&snap_lock);
+    cur = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
+    nxt = !cur;
+    wait_readers(nxt);
+    b = snap[nxt];
+    old = snap[cur];
+    b->n = 0;
+    pe_tls.guard++;
+    iter(collect_cb, b);
+    pe_tls.guard--;
+    /* vanished objects: remember where they were */
+    for (i = 0; i < old->n; i++) {
+        if (snap_find(b, old, i) >= 0)
+            continue;
+        int g = ngone % GONE_MAX;
+        gone[g].lo = old->lo[i];
+        gone[g].hi = old->hi[i];
+        gone[g].name_hash = old->name_hash[i];
+        ngone++;
+    }
+    /* new objects over a range that held a different one: caches are suspect */
+    for (i = 0; i < b->n; i++) {
+        uintptr_t lo = b->lo[i], hi = b->hi[i];
+        uint32_t h = b->name_hash[i];
+        if (snap_find(old, b, i) >= 0)
+            continue;
+        for (int g = 0; g < (ngone < GONE_MAX ? ngone : GONE_MAX); g++) {
+            if (gone[g].lo < hi && lo < gone[g].hi && gone[g].name_hash != h) {
+                __atomic_add_fetch(&reuse_gen, 1, __ATOMIC_SEQ_CST);
+                break;
+            }
+        }
+    }
+    __atomic_store_n(&snap_cur, nxt, __ATOMIC_SEQ_CST);
+    spin_unlock(&snap_lock);
+}
+
+/* Probe whether 8 bytes at addr are readable: the kernel copies the "set"
+   argument before checking `how`, so an unmapped address gives EFAULT. */
+PE_SIGSAFE static int
+readable(uintptr_t addr)
+{
+    int saved = errno, ok;
+    long rc = syscall(SYS_rt_sigprocmask, ~0, (void *)addr, NULL, 8);
+    ok = !(rc < 0 && errno == EFAULT);
+    errno = saved;
+    return ok;
+}
+
+/*
+ * Frame-pointer walk from (fp), appending return addresses to pcs[n..max).
+ * Frames must be 16-byte aligned, strictly increasing, at most 1 MiB apart,
+ * inside [lo, hi) when bounds are known, else each new page is probed.
+ */
+PE_SIGSAFE static int
+fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *pcs, int n, int max)
+{
+    uintptr_t lo = stack_lo, hi = stack_hi, good_page = 0;
+    int bounded = hi && sp >= lo && sp < hi;
+
+    if (!bounded) {
+        lo = sp;
+        hi = sp + (64u << 20);
+    }
+    while (n < max) {
+        uintptr_t *frame = (uintptr_t *)fp, next, ret;
+        if (fp & 15 || fp < lo || fp + 16 > hi)
+            break;
+        if (!bounded && (fp & ~(uintptr_t)4095) != good_page) {
+            if (!readable(fp))
+                break;
+            good_page = fp & ~(uintptr_t)4095;
+        }
+        next = frame[0];
+        ret = frame[1];
+        if (ret < 4096)
+            break;
+        pcs[n++] = ret;
+        if (next <= fp || next - fp > (1u << 20))
+            break;
+        fp = next;
+    }
+    return n;
+}
+
+/* ---- module API ------------------------------------------------------------------ */
+
+int
+pe_unwind_init(void)
+{
+    void *h;
+
+    if (!pe_real_ready)
+        pe_real_init();
+    if (!snap[0]) {
+        void *m = mmap(NULL, 2 * sizeof(snap_buf_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -ENOMEM;
+        snap[0] = m;
+        snap[1] = (snap_buf_t *)((char *)m + sizeof(snap_buf_t));
+        snap_rebuild();
+    }
+    pe_unwind_prime_thread();
+    if (unw_bt)
+        return 0;
+    pe_tls.in_loader++;
+    h = (pe_real.dlopen ? pe_real.dlopen : dlopen)("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    pe_tls.in_loader--;
+    if (!h)
+        return -ENOENT;
+    snap_rebuild();
+    unw_flush = (unw_flush_cache_fn)dlsym(h, "_ULx86_64_flush_cache");
+    unw_local_as = dlsym(h, "_ULx86_64_local_addr_space");
+    __atomic_store_n(&unw_bt, (unw_backtrace_fn)dlsym(h, "unw_backtrace"), __ATOMIC_RELEASE);
+    if (!unw_bt)
+        return -ENOENT;
+    pe_tls.unwind_primed = 0;
+    pe_unwind_prime_thread();
+    return 0;
+}
+
+void
+pe_unwind_prime_thread(void)
+{
+    pthread_attr_t attr;
+    void *buf[8];
+
+    if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            stack_lo = (uintptr_t)addr;
+            stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    if (!unw_bt || pe_tls.unwind_primed)
+        return;
+    /* First use allocates the per-thread trace cache and its key: do it here. */
+    primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_SEQ_CST);
+    pe_tls.guard++;
+    unw_bt(buf, 8);
+    pe_tls.guard--;
+    pe_tls.unwind_primed = 1;
+}
+
+/* Is libunwind usable on this thread right now (after the in_unwind check)? */
+PE_SIGSAFE static int
+unw_usable(void)
+{
+    return unw_bt && pe_tls.unwind_primed &&
+           primed_gen == __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED) && !pe_tls.in_loader;
+}
+
+PE_SIGSAFE int
+pe_unwind_signal(void *ucv, uintptr_t *pcs, int max)
+{
+    ucontext_t *uc = ucv;
+    uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    uintptr_t rbp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    int n = 0, i;
+
+    if (max < 1)
+        return 0;
+    pcs[0] = rip;
+    if (pe_tls.in_unwind)
+        return 1; /* we interrupted ourselves: leaf only */
+    pe_tls.in_unwind = 1;
+    snap_pin_enter();
+    if (__atomic_load_n(&pe_unwind_dlclose_busy, __ATOMIC_SEQ_CST) != 0) {
+        n = 1; /* an object may be unmapped under us: leaf only */
+        goto out;
+    }
+    if (unw_usable()) {
+        n = unw_bt((void **)pcs, max);
+        for (i = 0; i < n; i++)
+            if (pcs[i] == rip)
+                break;
+        if (i < n && n - i >= 2) {
+            memmove(pcs, pcs + i, (size_t)(n - i) * sizeof(*pcs));
+            n -= i;
+            goto out;
+        }
+        pcs[0] = rip;
+    }
+    n = fp_walk(rbp, rsp, pcs, 1, max);
+out:
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    return n;
+}
+
+__attribute__((noinline)) PE_SIGSAFE int
+pe_unwind_here(uintptr_t *pcs, int max, int skip)
+{
+    uintptr_t tmp[PE_MAX_FRAMES + 8];
+    int n = 0, want, first = 2 + skip;
+
+    if (max <= 0 || pe_tls.in_unwind || pe_tls.in_loader)
+        return 0;
+    if (max > PE_MAX_FRAMES)
+        max = PE_MAX_FRAMES;
+    want = max + first;
+    if (want > (int)PE_ARRAY_SIZE(tmp))
+        want = PE_ARRAY_SIZE(tmp);
+    pe_tls.in_unwind = 1;
+    snap_pin_enter();
+    if (__atomic_load_n(&pe_unwind_dlclose_busy, __ATOMIC_SEQ_CST) != 0)
+        goto out;
+    if (unw_usable()) {
+        n = unw_bt((void **)tmp, want);
+    } else {
+        uintptr_t fp = (uintptr_t)__builtin_frame_address(0), sp = (uintptr_t)&fp;
+        n = fp_walk(fp, sp, tmp, 0, want);
+        first--; /* the walk starts at our caller's return address, one frame later */
+    }
+out:
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    if (n <= first)
+        return 0;
+    n -= first;
+    if (n > max)
+        n = max;
+    memmove(pcs, tmp + first, (size_t)n * sizeof(*pcs));
+    return n;
+}
+
+void
+pe_unwind_objects_changed(void)
+{
+    snap_rebuild();
+    if (unw_flush && unw_local_as)
+        unw_flush(*unw_local_as, 0, 0);
+}
+
+void
+pe_unwind_dlclose_begin(void)
+{
+    __atomic_add_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+    /* Any handler that saw busy == 0 has pinned a buffer: let it finish. */
+    if (!pe_tls.in_unwind) {
+        wait_readers(0);
+        wait_readers(1);
+    }
+}
+
+void
+pe_unwind_dlclose_end(void)
+{
+    __atomic_sub_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+}
+
+PE_SIGSAFE int
+pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    const snap_buf_t *b;
+    struct dl_phdr_info info;
+    int rc = 0;
+
+    if (!snap_pin || !snap[0])
+        return 0;
+    b = snap[snap_pin - 1];
+    for (int i = 0; i < b->n && rc == 0; i++) {
+        info = b->info[i]; /* callbacks may scribble on it */
+        rc = cb(&info, sizeof(info), data);
+    }
+    return rc;
+}
