@@ -32,7 +32,8 @@ endif
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags zlib 2>/dev/null)
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -ftls-model=initial-exec \
               -fno-omit-frame-pointer -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc \
-              -fno-builtin-free $(WARNINGS) $(OPT) -I. -I$(BUILD)/gen $(DEP_CFLAGS) -MMD -MP $(CFLAGS)
+              -fno-builtin-free $(WARNINGS) $(OPT) $(SAN) -I. -I$(BUILD)/gen $(DEP_CFLAGS) -MMD -MP \
+              $(CFLAGS)
 # libunwind is dlopen'd RTLD_LOCAL at run time (its _Unwind_* must not enter the global scope),
 # so it is not linked; civetweb, zlib and nanopb are.
 LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread -lm
@@ -50,7 +51,7 @@ CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
 LIB     := $(BUILD)/libprofendpoints.so
 CORE_AR := $(BUILD)/libpe_core.a
 
-.PHONY: all test demo bench install clean format lint proto asan fuzz deps stress
+.PHONY: all test tests unit demo bench install clean format lint proto asan fuzz deps stress
 all: $(LIB)
 
 $(LIB): $(OBJS) preload/exports.map
@@ -90,7 +91,7 @@ PROG_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inli
 $(BUILD)/test/u_%: test/u_%.c $(CORE_AR)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=default -o $@ $< $(CORE_AR) $(TEST_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=default -o $@ $< $(CORE_AR) $(TEST_LIBS) $(SAN)
 
 $(BUILD)/test/p_%: test/p_%.c
 	@mkdir -p $(dir $@)
@@ -104,9 +105,32 @@ $(BUILD)/test/p_%: test/p_%.cc
 
 tests: $(LIB) $(UNIT_BINS) $(PROG_BINS)
 
+# The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
+# programs never run under ASan, which owns malloc itself.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests
-	$(Q)test/run.sh $(BUILD)
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
+	$(Q)test/run.sh $(BUILD) $(BUILD)-asan
+
+unit: $(UNIT_BINS)
+
+asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
+	$(Q)for t in $(BUILD)-asan/test/u_*; do echo "== $$t"; $$t || exit 1; done
+
+# libFuzzer on the query parser and the router, from the corpus in test/corpus/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_params \
+	    test/fuzz_params.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus && cp test/corpus/* $(BUILD)-fuzz/corpus/
+	$(Q)$(BUILD)-fuzz/fuzz_params -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    $(BUILD)-fuzz/corpus
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/p_split
@@ -124,7 +148,7 @@ install: $(LIB)
 	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
 
 format:
 	clang-format -i $(SRCS) $(wildcard */*.h)

@@ -12,19 +12,26 @@ logdir=$(mktemp -d /tmp/pe-test.XXXXXX)
 run_one() { # name, timeout, command...
     local name=$1 limit=$2; shift 2
     local start=$SECONDS rc
-    timeout -k 5 "$limit" "$@" >"$logdir/$name.log" 2>&1
+    timeout -k 5 "$limit" "$@" >"$logdir/${name//\//_}.log" 2>&1
     rc=$?
     case $rc in
     0) passed=$((passed + 1)); printf 'PASS  %-36s %3ds\n' "$name" $((SECONDS - start)) ;;
-    77) skipped=$((skipped + 1)); printf 'SKIP  %-36s %s\n' "$name" "$(tail -n 1 "$logdir/$name.log")" ;;
+    77) skipped=$((skipped + 1)); printf 'SKIP  %-36s %s\n' "$name" "$(tail -n 1 "$logdir/${name//\//_}.log")" ;;
     *) failed=$((failed + 1)); failures+=("$name")
        printf 'FAIL  %-36s (exit %d)\n' "$name" "$rc"
-       sed 's/^/      | /' "$logdir/$name.log" | tail -n 40 ;;
+       sed 's/^/      | /' "$logdir/${name//\//_}.log" | tail -n 40 ;;
     esac
 }
 for t in "$BUILD"/test/u_*; do
     [ -x "$t" ] || continue
     run_one "$(basename "$t")" 120 "$t"
+done
+# Extra build directories (the ASan+UBSan build of the unit tests).
+for extra in "${@:2}"; do
+    for t in "$extra"/test/u_*; do
+        [ -x "$t" ] || continue
+        run_one "$(basename "$extra")/$(basename "$t")" 300 "$t"
+    done
 done
 for t in test/e2e_*.sh test/check_*.sh; do
     [ -f "$t" ] || continue
