@@ -1,0 +1,253 @@
+/*
+ * heap.c: start-up, fork and read-out of heap/: maps the tables, decides
+ * whether heap profiling can work in this process, finds our own text so
+ * stacks start at the caller of malloc, and copies totals out for the
+ * profile handlers (http/h_heap.c).  The hooks live in hooks.c, the sampling
+ * decisions in sample.c, the tables in stacks.c, live.c and allocs.c.
+ *
+ * Signal-safe: pe_heap_trim only.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../preload/log.h"
+#include "heap_int.h"
+
+int64_t pe_heap_rate_bytes;
+int pe_heap_gen;
+uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
+
+static int available;
+static const char *reason = "heap profiling was not initialised";
+static uintptr_t self_lo, self_hi; /* our executable segment(s) */
+static int inited;
+
+void *
+pe_heap_map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- our own frames ----------------------------------------------------------- */
+
+static void
+find_self(void)
+{
+    Dl_info info;
+    const ElfW(Ehdr) *eh;
+    const ElfW(Phdr) *ph;
+    uintptr_t base;
+
+    if (!dladdr((void *)&pe_heap_init, &info) || !info.dli_fbase)
+        return;
+    base = (uintptr_t)info.dli_fbase;
+    eh = (const ElfW(Ehdr) *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return;
+    ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+    /* dli_fbase is the load bias for a shared object (first PT_LOAD at 0). */
+    for (int i = 0; i < eh->e_phnum; i++) {
+        uintptr_t lo, hi;
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+            continue;
+        lo = base + ph[i].p_vaddr;
+        hi = lo + ph[i].p_memsz;
+        if (!self_lo || lo < self_lo)
+            self_lo = lo;
+        if (hi > self_hi)
+            self_hi = hi;
+    }
+}
+
+PE_SIGSAFE int
+pe_heap_trim(const uintptr_t *pcs, int n)
+{
+    int i = 0;
+
+    /* Return addresses into our code (the hook, sample.c, the unwinder)
+       come first; the first one outside is the caller of malloc, or
+       operator new's frame for C++ (libstdc++ calls malloc). */
+    while (i < n - 1 && pcs[i] >= self_lo && pcs[i] < self_hi)
+        i++;
+    return i;
+}
+
+/* ---- start-up ------------------------------------------------------------------- */
+
+static void
+check_available(void)
+{
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info a, b;
+
+    if (!m || !dladdr(m, &a) || !dladdr((void *)&pe_heap_init, &b)) {
+        reason = "cannot tell whose malloc the program uses";
+        return;
+    }
+    if (a.dli_fbase != b.dli_fbase) {
+        /* The executable defines malloc, or an allocator preloaded before us
+           wins symbol resolution: our hooks never see its allocations. */
+        reason = "the program's malloc is not interposed by libprofendpoints "
+                 "(it defines its own, or another allocator is preloaded first)";
+        return;
+    }
+    available = 1;
+    reason = NULL;
+}
+
+static size_t
+live_slots(int64_t rate)
+{
+    /* Room for the samples of 8 GiB of live heap at this rate, at most half
+       full; between 2^12 and 2^21 slots (128 KiB to 64 MiB of address space,
+       MAP_NORESERVE, touched as used). */
+    uint64_t want = rate > 0 ? 2 * ((8ull << 30) / (uint64_t)rate) : 0;
+    size_t s = 1u << 12;
+
+    while (s < want && s < (1u << 21))
+        s <<= 1;
+    return s;
+}
+
+int
+pe_heap_init(int64_t rate_bytes)
+{
+    int err;
+
+    if (rate_bytes < 0)
+        rate_bytes = 0;
+    if (inited)
+        return available ? 0 : -ENOTSUP;
+    inited = 1;
+    find_self();
+    if ((err = pe_heap_stacks_init()) < 0 || (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
+        (err = pe_heap_allocs_init()) < 0) {
+        reason = "cannot map the heap profile tables";
+        return err;
+    }
+    check_available();
+    if (!available) {
+        pe_log_warn("heap profiling off: %s", reason);
+        return -ENOTSUP;
+    }
+    __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
+    /* Every thread redraws its countdown on its next slow path. */
+    __atomic_store_n(&pe_heap_gen, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int
+pe_heap_available(void)
+{
+    return available;
+}
+
+const char *
+pe_heap_reason(void)
+{
+    return reason ? reason : "";
+}
+
+int64_t
+pe_heap_rate(void)
+{
+    return available ? pe_heap_rate_bytes : 0;
+}
+
+/* ---- fork ------------------------------------------------------------------------- */
+
+static int fork_locked;
+
+void
+pe_heap_atfork_prepare(void)
+{
+    if (!inited)
+        return;
+    pe_heap_live_lock();
+    fork_locked = 1;
+}
+
+void
+pe_heap_atfork_parent(void)
+{
+    if (fork_locked) {
+        fork_locked = 0;
+        pe_heap_live_unlock();
+    }
+}
+
+void
+pe_heap_atfork_child(void)
+{
+    if (!inited)
+        return;
+    pe_heap_live_reset_lock();
+    if (fork_locked) {
+        fork_locked = 0;
+        pe_guard_exit();
+    }
+    pe_heap_allocs_atfork_child();
+    /* A fork child is dormant (SPEC): no server will read its profile, so
+       sampling stops; its threads redraw to "never" on their next slow path. */
+    __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- read-out ------------------------------------------------------------------------ */
+
+int
+pe_heap_snapshot(pe_heap_rec_t **out, int *n)
+{
+    uint32_t cnt = pe_heap_stacks_count();
+    pe_heap_rec_t *v = malloc((cnt ? cnt : 1) * sizeof(*v));
+    int k = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!v)
+        return -ENOMEM;
+    for (uint32_t id = 0; id < cnt; id++) {
+        if (pe_heap_stacks_read(id, &v[k]) && v[k].raw_alloc_n)
+            k++;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+void
+pe_heap_get_stats(pe_heap_stats_t *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->samples = __atomic_load_n(&pe_heap_nsamples, __ATOMIC_RELAXED);
+    st->dropped_live = __atomic_load_n(&pe_heap_dropped_live, __ATOMIC_RELAXED);
+    st->dropped_busy = __atomic_load_n(&pe_heap_dropped_busy, __ATOMIC_RELAXED);
+    st->lost_frees = __atomic_load_n(&pe_heap_lost_frees, __ATOMIC_RELAXED);
+    st->stacks = pe_heap_stacks_count();
+    st->stacks_full = __atomic_load_n(&pe_heap_stacks_full, __ATOMIC_RELAXED);
+    st->live = pe_heap_live_count();
+    st->live_cap = pe_heap_live_capacity();
+}
+
+int
+pe_heap_live_iterate(int (*cb)(const pe_heap_live_t *blk, void *arg), void *arg)
+{
+    pe_heap_live_t *v;
+    size_t n;
+    int r = pe_heap_live_copy(&v, &n);
+
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n && !r; i++)
+        r = cb(&v[i], arg);
+    free(v);
+    return r;
+}

@@ -1,0 +1,95 @@
+/*
+ * heap_int.h: what the files of heap/ share with each other (and with the
+ * unit tests, which link them directly).  Not for other modules.
+ *
+ * Signal-safe: as marked.
+ */
+#ifndef PE_HEAP_INT_H
+#define PE_HEAP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heap.h"
+
+/* Stack id of the pseudo-stack "[unknown]": samples with no frames, or that
+   found the stack table full. */
+#define PE_HEAP_NO_STACK 0u
+
+/* ---- heap.c ------------------------------------------------------------------ */
+
+extern int64_t pe_heap_rate_bytes; /* 0 = heap sampling off */
+extern int pe_heap_gen;            /* bumped when the rate changes; 0 before init */
+extern uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
+
+/* mmap `bytes` of zeroed MAP_NORESERVE memory; NULL on failure. */
+void *pe_heap_map(size_t bytes);
+/* Trim our own frames off the leaf end of pcs; returns the new start index. */
+PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
+
+/* ---- sample.c ----------------------------------------------------------------- */
+
+PE_SIGSAFE uint64_t pe_heap_rng_next(uint64_t *s);
+PE_SIGSAFE void pe_heap_rng_seed(uint64_t *s);
+/* Exponential interval with mean `rate` (>0), clamped to [1, 64*rate]. */
+PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
+/* Weight of a sample of `size` bytes: objects (PE_HEAP_CNT_ONE units). */
+PE_SIGSAFE uint64_t pe_heap_weight_fx(uint64_t size, int64_t rate);
+/* Bytes a sample of `size` with weight cnt_fx stands for (PE_HEAP_BYTES_ONE units). */
+PE_SIGSAFE static inline uint64_t
+pe_heap_bytes_fx(uint64_t cnt_fx, uint64_t size)
+{
+    unsigned __int128 v = (unsigned __int128)cnt_fx * size;
+
+    v >>= 12; /* 2^16 count units -> 2^4 byte units */
+    return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+/* ---- stacks.c ----------------------------------------------------------------- */
+
+int pe_heap_stacks_init(void);
+/* Intern a stack (leaf first); returns its id, PE_HEAP_NO_STACK when n == 0
+   or the table is full.  Lock-free. */
+PE_SIGSAFE uint32_t pe_heap_stacks_intern(const uintptr_t *pcs, int n);
+/* Add one sample's weight to a stack's alloc (freed = 0) or freed totals. */
+PE_SIGSAFE void pe_heap_stacks_account(uint32_t id, int freed, uint64_t cnt_fx, uint64_t size);
+/* Number of ids handed out (upper bound for iteration). */
+uint32_t pe_heap_stacks_count(void);
+/* Copy one stack's totals; 0 if the id is unused/unpublished. */
+int pe_heap_stacks_read(uint32_t id, pe_heap_rec_t *rec);
+extern uint64_t pe_heap_stacks_full;
+
+/* ---- live.c ------------------------------------------------------------------- */
+
+/* Map a table of `slots` (power of two) entries; holds at most slots/2. */
+int pe_heap_live_init(size_t slots);
+/* Record a sampled block.  0, -ENOSPC (table at its bound) or -EBUSY (lock
+   not obtained in time).  Caller holds the guard. */
+PE_SIGSAFE int pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_fx);
+/* Forget addr if it is live (filter already said "maybe").  Never blocks on
+   this thread's own lock: when the lock is busy, the address is queued and
+   the lock holder removes it before it lets go. */
+PE_SIGSAFE void pe_heap_live_forget(uintptr_t addr);
+/* Number of live entries now. */
+uint64_t pe_heap_live_count(void);
+uint64_t pe_heap_live_capacity(void);
+extern uint64_t pe_heap_lost_frees;
+/* Lock for fork and readers (spins; never call from a hook). */
+void pe_heap_live_lock(void);
+void pe_heap_live_unlock(void);
+void pe_heap_live_reset_lock(void);
+/* Copy every live entry into a malloc'd array (lock held inside). */
+int pe_heap_live_copy(pe_heap_live_t **out, size_t *n);
+
+/* ---- allocs.c ----------------------------------------------------------------- */
+
+int pe_heap_allocs_init(void);
+/* Probability threshold for a 64-bit uniform draw (Bernoulli p). */
+extern uint64_t pe_heap_allocs_threshold;
+/* Record one call (the caller checked the draw); lock-free. */
+PE_SIGSAFE void pe_heap_allocs_record(uint32_t stack, uint64_t size);
+/* In-flight recorders (stop waits for 0). */
+extern int pe_heap_allocs_inflight;
+void pe_heap_allocs_atfork_child(void);
+
+#endif /* PE_HEAP_INT_H */
