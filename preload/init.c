@@ -21,21 +21,8 @@
 #include "real.h"
 #include "threads.h"
 
-static int active;
 static pthread_key_t exit_key;
 static int exit_key_ok;
-
-PE_SIGSAFE int
-pe_init_active(void)
-{
-    return __atomic_load_n(&active, __ATOMIC_RELAXED);
-}
-
-void
-pe_init_go_dormant(void)
-{
-    __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
-}
 
 /* ---- thread exit ---------------------------------------------------------------- */
 
@@ -145,7 +132,7 @@ pe_init(void)
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    __atomic_store_n(&active, 1, __ATOMIC_RELAXED);
+    pe_init_set_active();
     if (!pe_cfg.server_off && pe_http_start() < 0)
         pe_init_go_dormant();
 out:

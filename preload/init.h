@@ -13,6 +13,8 @@
 #include "pe.h"
 
 PE_SIGSAFE int pe_init_active(void);
+/* The constructor finished starting the modules (state.c). */
+void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
 /* Arrange for pe_sampler_thread_exiting/pe_threads_unregister at this thread's exit. */
