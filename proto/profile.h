@@ -28,6 +28,9 @@ typedef struct pe_prof_vt_s {
     const char *unit;
 } pe_prof_vt_t;
 
+/* At most this many labels per sample (pprof's Sample.label is a fixed array here). */
+#define PE_PROF_MAX_LABELS 4
+
 /* A label: string when str != NULL, else numeric `num` with optional `unit`. */
 typedef struct pe_prof_label_s {
     const char *key;
@@ -108,7 +111,11 @@ typedef struct pe_text_opts_s {
 
 int pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts);
 
-/* Symbolize one address of this process ("name+0xoff" or NULL); for /symbol. */
+/*
+ * Symbolize one address of this process for /debug/pprof/symbol: copies the
+ * function's (mangled) name into buf[len] and returns buf, or NULL when the
+ * address is in no known function.  Thread-safe (takes the symbol cache lock).
+ */
 const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
 
 #endif /* PE_PROFILE_H */

@@ -1,0 +1,175 @@
+/*
+ * proto_int.h: what the files of proto/ share and nobody else sees.
+ *
+ * The model (model.c) owns one bump arena per profile; every string, location,
+ * sample stack and label array lives in it, so pointers handed to encoders
+ * stay put until pe_prof_free.  Interned strings carry their string-table
+ * index in the 4 bytes before the text, so any interned `const char *` can be
+ * turned back into its index without a lookup (pe_prof_stridx).
+ *
+ * Signal-safe: no.
+ */
+#ifndef PE_PROTO_INT_H
+#define PE_PROTO_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h"
+
+#define PE_PROF_MAX_TYPES 4
+#define PE_PROF_MAX_COMMENTS 8
+/* Longest GNU build id we keep, in bytes (sha1 ids are 20). */
+#define PE_PROF_BUILDID_MAX 64
+
+/* ---- model data (model.c) ----------------------------------------------- */
+
+typedef struct pe_prof_loc_s {
+    pe_prof_frame_t frame; /* first member: a frame pointer is a location pointer */
+    uint32_t id;           /* pprof id: creation order, 1..n */
+    uint32_t func;         /* function index + 1; 0 = no name (pprof gets no Line) */
+    uint32_t map;          /* mapping index + 1; 0 = outside every mapping */
+    uint8_t resolved;
+    uint8_t pseudo; /* pe_prof_add_named's: address 0, never looked up by address */
+} pe_prof_loc_t;
+
+typedef struct pe_prof_func_s {
+    const char *name;  /* interned */
+    uint32_t named_loc; /* location index + 1 of its pseudo-location, 0 if none */
+    uint32_t id;        /* pprof id, assigned by pprof.c; 0 = not emitted */
+} pe_prof_func_t;
+
+typedef struct pe_prof_map_s {
+    uintptr_t start, limit;
+    uint64_t offset;
+    const char *path;     /* interned */
+    const char *build_id; /* interned, "" when unknown */
+    int is_main;          /* the main executable's text */
+    int current;          /* present in the latest /proc/self/maps read */
+    uint32_t nlocs, nnamed;
+    uint32_t id; /* pprof id, assigned by pprof.c; 0 = not emitted */
+} pe_prof_map_t;
+
+typedef struct pe_prof_smp_s {
+    uint32_t hash;
+    uint16_t nframes, nlabels;
+    const pe_prof_frame_t **frames; /* arena */
+    pe_prof_label_t *labels;        /* arena; strings interned */
+    int64_t values[PE_PROF_MAX_TYPES];
+} pe_prof_smp_t;
+
+typedef struct pe_prof_arena_s pe_prof_arena_t;
+
+struct pe_prof_s {
+    pe_prof_arena_t *arena;
+    char *arena_cur;
+    size_t arena_left;
+
+    /* string table: strs[0] is "" */
+    const char **strs;
+    uint32_t nstrs, capstrs;
+    uint32_t *str_hash; /* open addressing, index + 1 */
+    uint32_t str_hcap;
+
+    int ntypes;
+    pe_prof_vt_t types[PE_PROF_MAX_TYPES]; /* interned */
+    pe_prof_vt_t period_type;             /* interned; type NULL when absent */
+    int64_t period, time_nanos, duration_nanos;
+    const char *default_type; /* interned or NULL */
+    const char *comments[PE_PROF_MAX_COMMENTS];
+    int ncomments;
+
+    pe_prof_func_t *funcs;
+    uint32_t nfuncs, capfuncs;
+    uint32_t *func_of_str; /* string index -> function index + 1 */
+    uint32_t cap_func_of_str;
+
+    pe_prof_loc_t **locs;
+    uint32_t nlocs, caplocs, nresolved;
+    uint32_t *loc_hash; /* by address; location index + 1 */
+    uint32_t loc_hcap;
+
+    pe_prof_smp_t **samples;
+    uint32_t nsamples, capsamples;
+    uint32_t *smp_hash; /* sample index + 1 */
+    uint32_t smp_hcap;
+
+    pe_prof_map_t *maps;
+    uint32_t nmaps, capmaps;
+    uint32_t *cur_maps; /* indexes of current maps, sorted by start */
+    uint32_t ncur_maps;
+
+    int no_names;
+};
+
+/* String-table index of an interned string. */
+static inline uint32_t
+pe_prof_stridx(const char *interned)
+{
+    uint32_t idx;
+
+    __builtin_memcpy(&idx, interned - sizeof(idx), sizeof(idx));
+    return idx;
+}
+
+/* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
+const char *pe_prof_intern(pe_prof_t *p, const char *s);
+/* Intern the first n bytes of s. */
+const char *pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n);
+
+static inline pe_prof_loc_t *
+pe_prof_loc_of(const pe_prof_frame_t *f)
+{
+    return (pe_prof_loc_t *)f;
+}
+
+/* ---- loaded objects (mappings.c) ---------------------------------------- */
+
+/* One object from dl_iterate_phdr, copied out so it outlives the loader lock. */
+typedef struct pe_prof_obj_s {
+    char *name;      /* dlpi_name copy; "" for the main program */
+    uintptr_t bias;  /* dlpi_addr */
+    uintptr_t lo, hi; /* span of its PT_LOAD segments */
+    char build_id[2 * PE_PROF_BUILDID_MAX + 1]; /* lowercase hex, "" if none */
+    int is_vdso;
+    int is_main;
+} pe_prof_obj_t;
+
+/* Snapshot the loaded objects, sorted by lo.  Returns 0 or -ENOMEM. */
+int pe_prof_objs_snapshot(pe_prof_obj_t **objs, size_t *n);
+void pe_prof_objs_free(pe_prof_obj_t *objs, size_t n);
+/* The object whose PT_LOAD span holds addr, or NULL. */
+const pe_prof_obj_t *pe_prof_objs_find(const pe_prof_obj_t *objs, size_t n, uintptr_t addr);
+
+/*
+ * Find NT_GNU_BUILD_ID in a buffer of ELF notes aligned to `align` (4, or 8
+ * for some PT_NOTE segments) and write it as lowercase hex into hex[hexlen].
+ * Returns 1 if found, else 0.
+ */
+int pe_prof_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
+                          size_t hexlen);
+
+/* Re-read /proc/self/maps into p->maps (old entries kept).  0 or -errno. */
+int pe_prof_maps_load(pe_prof_t *p);
+/* Mapping index + 1 for addr among the current mappings, 0 if none. */
+uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
+
+/* ---- symbols (symbolize.c) ---------------------------------------------- */
+
+typedef struct pe_prof_syms_s pe_prof_syms_t;
+
+/*
+ * Start a batch of lookups: takes the process-wide symbol cache lock and
+ * snapshots the loaded objects.  Returns 0 or -ENOMEM; on success the caller
+ * must call pe_prof_syms_end.
+ */
+int pe_prof_syms_begin(pe_prof_syms_t **syms);
+/*
+ * Name of the function holding addr and its start address, or NULL.  The name
+ * lives in the cache and is valid until pe_prof_syms_end.
+ */
+const char *pe_prof_syms_lookup(pe_prof_syms_t *syms, uintptr_t addr, uintptr_t *start);
+void pe_prof_syms_end(pe_prof_syms_t *syms);
+
+#endif /* PE_PROTO_INT_H */

@@ -1,0 +1,495 @@
+/*
+ * symbolize.c: address -> function name, with our own ELF64 reader.  For each
+ * loaded object we read FUNC/IFUNC symbols once (a separate debug file's
+ * .symtab by build id, else the file's .symtab, else its .dynsym; the vdso
+ * from memory), sort them and binary-search.  The tables are cached for the
+ * process lifetime, keyed by (path, build id or inode) so a dlclose'd and
+ * replaced object is never read through a stale table.  Names stay mangled.
+ *
+ * Signal-safe: no (malloc, mmap, a mutex).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto_int.h"
+
+/* Past this many cached objects, tables of objects no longer loaded are dropped. */
+#define SYMCACHE_SOFT_MAX 256
+#define DEBUG_DIR "/usr/lib/debug/.build-id/"
+
+typedef struct sym_s {
+    uint64_t start, size; /* link-time address (addr - load bias) */
+    uint32_t name;        /* offset into names */
+    uint32_t rank;        /* alias preference: lower wins */
+} sym_t;
+
+typedef struct symtab_s {
+    char *path;
+    char build_id[2 * PE_PROF_BUILDID_MAX + 1];
+    dev_t dev;
+    ino_t ino;
+    sym_t *syms;
+    size_t nsyms, capsyms;
+    char *names;
+    size_t names_len, names_cap;
+} symtab_t;
+
+struct pe_prof_syms_s {
+    pe_prof_obj_t *objs;
+    size_t nobjs;
+    symtab_t **tabs; /* per object, filled on first lookup */
+    unsigned char *tried;
+};
+
+static pthread_mutex_t symcache_lock = PTHREAD_MUTEX_INITIALIZER;
+static symtab_t **symcache;
+static size_t symcache_n, symcache_cap;
+
+/* ---- reading ELF ----------------------------------------------------------- */
+
+/* A whole file mapped read-only; only the pages we touch get read. */
+static const unsigned char *
+map_file(const char *path, size_t *size, struct stat *st)
+{
+    void *img;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return NULL;
+    }
+    img = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (img == MAP_FAILED)
+        return NULL;
+    *size = (size_t)st->st_size;
+    return img;
+}
+
+/* Section headers of an in-bounds ELF64 little-endian image, or NULL. */
+static const Elf64_Shdr *
+elf_sections(const unsigned char *img, size_t size, size_t *nsec)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    const Elf64_Shdr *sh;
+    size_t n;
+
+    if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > size ||
+        (size - eh->e_shoff) < sizeof(Elf64_Shdr) || eh->e_shoff % 8 != 0)
+        return NULL;
+    sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    /* More than SHN_LORESERVE sections: the real count is in section 0. */
+    n = eh->e_shnum ? eh->e_shnum : sh[0].sh_size;
+    if (n > (size - eh->e_shoff) / sizeof(Elf64_Shdr))
+        return NULL;
+    *nsec = n;
+    return sh;
+}
+
+static int
+sec_in_bounds(const Elf64_Shdr *s, size_t size)
+{
+    return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
+}
+
+/* The image's GNU build id as hex into hex[hexlen]; 1 if found. */
+static int
+elf_build_id(const unsigned char *img, size_t size, char *hex, size_t hexlen)
+{
+    const Elf64_Shdr *sh;
+    size_t n, i;
+
+    sh = elf_sections(img, size, &n);
+    for (i = 0; sh && i < n; i++)
+        if (sh[i].sh_type == SHT_NOTE && sec_in_bounds(&sh[i], size) &&
+            pe_prof_note_build_id(img + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addralign, hex,
+                                  hexlen))
+            return 1;
+    return 0;
+}
+
+static int
+tab_add(symtab_t *tab, uint64_t start, uint64_t size, const char *name, size_t len, uint32_t rank)
+{
+    if (tab->nsyms == tab->capsyms) {
+        size_t ncap = tab->capsyms ? tab->capsyms * 2 : 256;
+        sym_t *n = realloc(tab->syms, ncap * sizeof(*n));
+
+        if (!n)
+            return -ENOMEM;
+        tab->syms = n;
+        tab->capsyms = ncap;
+    }
+    if (tab->names_len + len + 1 > tab->names_cap) {
+        size_t ncap = tab->names_cap ? tab->names_cap * 2 : 4096;
+        char *n;
+
+        while (ncap < tab->names_len + len + 1)
+            ncap *= 2;
+        if (ncap > UINT32_MAX)
+            return -ENOMEM;
+        n = realloc(tab->names, ncap);
+        if (!n)
+            return -ENOMEM;
+        tab->names = n;
+        tab->names_cap = ncap;
+    }
+    memcpy(tab->names + tab->names_len, name, len);
+    tab->names[tab->names_len + len] = '\0';
+    tab->syms[tab->nsyms].start = start;
+    tab->syms[tab->nsyms].size = size;
+    tab->syms[tab->nsyms].name = (uint32_t)tab->names_len;
+    tab->syms[tab->nsyms].rank = rank;
+    tab->nsyms++;
+    tab->names_len += len + 1;
+    return 0;
+}
+
+/*
+ * Add the defined, sized FUNC/IFUNC symbols of the image's `type` section
+ * (SHT_SYMTAB or SHT_DYNSYM).  Returns how many, or -ENOMEM.
+ */
+static long
+elf_read_syms(symtab_t *tab, const unsigned char *img, size_t size, uint32_t type)
+{
+    const Elf64_Shdr *sh, *ss = NULL, *st;
+    const Elf64_Sym *sym;
+    const char *strs, *name;
+    size_t nsec, i, nsym, len;
+    long added = 0;
+    int t, b;
+
+    sh = elf_sections(img, size, &nsec);
+    for (i = 0; sh && i < nsec && !ss; i++)
+        if (sh[i].sh_type == type)
+            ss = &sh[i];
+    if (!ss || !sec_in_bounds(ss, size) || ss->sh_link >= nsec || ss->sh_offset % 8 != 0)
+        return 0;
+    st = &sh[ss->sh_link];
+    if (!sec_in_bounds(st, size) || st->sh_size == 0)
+        return 0;
+    strs = (const char *)img + st->sh_offset;
+    sym = (const Elf64_Sym *)(img + ss->sh_offset);
+    nsym = ss->sh_size / sizeof(*sym);
+    for (i = 0; i < nsym; i++) {
+        t = ELF64_ST_TYPE(sym[i].st_info);
+        b = ELF64_ST_BIND(sym[i].st_info);
+        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym[i].st_size == 0 ||
+            sym[i].st_shndx == SHN_UNDEF || sym[i].st_name == 0 || sym[i].st_name >= st->sh_size)
+            continue;
+        name = strs + sym[i].st_name;
+        len = strnlen(name, st->sh_size - sym[i].st_name);
+        if (len == 0 || len == st->sh_size - sym[i].st_name)
+            continue; /* empty, or runs off the table */
+        /*
+         * Among aliases at one address prefer the public spelling: fewest leading
+         * underscores (libc's `write` over `__libc_write`), then global, weak, local.
+         */
+        if (tab_add(tab, sym[i].st_value, sym[i].st_size, name, len,
+                    3 * (uint32_t)(name[0] == '_') + 3 * (uint32_t)(name[0] == '_' && name[1] == '_') +
+                        (b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2)))
+            return -ENOMEM;
+        added++;
+    }
+    return added;
+}
+
+/* The vdso's image size from its program and section headers. */
+static size_t
+vdso_size(const unsigned char *img)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    const Elf64_Phdr *ph;
+    size_t mapped = 0, need, page;
+    int i;
+
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_phentsize != sizeof(*ph))
+        return 0;
+    ph = (const Elf64_Phdr *)(img + eh->e_phoff);
+    for (i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > mapped)
+            mapped = ph[i].p_offset + ph[i].p_filesz;
+    /*
+     * The kernel maps the whole image in pages; the section headers sit just
+     * past the PT_LOAD bytes, still inside its last page.
+     */
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    mapped = (mapped + page - 1) & ~(page - 1);
+    need = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+    return need <= mapped ? mapped : 0;
+}
+
+/* ---- symbol tables --------------------------------------------------------------- */
+
+static int
+sym_cmp(const void *a, const void *b, void *names)
+{
+    const sym_t *x = a, *y = b;
+
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    /* Same address and binding: any fixed order will do; names keep it stable. */
+    return strcmp((const char *)names + x->name, (const char *)names + y->name);
+}
+
+/* Sort by address and keep one symbol per address (the best-ranked alias). */
+static void
+tab_finish(symtab_t *tab)
+{
+    size_t i, n = 0;
+
+    qsort_r(tab->syms, tab->nsyms, sizeof(*tab->syms), sym_cmp, tab->names);
+    for (i = 0; i < tab->nsyms; i++)
+        if (n == 0 || tab->syms[n - 1].start != tab->syms[i].start)
+            tab->syms[n++] = tab->syms[i];
+    tab->nsyms = n;
+}
+
+/* Fill tab for one object.  Missing or unreadable files just leave it empty. */
+static int
+tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
+{
+    char dbg[sizeof(DEBUG_DIR) + 2 * PE_PROF_BUILDID_MAX + 8];
+    char fid[2 * PE_PROF_BUILDID_MAX + 1];
+    const unsigned char *img;
+    struct stat st;
+    size_t size;
+    long n = 0;
+
+    if (obj->is_vdso) {
+        img = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+        size = img ? vdso_size(img) : 0;
+        n = size ? elf_read_syms(tab, img, size, SHT_DYNSYM) : 0;
+        goto done;
+    }
+    /* Debian's -dbgsym packages: the full .symtab of a stripped binary. */
+    if (strlen(obj->build_id) > 2) {
+        snprintf(dbg, sizeof(dbg), DEBUG_DIR "%.2s/%s.debug", obj->build_id, obj->build_id + 2);
+        img = map_file(dbg, &size, &st);
+        if (img) {
+            n = elf_read_syms(tab, img, size, SHT_SYMTAB);
+            munmap((void *)img, size);
+            if (n != 0)
+                goto done;
+        }
+    }
+    img = map_file(path, &size, &st);
+    if (!img)
+        return 0;
+    /* A file replaced on disk since it was loaded would give wrong names. */
+    if (obj->build_id[0] && elf_build_id(img, size, fid, sizeof(fid)) &&
+        strcmp(fid, obj->build_id) != 0) {
+        munmap((void *)img, size);
+        return 0;
+    }
+    n = elf_read_syms(tab, img, size, SHT_SYMTAB);
+    if (n == 0)
+        n = elf_read_syms(tab, img, size, SHT_DYNSYM);
+    munmap((void *)img, size);
+done:
+    if (n < 0)
+        return (int)n;
+    tab_finish(tab);
+    return 0;
+}
+
+static void
+tab_free(symtab_t *tab)
+{
+    if (!tab)
+        return;
+    free(tab->path);
+    free(tab->syms);
+    free(tab->names);
+    free(tab);
+}
+
+/* Where to read an object's symbols from. */
+static const char *
+obj_path(const pe_prof_obj_t *obj)
+{
+    if (obj->is_vdso)
+        return "[vdso]";
+    if (obj->is_main || obj->name[0] == '\0')
+        return "/proc/self/exe";
+    return obj->name;
+}
+
+/* The cached table for obj, loading it on first use.  NULL on ENOMEM. */
+static symtab_t *
+tab_get(const pe_prof_obj_t *obj)
+{
+    const char *path = obj_path(obj);
+    struct stat st = { 0 };
+    symtab_t *tab, **n;
+    size_t i;
+
+    /* Without a build id, the inode tells a replaced file from the loaded one. */
+    if (!obj->build_id[0] && !obj->is_vdso && stat(path, &st) < 0)
+        memset(&st, 0, sizeof(st));
+    for (i = 0; i < symcache_n; i++) {
+        tab = symcache[i];
+        if (strcmp(tab->path, path) == 0 && strcmp(tab->build_id, obj->build_id) == 0 &&
+            (obj->build_id[0] || (tab->dev == st.st_dev && tab->ino == st.st_ino)))
+            return tab;
+    }
+    if (symcache_n == symcache_cap) {
+        size_t ncap = symcache_cap ? symcache_cap * 2 : 32;
+
+        n = realloc(symcache, ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        symcache = n;
+        symcache_cap = ncap;
+    }
+    tab = calloc(1, sizeof(*tab));
+    if (!tab)
+        return NULL;
+    tab->path = strdup(path);
+    if (!tab->path)
+        goto err_free;
+    memcpy(tab->build_id, obj->build_id, sizeof(tab->build_id));
+    tab->dev = st.st_dev;
+    tab->ino = st.st_ino;
+    if (tab_load(tab, obj, path))
+        goto err_free;
+    symcache[symcache_n++] = tab;
+    return tab;
+
+err_free:
+    tab_free(tab);
+    return NULL;
+}
+
+/* Drop tables of objects that are gone, once the cache has grown large. */
+static void
+cache_trim(const pe_prof_obj_t *objs, size_t nobjs)
+{
+    size_t i, j, n = 0;
+
+    if (symcache_n <= SYMCACHE_SOFT_MAX)
+        return;
+    for (i = 0; i < symcache_n; i++) {
+        for (j = 0; j < nobjs; j++)
+            if (strcmp(symcache[i]->path, obj_path(&objs[j])) == 0 &&
+                strcmp(symcache[i]->build_id, objs[j].build_id) == 0)
+                break;
+        if (j < nobjs)
+            symcache[n++] = symcache[i];
+        else
+            tab_free(symcache[i]);
+    }
+    symcache_n = n;
+}
+
+/* ---- lookups --------------------------------------------------------------------- */
+
+int
+pe_prof_syms_begin(pe_prof_syms_t **out)
+{
+    pe_prof_syms_t *s;
+    int err;
+
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    err = pe_prof_objs_snapshot(&s->objs, &s->nobjs);
+    if (err)
+        goto err_free;
+    s->tabs = calloc(s->nobjs + 1, sizeof(*s->tabs));
+    s->tried = calloc(s->nobjs + 1, 1);
+    if (!s->tabs || !s->tried) {
+        err = -ENOMEM;
+        goto err_free;
+    }
+    pthread_mutex_lock(&symcache_lock);
+    cache_trim(s->objs, s->nobjs);
+    *out = s;
+    return 0;
+
+err_free:
+    free(s->tried);
+    free(s->tabs);
+    pe_prof_objs_free(s->objs, s->nobjs);
+    free(s);
+    return err;
+}
+
+const char *
+pe_prof_syms_lookup(pe_prof_syms_t *s, uintptr_t addr, uintptr_t *start)
+{
+    const pe_prof_obj_t *obj = pe_prof_objs_find(s->objs, s->nobjs, addr);
+    const symtab_t *tab;
+    size_t i, lo, hi, mid;
+    uint64_t off;
+
+    if (!obj)
+        return NULL;
+    i = (size_t)(obj - s->objs);
+    if (!s->tried[i]) {
+        s->tried[i] = 1;
+        s->tabs[i] = tab_get(obj);
+    }
+    tab = s->tabs[i];
+    if (!tab || tab->nsyms == 0)
+        return NULL;
+    off = addr - obj->bias;
+    lo = 0;
+    hi = tab->nsyms;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (tab->syms[mid].start <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || off - tab->syms[lo - 1].start >= tab->syms[lo - 1].size)
+        return NULL;
+    *start = (uintptr_t)tab->syms[lo - 1].start + obj->bias;
+    return tab->names + tab->syms[lo - 1].name;
+}
+
+void
+pe_prof_syms_end(pe_prof_syms_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_unlock(&symcache_lock);
+    free(s->tried);
+    free(s->tabs);
+    pe_prof_objs_free(s->objs, s->nobjs);
+    free(s);
+}
+
+const char *
+pe_prof_symbolize(uintptr_t addr, char *buf, size_t len)
+{
+    pe_prof_syms_t *s;
+    const char *name;
+    uintptr_t start;
+
+    if (!buf || len == 0 || pe_prof_syms_begin(&s))
+        return NULL;
+    name = pe_prof_syms_lookup(s, addr, &start);
+    if (name)
+        snprintf(buf, len, "%s", name);
+    pe_prof_syms_end(s);
+    return name ? buf : NULL;
+}
