@@ -12,7 +12,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../preload/config.h"
@@ -25,6 +28,7 @@
 #include "http_int.h"
 
 static struct mg_context *server_ctx;
+static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
 
@@ -69,6 +73,26 @@ is_loopback(const char *host)
     return !strncmp(host, "127.", 4) || !strcmp(host, "localhost");
 }
 
+/* civetweb does not tell which descriptor listens; find it by its port. */
+static int
+find_listen_fd(int port)
+{
+    struct sockaddr_in sin;
+    socklen_t len;
+    int fd, acc;
+
+    for (fd = 0; fd < 4096; fd++) {
+        len = sizeof(sin);
+        if (getsockname(fd, (struct sockaddr *)&sin, &len) < 0 || sin.sin_family != AF_INET ||
+            ntohs(sin.sin_port) != port)
+            continue;
+        len = sizeof(acc);
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc)
+            return fd;
+    }
+    return -1;
+}
+
 static void *
 server_main(void *unused)
 {
@@ -111,6 +135,7 @@ server_main(void *unused)
     n = mg_get_server_ports(server_ctx, (int)PE_ARRAY_SIZE(sp), sp);
     if (n > 0)
         pe_http_port = sp[0].port;
+    listen_fd = find_listen_fd(pe_http_port);
     write_port_file(pe_cfg.host, pe_http_port);
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
@@ -160,7 +185,11 @@ pe_http_stopping(void)
 void
 pe_http_atfork_child(void)
 {
-    /* The listening socket is still open in the child, but no thread serves it. */
+    /* No thread serves the listening socket in the child; close the child's
+       copy so that a daemon's surviving child does not keep the port bound. */
+    if (listen_fd >= 0)
+        close(listen_fd);
+    listen_fd = -1;
     server_ctx = NULL;
     server_stopping = 1;
 }

@@ -103,6 +103,13 @@ for _ in $(seq 60); do [ -s "$T/pe.$pid" ] && break; sleep 0.05; done
 check "PROFEP_PORT_FILE expands %p" grep -q '^127.0.0.1:[0-9]*$' "$T/pe.$pid"
 wait $pid
 
+# A daemon's fork child (dormant) does not keep the parent's port bound.
+PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/d.port LD_PRELOAD=$LIB $P/p_daemon 4 2>/dev/null
+sleep 0.2
+PE_ENV="PROFEP_ADDR=$(cat $T/d.port)" pe_start $P/p_sleep 2 0 2>/dev/null
+check "fork child released the listening port" [ "$(pe_status /debug/pprof/ 2>/dev/null)" = 200 ]
+pe_stop; PE_ENV=
+
 # PROFEP_ADDR=off: no server, program unchanged.
 out=$(PROFEP_ADDR=off LD_PRELOAD=$LIB $P/p_hello 2>$T/off.err); st=$?
 check "PROFEP_ADDR=off: no line, same status" [ "$st" = 3 ] && [ ! -s $T/off.err ]
