@@ -84,4 +84,35 @@ expect "pprof names leaf_static itself" "$(col "$T/n.top" leaf_static 1)" 4
 expect "pprof names mid_static itself" "$(col "$T/n.top" mid_static 4)" 6
 expect "pseudo-frame keeps its name" "$(col "$T/n.top" '[truncated]' 1)" 1
 
+# ---- a stripped Debian binary: exported names come from .dynsym ------------------------
+PY=/usr/bin/python3.11
+if [ -x $PY ] && [ -f "$BUILD/libpe_core.a" ] && command -v cc >/dev/null; then
+    # pe_prof_symbolize is hidden in the library; a tiny wrapper exports it to ctypes.
+    printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+        'const char *pe_prof_symbolize(uintptr_t, char *, size_t);' \
+        '__attribute__((visibility("default"))) const char *' \
+        'sym(uintptr_t a, char *b, size_t n) { return pe_prof_symbolize(a, b, n); }' >"$T/symw.c"
+    if cc -shared -fPIC -o "$T/symw.so" "$T/symw.c" "$BUILD/libpe_core.a" -lz -lpthread -ldl; then
+        got=$($PY - "$T/symw.so" <<'PYEOF'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.sym.restype = ctypes.c_char_p
+lib.sym.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+buf = ctypes.create_string_buffer(256)
+out = []
+for name in ["PyObject_Call", "PyList_Append", "PyEval_EvalCode"]:
+    addr = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+    r = lib.sym(addr + 3, buf, 256)
+    out.append(r.decode() if r else "NULL")
+print(" ".join(out))
+PYEOF
+)
+        expect "$PY .dynsym names" "$got" "PyObject_Call PyList_Append PyEval_EvalCode"
+    else
+        bad "building the symbolize wrapper"
+    fi
+else
+    echo "skip: $PY .dynsym check (no $PY, $BUILD/libpe_core.a or cc)"
+fi
+
 pe_finish
