@@ -19,7 +19,7 @@
 #include "heap_int.h"
 
 int64_t pe_heap_rate_bytes;
-int pe_heap_gen;
+int pe_heap_gen = PE_HEAP_GEN_BOOT;
 uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
 
 static int available;
@@ -140,7 +140,7 @@ pe_heap_init(int64_t rate_bytes)
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
     /* Every thread redraws its countdown on its next slow path. */
-    __atomic_store_n(&pe_heap_gen, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -131,7 +131,7 @@ pe_heap_alloc_slow(void *p, size_t size)
         /* First allocation of this thread since start-up or a rate change:
            draw a fresh interval, then judge this allocation against it. */
         t->heap_seeded_gen = gen;
-        if (gen == 0) { /* before pe_heap_init: nothing can be recorded yet */
+        if (gen == PE_HEAP_GEN_BOOT) { /* before pe_heap_init: nothing recorded yet */
             t->heap_countdown = 1 << 20;
             return;
         }
