@@ -65,13 +65,16 @@ arena_alloc(pe_prof_t *p, size_t size)
     return blk + 1;
 }
 
-/* Grow a malloc'd array to hold at least `need` elements. */
+/*
+ * Grow the malloc'd array whose pointer is at arrp (any T **) to hold at least
+ * `need` elements.  The pointer is moved with memcpy, not through a void **,
+ * so no strict-aliasing rule is bent.
+ */
 static int
 grow(void *arrp, uint32_t *cap, uint32_t need, size_t elem)
 {
-    void **arr = arrp;
     uint32_t ncap = *cap ? *cap : 16;
-    void *n;
+    void *old, *n;
 
     if (need <= *cap)
         return 0;
@@ -80,10 +83,11 @@ grow(void *arrp, uint32_t *cap, uint32_t need, size_t elem)
             return -ENOMEM;
         ncap *= 2;
     }
-    n = realloc(*arr, (size_t)ncap * elem);
+    memcpy(&old, arrp, sizeof(old));
+    n = realloc(old, (size_t)ncap * elem);
     if (!n)
         return -ENOMEM;
-    *arr = n;
+    memcpy(arrp, &n, sizeof(n));
     *cap = ncap;
     return 0;
 }

@@ -68,8 +68,10 @@ void pe_prof_free(pe_prof_t *p);
  * Add one sample: pcs[0] is the leaf, pcs[npcs-1] the outermost frame.  When
  * leaf_exact, pcs[0] is an interrupted PC and is stored as is; every other pc is
  * a return address and is stored minus one (pprof's call-site convention).
+ * Stacks deeper than PE_MAX_FRAMES keep their leaf end.  `values` holds ntypes
+ * values (NULL: zeros); at most PE_PROF_MAX_LABELS labels, each with a key.
  * A sample with the same stack and labels as an earlier one is merged into it
- * (values summed).  Returns 0 or -ENOMEM.
+ * (values summed).  Returns 0, -EINVAL or -ENOMEM.
  */
 int pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact,
                 const int64_t *values, const pe_prof_label_t *labels, int nlabels);
@@ -80,12 +82,17 @@ int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
 
 void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
 void pe_prof_set_default_type(pe_prof_t *p, const char *type);
+/* Add a comment line (at most 8, each cut at 1023 bytes); 0, -ENOSPC or -ENOMEM. */
 int pe_prof_comment(pe_prof_t *p, const char *fmt, ...) PE_PRINTF(2, 3);
 
 /*
- * Resolve mappings and names.  Idempotent; encoders call it themselves.
- * With no_names, functions are left unnamed so `go tool pprof` symbolizes from
- * local binaries.  Returns 0 or a negative errno.
+ * Resolve mappings and names.  Idempotent, and incremental: samples added
+ * later get resolved by the next call; encoders call it themselves.
+ * With no_names, the pprof encoder leaves address frames without functions
+ * (mappings without has_functions) so `go tool pprof` symbolizes from local
+ * binaries; pseudo-frames keep their names.  no_names is sticky: a later
+ * pe_prof_resolve(p, 0) does not undo it.  Text encoders always show names.
+ * Takes the process-wide symbol cache lock.  Returns 0 or a negative errno.
  */
 int pe_prof_resolve(pe_prof_t *p, int no_names);
 

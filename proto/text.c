@@ -401,7 +401,7 @@ thread_cmp(const void *a, const void *b, void *arg)
     if (kx == 1 && x->str != y->str)
         return strcmp(x->str, y->str);
     /* Same thread: keep sample order so the report is stable. */
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 static int
