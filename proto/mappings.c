@@ -23,7 +23,8 @@
 /* ---- build ids ------------------------------------------------------------- */
 
 int
-pe_prof_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex, size_t hexlen)
+pe_prof_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
+                      size_t hexlen)
 {
     static const char digits[] = "0123456789abcdef";
     const Elf64_Nhdr *nh;
@@ -68,7 +69,7 @@ objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct objs_ctx *c = arg;
     pe_prof_obj_t *o;
-    const ElfW(Phdr) *ph;
+    const ElfW(Phdr) * ph;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     int i;
 
@@ -94,8 +95,8 @@ objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
                 hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
         } else if (ph->p_type == PT_NOTE && !o->build_id[0]) {
             /* Notes sit in the first, read-only PT_LOAD, so they are mapped. */
-            pe_prof_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz,
-                          ph->p_align, o->build_id, sizeof(o->build_id));
+            pe_prof_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+                                  ph->p_memsz, ph->p_align, o->build_id, sizeof(o->build_id));
         }
     }
     if (hi == 0)
@@ -127,7 +128,7 @@ obj_cmp(const void *a, const void *b)
 int
 pe_prof_objs_snapshot(pe_prof_obj_t **objs, size_t *n)
 {
-    struct objs_ctx c = { .vdso = getauxval(AT_SYSINFO_EHDR) };
+    struct objs_ctx c = {.vdso = getauxval(AT_SYSINFO_EHDR)};
 
     dl_iterate_phdr(objs_cb, &c);
     if (c.err) {

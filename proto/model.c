@@ -399,8 +399,7 @@ labels_intern(pe_prof_t *p, const pe_prof_label_t *in, int n, pe_prof_label_t *o
 /* ---- public API ----------------------------------------------------------------- */
 
 pe_prof_t *
-pe_prof_new(const pe_prof_vt_t *types, int ntypes, const pe_prof_vt_t *period_type,
-            int64_t period)
+pe_prof_new(const pe_prof_vt_t *types, int ntypes, const pe_prof_vt_t *period_type, int64_t period)
 {
     pe_prof_t *p;
     int i, err = 0;

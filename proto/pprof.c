@@ -289,7 +289,7 @@ pe_prof_write_pprof(pe_prof_t *p, pe_sink_t *out)
         goto err_free;
     o->sink = &gz.sink;
     o->len = 0;
-    stream = (pb_ostream_t){ .callback = out_write, .state = o, .max_size = SIZE_MAX };
+    stream = (pb_ostream_t){.callback = out_write, .state = o, .max_size = SIZE_MAX};
     if (!pb_encode(&stream, perftools_profiles_Profile_fields, &msg)) {
         err = gz.sink.err;
         if (!err) {

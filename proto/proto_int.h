@@ -35,7 +35,7 @@ typedef struct pe_prof_loc_s {
 } pe_prof_loc_t;
 
 typedef struct pe_prof_func_s {
-    const char *name;  /* interned */
+    const char *name;   /* interned */
     uint32_t named_loc; /* location index + 1 of its pseudo-location, 0 if none */
     uint32_t id;        /* pprof id, assigned by pprof.c; 0 = not emitted */
 } pe_prof_func_t;
@@ -74,7 +74,7 @@ struct pe_prof_s {
 
     int ntypes;
     pe_prof_vt_t types[PE_PROF_MAX_TYPES]; /* interned */
-    pe_prof_vt_t period_type;             /* interned; type NULL when absent */
+    pe_prof_vt_t period_type;              /* interned; type NULL when absent */
     int64_t period, time_nanos, duration_nanos;
     const char *default_type; /* interned or NULL */
     const char *comments[PE_PROF_MAX_COMMENTS];
@@ -128,9 +128,9 @@ pe_prof_loc_of(const pe_prof_frame_t *f)
 
 /* One object from dl_iterate_phdr, copied out so it outlives the loader lock. */
 typedef struct pe_prof_obj_s {
-    char *name;      /* dlpi_name copy; "" for the main program */
-    uintptr_t bias;  /* dlpi_addr */
-    uintptr_t lo, hi; /* span of its PT_LOAD segments */
+    char *name;                                 /* dlpi_name copy; "" for the main program */
+    uintptr_t bias;                             /* dlpi_addr */
+    uintptr_t lo, hi;                           /* span of its PT_LOAD segments */
     char build_id[2 * PE_PROF_BUILDID_MAX + 1]; /* lowercase hex, "" if none */
     int is_vdso;
     int is_main;

@@ -160,6 +160,18 @@ tab_add(symtab_t *tab, uint64_t start, uint64_t size, const char *name, size_t l
 }
 
 /*
+ * Among aliases at one address prefer the public spelling: fewest leading
+ * underscores (libc's `write` over `__libc_write`), then global, weak, local.
+ */
+static uint32_t
+alias_rank(const char *name, int bind)
+{
+    uint32_t underscores = name[0] == '_' ? (name[1] == '_' ? 2 : 1) : 0;
+
+    return 3 * underscores + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+}
+
+/*
  * Add the defined, sized FUNC/IFUNC symbols of the image's `type` section
  * (SHT_SYMTAB or SHT_DYNSYM).  Returns how many, or -ENOMEM.
  */
@@ -195,13 +207,7 @@ elf_read_syms(symtab_t *tab, const unsigned char *img, size_t size, uint32_t typ
         len = strnlen(name, st->sh_size - sym[i].st_name);
         if (len == 0 || len == st->sh_size - sym[i].st_name)
             continue; /* empty, or runs off the table */
-        /*
-         * Among aliases at one address prefer the public spelling: fewest leading
-         * underscores (libc's `write` over `__libc_write`), then global, weak, local.
-         */
-        if (tab_add(tab, sym[i].st_value, sym[i].st_size, name, len,
-                    3 * (uint32_t)(name[0] == '_') + 3 * (uint32_t)(name[0] == '_' && name[1] == '_') +
-                        (b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2)))
+        if (tab_add(tab, sym[i].st_value, sym[i].st_size, name, len, alias_rank(name, b)))
             return -ENOMEM;
         added++;
     }
@@ -337,7 +343,7 @@ static symtab_t *
 tab_get(const pe_prof_obj_t *obj)
 {
     const char *path = obj_path(obj);
-    struct stat st = { 0 };
+    struct stat st = {0};
     symtab_t *tab, **n;
     size_t i;
 

@@ -251,8 +251,7 @@ report_tree(const text_t *c, const uint32_t *idx, uint32_t nidx)
     width = digits(t.nodes[0].total);
     if (width < 8)
         width = 8;
-    pe_sink_printf(c->out, "%*s| [+additional indent] Count [File] Function\n", width,
-                   "Overhead");
+    pe_sink_printf(c->out, "%*s| [+additional indent] Count [File] Function\n", width, "Overhead");
     pe_sink_printf(c->out, "%.*s\n", width + 44,
                    "================================================================");
     tree_print(c, &t, 0, 0, width);
@@ -286,7 +285,7 @@ static int
 report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
 {
     const pe_prof_t *p = c->p;
-    uint32_t *row_of = calloc(p->nstrs, sizeof(*row_of));  /* name -> row + 1 */
+    uint32_t *row_of = calloc(p->nstrs, sizeof(*row_of));   /* name -> row + 1 */
     uint32_t *seen_in = calloc(p->nstrs, sizeof(*seen_in)); /* name -> sample + 1 */
     flat_t *rows = NULL;
     uint32_t nrows = 0, capr = 0, i, name;
@@ -319,7 +318,7 @@ report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
                     rows = nr;
                     capr = ncap;
                 }
-                rows[nrows] = (flat_t){ .name = name, .file = f->file };
+                rows[nrows] = (flat_t){.name = name, .file = f->file};
                 row_of[name] = ++nrows;
             }
             if (j == 0)
@@ -393,6 +392,7 @@ thread_cmp(const void *a, const void *b, void *arg)
     const pe_prof_label_t *x = label_find(p->samples[*(const uint32_t *)a], "thread");
     const pe_prof_label_t *y = label_find(p->samples[*(const uint32_t *)b], "thread");
     int kx = !x ? 2 : x->str ? 1 : 0, ky = !y ? 2 : y->str ? 1 : 0;
+    uint32_t ia, ib;
 
     if (kx != ky)
         return kx < ky ? -1 : 1;
@@ -401,7 +401,9 @@ thread_cmp(const void *a, const void *b, void *arg)
     if (kx == 1 && x->str != y->str)
         return strcmp(x->str, y->str);
     /* Same thread: keep sample order so the report is stable. */
-    return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+    ia = *(const uint32_t *)a;
+    ib = *(const uint32_t *)b;
+    return (ia > ib) - (ia < ib);
 }
 
 static int
@@ -444,8 +446,8 @@ report_by_thread(const text_t *c, uint32_t *idx, uint32_t nidx)
 int
 pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts)
 {
-    static const pe_text_opts_t defaults = { .value_index = -1 };
-    text_t c = { .p = p, .out = out, .opts = opts ? opts : &defaults };
+    static const pe_text_opts_t defaults = {.value_index = -1};
+    text_t c = {.p = p, .out = out, .opts = opts ? opts : &defaults};
     uint32_t *idx, i;
     int err;
 

@@ -110,7 +110,7 @@ failing_write(pe_sink_t *sink, const void *buf, size_t len)
 static void
 test_errors(void)
 {
-    failing_t f = { .sink.write = failing_write };
+    failing_t f = {.sink.write = failing_write};
     unsigned char *in = make_input(1 << 20);
     pe_membuf_t mb;
     pe_gzip_t gz;

@@ -66,8 +66,8 @@ u_prof_root(int n)
     spin_sink ^= n;
 }
 
-static const pe_prof_vt_t types[] = { { "samples", "count" }, { "cpu", "nanoseconds" } };
-static const pe_prof_vt_t period_type = { "cpu", "nanoseconds" };
+static const pe_prof_vt_t types[] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+static const pe_prof_vt_t period_type = {"cpu", "nanoseconds"};
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -130,15 +130,15 @@ build_fixed(void)
 {
     const uintptr_t leaf = (uintptr_t)leaf_static, mid = (uintptr_t)mid_static;
     const uintptr_t root = (uintptr_t)u_prof_root, gp = (uintptr_t)getpid;
-    const uintptr_t s1[] = { leaf + 4, mid + 8, root + 8 };
-    const uintptr_t s3[] = { mid + 4, root + 8 };
-    const uintptr_t s5[] = { gp + 1, root + 8 };
-    const uintptr_t s6[] = { 0x1000, root + 8 };
-    const int64_t one[] = { 1, 10 * MS }, two[] = { 2, 20 * MS };
-    pe_prof_label_t l101[] = { { .key = "thread", .num = 101 },
-                               { .key = "thread_name", .str = "worker" } };
-    pe_prof_label_t l102[] = { { .key = "thread", .num = 102 },
-                               { .key = "thread_name", .str = "other" } };
+    const uintptr_t s1[] = {leaf + 4, mid + 8, root + 8};
+    const uintptr_t s3[] = {mid + 4, root + 8};
+    const uintptr_t s5[] = {gp + 1, root + 8};
+    const uintptr_t s6[] = {0x1000, root + 8};
+    const int64_t one[] = {1, 10 * MS}, two[] = {2, 20 * MS};
+    pe_prof_label_t l101[] = {{.key = "thread", .num = 101},
+                              {.key = "thread_name", .str = "worker"}};
+    pe_prof_label_t l102[] = {{.key = "thread", .num = 102},
+                              {.key = "thread_name", .str = "other"}};
     pe_prof_t *p = pe_prof_new(types, 2, &period_type, 10 * MS);
     int err = 0, i;
 
@@ -169,9 +169,9 @@ test_model(void)
     const uintptr_t leaf = (uintptr_t)leaf_static, mid = (uintptr_t)mid_static;
     const uintptr_t root = (uintptr_t)u_prof_root;
     uintptr_t deep[200];
-    const int64_t one[] = { 1, 10 * MS };
-    pe_prof_label_t many[5] = { { .key = "a" }, { .key = "b" }, { .key = "c" }, { .key = "d" },
-                                { .key = "e" } };
+    const int64_t one[] = {1, 10 * MS};
+    pe_prof_label_t many[5] = {
+        {.key = "a"}, {.key = "b"}, {.key = "c"}, {.key = "d"}, {.key = "e"}};
     pe_prof_t *p = build_fixed();
     pe_prof_sample_t s;
     int i;
@@ -462,7 +462,7 @@ flat_row(const char *text, const char *want, long count, long self)
 static void
 test_text(void)
 {
-    pe_text_opts_t o = { .value_index = -1 };
+    pe_text_opts_t o = {.value_index = -1};
     pe_prof_t *p = build_fixed();
     pe_membuf_t mb;
 
@@ -489,12 +489,12 @@ test_text(void)
     pe_membuf_init(&mb);
     CHECK(pe_prof_write_text(p, &mb.sink, &o) == 0);
     CHECK(strstr(mb.data, "mid_static") != NULL);
-    CHECK(strstr(mb.data, "leaf_static") == NULL);   /* depth 3 */
-    CHECK(strstr(mb.data, "[truncated]") == NULL);   /* 10 ms */
+    CHECK(strstr(mb.data, "leaf_static") == NULL); /* depth 3 */
+    CHECK(strstr(mb.data, "[truncated]") == NULL); /* 10 ms */
     pe_membuf_free(&mb);
 
     /* Flat, sample counts: inclusive count, then self. */
-    o = (pe_text_opts_t){ .flat = 1, .value_index = 0 };
+    o = (pe_text_opts_t){.flat = 1, .value_index = 0};
     pe_membuf_init(&mb);
     CHECK(pe_prof_write_text(p, &mb.sink, &o) == 0);
     CHECKF(strstr(mb.data, "Count Overhead File") != NULL, "%s", mb.data);
@@ -506,7 +506,7 @@ test_text(void)
     pe_membuf_free(&mb);
 
     /* By thread: 101 (worker), 102 (other), then unlabelled. */
-    o = (pe_text_opts_t){ .by_thread = 1, .value_index = 0 };
+    o = (pe_text_opts_t){.by_thread = 1, .value_index = 0};
     pe_membuf_init(&mb);
     CHECK(pe_prof_write_text(p, &mb.sink, &o) == 0);
     CHECKF(strstr(mb.data, "Thread 101 worker\n") != NULL, "%s", mb.data);
@@ -523,7 +523,8 @@ test_text(void)
     pe_prof_free(p);
 }
 
-/* ---- edges -------------------------------------------------------------------------------------- */
+/* ---- edges --------------------------------------------------------------------------------------
+ */
 
 static void
 test_empty(void)
@@ -585,7 +586,8 @@ test_threads(void)
     }
 }
 
-/* ---- size and speed ---------------------------------------------------------------------------- */
+/* ---- size and speed ----------------------------------------------------------------------------
+ */
 
 static int
 discard_write(pe_sink_t *sink, const void *buf, size_t len)
@@ -605,13 +607,13 @@ now(void)
 static void
 test_big(int n)
 {
-    const uintptr_t fns[] = { (uintptr_t)leaf_static, (uintptr_t)mid_static,
-                              (uintptr_t)u_prof_root, (uintptr_t)printf, (uintptr_t)memcpy,
-                              (uintptr_t)qsort, (uintptr_t)getpid, (uintptr_t)deflate };
-    const int64_t v[] = { 1, 10 * MS };
-    pe_sink_t discard = { .write = discard_write };
-    pe_text_opts_t o = { .value_index = -1 };
-    pe_prof_label_t lab = { .key = "thread" };
+    const uintptr_t fns[] = {(uintptr_t)leaf_static, (uintptr_t)mid_static, (uintptr_t)u_prof_root,
+                             (uintptr_t)printf,      (uintptr_t)memcpy,     (uintptr_t)qsort,
+                             (uintptr_t)getpid,      (uintptr_t)deflate};
+    const int64_t v[] = {1, 10 * MS};
+    pe_sink_t discard = {.write = discard_write};
+    pe_text_opts_t o = {.value_index = -1};
+    pe_prof_label_t lab = {.key = "thread"};
     uintptr_t pcs[24];
     pe_prof_t *p = pe_prof_new(types, 2, &period_type, 10 * MS);
     double t0 = now(), t1, t2;
@@ -638,8 +640,8 @@ test_big(int n)
     CHECK(pe_prof_write_pprof(p, &discard) == 0);
     t2 = now();
     CHECK(pe_prof_write_text(p, &discard, &o) == 0);
-    printf("u_prof: %d samples (%d distinct): build+resolve %.3f s, pprof %.3f s, text %.3f s\n",
-           n, pe_prof_nsamples(p), t1 - t0, t2 - t1, now() - t2);
+    printf("u_prof: %d samples (%d distinct): build+resolve %.3f s, pprof %.3f s, text %.3f s\n", n,
+           pe_prof_nsamples(p), t1 - t0, t2 - t1, now() - t2);
     /* Generous: the target is well under a second; this only catches blow-ups.
      * Runs under valgrind (small n) are too slow to time. */
     if (n >= 100000)
@@ -647,7 +649,8 @@ test_big(int n)
     pe_prof_free(p);
 }
 
-/* ---- main ------------------------------------------------------------------------------------------ */
+/* ---- main
+ * ------------------------------------------------------------------------------------------ */
 
 static int
 write_fixed(const char *path, int no_names)
