@@ -9,12 +9,14 @@
  * Signal-safe: no (HTTP worker threads).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../heap/heap.h"
 #include "http_int.h"
@@ -104,6 +106,23 @@ by_inuse_desc(const void *a, const void *b)
     return x->raw_alloc_b > y->raw_alloc_b ? -1 : x->raw_alloc_b < y->raw_alloc_b;
 }
 
+/* gperftools' trailer, which pprof's legacy parser reads to map addresses to
+   binaries (Go's own text has no maps; readers skip what follows records). */
+static void
+append_maps(pe_sink_t *sink)
+{
+    char buf[4096];
+    ssize_t n;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    pe_sink_put(sink, "\nMAPPED_LIBRARIES:\n");
+    while ((n = read(fd, buf, sizeof(buf))) > 0 && !sink->err)
+        sink->err = sink->write(sink, buf, (size_t)n);
+    close(fd);
+}
+
 /*
  * Go's legacy text heap profile (runtime/pprof writeHeapInternal, debug=1):
  * raw sampled values (the reader unbiases them with the heap/2*rate header),
@@ -154,6 +173,7 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
                    "\n# stacks = %" PRIu64 "\n",
                    pe_heap_rate(), st.samples, st.live, st.live_cap,
                    st.dropped_live + st.dropped_busy + st.stacks_full, st.stacks);
+    append_maps(&resp.sink);
     return pe_http_end(&resp);
 }
 
