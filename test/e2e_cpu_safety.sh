@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# e2e_cpu_safety: profiling must not break the host: a thread that
+# dlopen/dlclose-s in a loop while profiled at 1000 Hz for 10 s (no deadlock,
+# no crash), C++ exceptions thrown and caught in a loop while profiled (still
+# through libgcc_s, libunwind not in the global scope), fork+exec while
+# profiled, and no timers or signals once the profile ends.
+source test/lib.sh
+P=$BUILD/test
+command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
+
+# ---- dlopen/dlclose churn at 1000 Hz for 10 s -----------------------------------
+pe_start $P/p_cpu_dlopen 14 || exit 1
+st=$(pe_get '/profile?duration=10&delay=0.001' -o $T/dl.pb.gz -w '%{http_code}' --max-time 40)
+check "1000 Hz for 10 s under dlopen/dlclose churn: profile returned ($st)" [ "$st" = 200 ]
+check "the profile names dl_main_work" \
+    bash -c "go tool pprof -top $T/dl.pb.gz 2>/dev/null | grep -q dl_main_work"
+go tool pprof -raw $T/dl.pb.gz 2>/dev/null | grep -E '^(Comment|truncated|dropped)' | sed 's/^/  /'
+for _ in $(seq 80); do kill -0 $PE_PID 2>/dev/null || break; sleep 0.1; done
+wait $PE_PID; rc=$?; PE_PID=
+check "the dlopen program finished normally (exit $rc)" [ "$rc" = 0 ]
+check "the dlopen program's output" grep -q 'cycles=many done' $PE_OUT
+
+# ---- C++ exceptions while profiled ------------------------------------------------
+pe_start $P/p_cpu_throw 6 || exit 1
+st=$(pe_get '/profile?duration=4&delay=0.001' -o $T/cxx.pb.gz -w '%{http_code}')
+check "C++ program profiled ($st)" [ "$st" = 200 ]
+check "the profile names thrower (mangled or not)" \
+    bash -c "go tool pprof -top $T/cxx.pb.gz 2>/dev/null | grep -q thrower"
+wait $PE_PID; rc=$?; PE_PID=
+cat $PE_OUT
+check "every exception caught, through libgcc_s (exit $rc)" \
+    bash -c "[ $rc = 0 ] && grep -q 'caught=ok unwinder=libgcc_s' $PE_OUT"
+
+# ---- after the profile: no timers left, signal harmless ------------------------------
+pe_start $P/p_cpu_split 8 0.1 || exit 1
+pe_get '/profile?duration=1' -o /dev/null
+sleep 0.3
+check "no POSIX timers left once the profile ended" \
+    bash -c "[ \"\$(grep -c '^ID:' /proc/$PE_PID/timers)\" = 0 ]"
+wait $PE_PID; rc=$?; PE_PID=
+check "program finished normally after being profiled (exit $rc)" [ "$rc" = 0 ]
+
+# ---- fork+exec during a profile --------------------------------------------------
+if [ -x $P/p_forkexec ]; then
+    pe_start $P/p_cpu_split 6 0.1 || exit 1
+    pe_get '/profile?duration=3&delay=0.001' -o /dev/null &
+    g=$!
+    sleep 0.5
+    out=$(PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB $P/p_forkexec 2>/dev/null); a=$?
+    wait $g
+    b=$($P/p_forkexec 2>/dev/null); sb=$?
+    check "fork+exec program unchanged by the library" [ "$out" = "$b" ] && [ "$a" = "$sb" ]
+    pe_stop
+fi
+pe_finish
