@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# e2e_heap_cases.sh: the malloc family under the library, one workload mode of
+# p_heap_cases each: realloc that moves, calloc (zeroed), the aligned
+# allocators (aligned), a threaded program, a fork child that allocates, and a
+# signal handler that allocates.  Each must keep its semantics and exit 0, and
+# the heap profile must attribute its bytes to the named sites.
+cd "$(dirname "$0")/.." || exit 1
+. test/e2e_heap.inc
+P=$BUILD/test/p_heap_cases
+
+# check_site FILE INDEX FUNC TRUE PCT
+check_site() {
+    local v
+    v=$(flat "$1" "$2" "$3")
+    within "$v" "$4" "$5" && pass "$3 $2 $v vs true $4 ($(pct "$v" "$4"))" ||
+        fail "$3 $2 $v vs true $4 ($(pct "$v" "$4")), want within $5%"
+}
+
+run_case() { # MODE [ENV...]: start, fetch heap into $T/MODE.pb.gz
+    local m=$1
+    shift
+    start_prog "$m" "$@" -- "$P" "$m" || return 1
+    [ "$(val "$m" semantics_ok)" = 1 ] && pass "$m: semantics kept" || fail "$m: semantics broken: $(cat "$T/$m.err")"
+    code=$(fetch /debug/pprof/heap "$T/$m.pb.gz")
+    [ "$code" = 200 ] || { fail "$m: heap answered $code"; return 1; }
+}
+
+if run_case realloc; then
+    check_site "$T/realloc.pb.gz" alloc_space site_realloc "$(val realloc realloc_bytes)" 10
+    il=$(total "$T/realloc.pb.gz" inuse_space); L=$(val realloc live_bytes)
+    within "$il" "$L" 15 && pass "realloc: inuse $il vs live $L ($(pct "$il" "$L")): moved blocks forgotten" ||
+        fail "realloc: inuse $il vs live $L ($(pct "$il" "$L"))"
+    stop_prog realloc
+fi
+
+if run_case calloc; then
+    check_site "$T/calloc.pb.gz" alloc_space site_calloc "$(val calloc calloc_bytes)" 10
+    stop_prog calloc
+fi
+
+if run_case aligned; then
+    for s in posix_memalign aligned_alloc memalign valloc pvalloc; do
+        check_site "$T/aligned.pb.gz" alloc_space "site_$s" "$(val aligned "${s}_bytes")" 12
+    done
+    stop_prog aligned
+fi
+
+if run_case threads; then
+    for k in 1 2 3 4; do
+        check_site "$T/threads.pb.gz" alloc_space "thread_site_$k" "$(val threads "thread_site_${k}_bytes")" 10
+    done
+    il=$(total "$T/threads.pb.gz" inuse_space); L=$(val threads live_bytes)
+    within "$il" "$L" 20 && pass "threads: inuse $il vs live $L ($(pct "$il" "$L"))" ||
+        fail "threads: inuse $il vs live $L ($(pct "$il" "$L"))"
+    stop_prog threads
+fi
+
+if run_case fork PROFEP_HEAP_RATE=4096; then
+    [ "$(val fork children_ok)" = 100 ] && pass "fork: 100 children allocated and exited 0" ||
+        fail "fork: children ok $(val fork children_ok), hung $(val fork children_hung), failed $(val fork children_failed)"
+    v=$(flat "$T/fork.pb.gz" alloc_space site_fork_child)
+    [ "${v%.*}" -gt 0 ] && pass "fork: parent still profiles after forks" || fail "fork: parent profile lacks site_fork_child"
+    stop_prog fork
+fi
+
+# The signal case runs over an async-signal-safe allocator preloaded after us.
+BUMP=$T/libbump.so
+if cc -O2 -shared -fPIC -o "$BUMP" test/bench_heap_bump.c 2>"$T/cc.err"; then
+    LIB_SAVE=$LIB
+    LIB="$LIB $BUMP"
+    if run_case signal PROFEP_HEAP_RATE=1024; then
+        pass "signal: $(val signal handler_runs) handler runs allocating on an allocating thread"
+        v=$(flat "$T/signal.pb.gz" alloc_space site_signal_handler)
+        [ "${v%.*}" -gt 0 ] && pass "signal: handler allocations sampled ($v B)" || fail "signal: no site_signal_handler samples"
+        stop_prog signal
+    fi
+    LIB=$LIB_SAVE
+else
+    fail "cannot build the bump allocator: $(cat "$T/cc.err")"
+fi
+finish
