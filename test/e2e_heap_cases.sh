@@ -2,7 +2,7 @@
 # e2e_heap_cases.sh: the malloc family under the library, one workload mode of
 # p_heap_cases each: realloc that moves, calloc (zeroed), the aligned
 # allocators (aligned), a threaded program, a fork child that allocates, and a
-# signal handler that allocates.  Each must keep its semantics and exit 0, and
+# signal handler that allocates; and C++ new attributed to its caller.  Each must keep its semantics and exit 0, and
 # the heap profile must attribute its bytes to the named sites.
 cd "$(dirname "$0")/.." || exit 1
 . test/e2e_heap.inc
@@ -61,6 +61,18 @@ if run_case fork PROFEP_HEAP_RATE=4096; then
     v=$(flat "$T/fork.pb.gz" alloc_space site_fork_child)
     [ "${v%.*}" -gt 0 ] && pass "fork: parent still profiles after forks" || fail "fork: parent profile lacks site_fork_child"
     stop_prog fork
+fi
+
+# C++: operator new is the leaf, its caller next.
+if start_prog new -- "$BUILD/test/p_heap_new"; then
+    code=$(fetch /debug/pprof/heap "$T/new.pb.gz")
+    c=$(cum "$T/new.pb.gz" alloc_space site_new); N=$(val new new_bytes)
+    within "$c" "$N" 10 && pass "C++ new: site_new cum alloc_space $c vs true $N ($(pct "$c" "$N"))" ||
+        fail "C++ new: site_new cum alloc_space $c vs true $N ($code)"
+    go tool pprof -traces -sample_index=alloc_space "$T/new.pb.gz" 2>/dev/null |
+        grep -A1 -E '^ +[0-9.]+[kMG]?B +operator new' | grep -q 'site_new' &&
+        pass "C++ new: leaf operator new, then site_new" || fail "C++ new: stacks do not end in operator new <- site_new"
+    stop_prog new
 fi
 
 # The signal case runs over an async-signal-safe allocator preloaded after us.
