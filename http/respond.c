@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http_int.h"
 
@@ -154,27 +156,93 @@ pe_http_sleep(pe_req_t *r, double seconds)
 enum { FMT_PPROF, FMT_TEXT, FMT_FOLDED, FMT_SVG, FMT_TREE, FMT_FLAT };
 
 /*
+ * `sample_index` as go tool pprof takes it: a sample type's name
+ * (inuse_space) or its index.  *vi = -1 when absent.  0 or 400 (sent).
+ */
+static int
+sample_index(pe_req_t *r, pe_prof_t *p, int *vi)
+{
+    const char *s = pe_param(r, "sample_index");
+    char names[256];
+    size_t k = 0;
+    char *end;
+    long n;
+    int i;
+
+    *vi = -1;
+    if (!s || !*s)
+        return 0;
+    n = strtol(s, &end, 10);
+    if (*end == '\0' && n >= 0 && n < pe_prof_ntypes(p)) {
+        *vi = (int)n;
+        return 0;
+    }
+    if (*end != '\0' && (i = pe_prof_type_index(p, s)) >= 0) {
+        *vi = i;
+        return 0;
+    }
+    names[0] = '\0';
+    for (i = 0; i < pe_prof_ntypes(p) && k < sizeof(names); i++)
+        k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", i ? ", " : "",
+                              pe_prof_type(p, i)->type);
+    return pe_http_error(r, 400, "sample_index=%s: must be one of %s, or 0..%d", s, names,
+                         pe_prof_ntypes(p) - 1);
+}
+
+/* A browser: its Accept header names HTML or SVG (curl accepts any type, Go sends no Accept). */
+static int
+browser(const pe_req_t *r)
+{
+    return r->accept &&
+           (strcasestr(r->accept, "text/html") || strcasestr(r->accept, "image/svg+xml"));
+}
+
+/* End a streamed profile; an encoder error is the request's status only in a capture. */
+static int
+profile_end(pe_req_t *r, pe_resp_t *resp, int err)
+{
+    pe_http_end(resp);
+    if (err && r->capture) {
+        r->status = 500;
+        snprintf(r->errmsg, sizeof(r->errmsg), "%s: writing the profile failed: %s", r->path,
+                 strerror(-err));
+    }
+    return r->status;
+}
+
+/*
  * `format` names the encoding (pprof, text, folded, svg) and, as in Julia's
  * Profile.print, the text report's shape (tree, flat); `pprof=false` alone
- * means the text tree, as in ProfileEndpoints.jl.
+ * means the text tree, as in ProfileEndpoints.jl.  With neither, a browser gets
+ * the SVG flame graph and everything else pprof.  `sample_index` picks the
+ * sample type drawn or reported (for pprof it becomes the default type).
  */
 int
 pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
 {
     static const char *const formats[] = {"pprof", "text", "folded", "svg", "tree", "flat", NULL};
     static const char *const groupings[] = {"none", "thread", NULL};
-    char filename[96];
+    char filename[96], title[256];
     pe_text_opts_t topts;
     pe_resp_t resp;
     double mincount, maxdepth;
-    int st, fmt, pprof, group;
+    int st, fmt, pprof, group, vi, def;
 
-    if ((st = pe_param_bool(r, "pprof", 1, &pprof)) ||
-        (st = pe_param_enum(r, "format", formats, pprof ? FMT_PPROF : FMT_TREE, &fmt)))
+    if ((st = pe_param_bool(r, "pprof", 1, &pprof)))
         return st;
-    if (fmt == FMT_FOLDED || fmt == FMT_SVG)
-        return pe_http_error(r, 503, "format=%s is not built yet; use format=pprof or text",
-                             formats[fmt]);
+    def = !pprof ? FMT_TREE : !pe_param(r, "pprof") && browser(r) ? FMT_SVG : FMT_PPROF;
+    if ((st = pe_param_enum(r, "format", formats, def, &fmt)) || (st = sample_index(r, p, &vi)))
+        return st;
+    if (fmt == FMT_FOLDED) {
+        pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+        return profile_end(r, &resp, pe_prof_write_folded(p, &resp.sink, vi));
+    }
+    if (fmt == FMT_SVG) {
+        snprintf(title, sizeof(title), "%s (pid %d): %s", program_invocation_short_name,
+                 (int)getpid(), r->path);
+        pe_http_begin(r, &resp, "image/svg+xml", NULL);
+        return profile_end(r, &resp, pe_prof_write_svg(p, &resp.sink, vi, title));
+    }
     if (fmt != FMT_PPROF) {
         if ((st = pe_param_enum(r, "groupby", groupings, 0, &group)) ||
             (st = pe_param_number(r, "mincount", 0, 0, 1e15, &mincount)) ||
@@ -185,13 +253,14 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
         topts.by_thread = group == 1;
         topts.mincount = (int64_t)mincount;
         topts.maxdepth = (int)maxdepth;
-        topts.value_index = -1;
+        topts.value_index = vi;
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-        pe_prof_write_text(p, &resp.sink, &topts); /* a client that left stops only itself */
-        return pe_http_end(&resp);
+        /* a client that left stops only itself */
+        return profile_end(r, &resp, pe_prof_write_text(p, &resp.sink, &topts));
     }
+    if (vi >= 0)
+        pe_prof_set_default_type(p, pe_prof_type(p, vi)->type);
     snprintf(filename, sizeof(filename), "%s.pb.gz", name);
     pe_http_begin(r, &resp, "application/octet-stream", filename);
-    pe_prof_write_pprof(p, &resp.sink);
-    return pe_http_end(&resp);
+    return profile_end(r, &resp, pe_prof_write_pprof(p, &resp.sink));
 }

@@ -37,7 +37,7 @@ const pe_route_t pe_routes[] = {
     {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", ""},
     {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST, "Go's symbol protocol (POST 0xADDR+0xADDR...)", ""},
     {"/task_backtraces", pe_http_h_unavailable, GH, "every thread's stack now, as text", ""},
-    {"/debug_engine", pe_http_h_unavailable, PE_M_POST, "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
+    {"/debug_engine", pe_http_h_debug_engine, PE_M_POST, "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
 };
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 

@@ -119,6 +119,24 @@ typedef struct pe_text_opts_s {
 int pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts);
 
 /*
+ * Collapsed stacks for flame graph tools and speedscope (folded.c): one line
+ * per distinct stack of function names, outermost first, joined by ';', then a
+ * space and the summed value of sample type `value_index` (-1: the default);
+ * zero values are left out.  Returns 0, -EINVAL (no such type), -ENOMEM or the
+ * sink's first error.
+ */
+int pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index);
+
+/*
+ * A self-contained interactive flame graph (svg.c): root at the bottom, widths
+ * by sample type `value_index` (-1: the default; negative values are not
+ * drawn), tooltips, click-to-zoom and search in a small embedded script, no
+ * network fetches.  `title` (copied, escaped; NULL: "Flame graph") heads it.
+ * Streamed.  Returns as pe_prof_write_folded.
+ */
+int pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *title);
+
+/*
  * Symbolize one address of this process for /debug/pprof/symbol: copies the
  * function's (mangled) name into buf[len] and returns buf, or NULL when the
  * address is in no known function.  Thread-safe (takes the symbol cache lock).

@@ -1,0 +1,168 @@
+/*
+ * flame.c: the model's samples in flame-graph order (see flame.h) and the
+ * output buffer of the folded and svg encoders.  It reads the model only
+ * through profile.h's accessors; the layout itself is svg.c's.
+ *
+ * Signal-safe: no.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flame.h"
+
+/* ---- order --------------------------------------------------------------------- */
+
+/*
+ * Root-first comparison by name.  Names are interned by the model, so equal
+ * names are equal pointers and strcmp runs only where the stacks part.
+ */
+static int
+stack_cmp(const void *a, const void *b, void *arg)
+{
+    const pe_prof_t *p = arg;
+    pe_prof_sample_t x, y;
+    int i, c;
+
+    pe_prof_sample(p, (int)*(const uint32_t *)a, &x);
+    pe_prof_sample(p, (int)*(const uint32_t *)b, &y);
+    for (i = 0; i < x.nframes && i < y.nframes; i++) {
+        const char *nx = pe_flame_name(&x, i), *ny = pe_flame_name(&y, i);
+
+        if (nx != ny && (c = strcmp(nx, ny)) != 0) /* interned: mostly nx == ny */
+            return c;
+    }
+    if (x.nframes != y.nframes)
+        return x.nframes < y.nframes ? -1 : 1;
+    /* Equal stacks: keep model order, so the output does not depend on qsort. */
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+int
+pe_flame_init(pe_flame_t *f, pe_prof_t *p, int value_index, int positive_only)
+{
+    pe_prof_sample_t s;
+    int ns, i, err;
+
+    memset(f, 0, sizeof(*f));
+    err = pe_prof_resolve(p, 0);
+    if (err)
+        return err;
+    f->p = p;
+    f->vi = value_index < 0 ? pe_prof_default_index(p) : value_index;
+    if (f->vi >= pe_prof_ntypes(p))
+        return -EINVAL;
+    ns = pe_prof_nsamples(p);
+    f->idx = malloc(((size_t)ns + 1) * sizeof(*f->idx));
+    if (!f->idx)
+        return -ENOMEM;
+    for (i = 0; i < ns; i++) {
+        pe_prof_sample(p, i, &s);
+        if (s.values[f->vi] == 0)
+            continue;
+        if (positive_only && s.values[f->vi] < 0) {
+            f->ndropped++;
+            continue;
+        }
+        f->idx[f->n++] = (uint32_t)i;
+        f->total += s.values[f->vi];
+        if (s.nframes > f->maxdepth)
+            f->maxdepth = s.nframes;
+    }
+    qsort_r(f->idx, f->n, sizeof(*f->idx), stack_cmp, p);
+    return 0;
+}
+
+void
+pe_flame_free(pe_flame_t *f)
+{
+    free(f->idx);
+    f->idx = NULL;
+    f->n = 0;
+}
+
+void
+pe_flame_sample(const pe_flame_t *f, uint32_t i, pe_prof_sample_t *s)
+{
+    pe_prof_sample(f->p, (int)f->idx[i], s);
+}
+
+/* ---- buffered output ----------------------------------------------------------- */
+
+int
+pe_flame_flush(pe_flame_out_t *o)
+{
+    if (o->len && !o->sink->err) {
+        int err = o->sink->write(o->sink, o->buf, o->len);
+
+        if (err)
+            o->sink->err = err;
+    }
+    o->len = 0;
+    return o->sink->err;
+}
+
+void
+pe_flame_write(pe_flame_out_t *o, const void *data, size_t len)
+{
+    const char *d = data;
+    size_t k;
+
+    while (len && !o->sink->err) {
+        if (o->len == sizeof(o->buf))
+            pe_flame_flush(o);
+        k = sizeof(o->buf) - o->len;
+        if (k > len)
+            k = len;
+        memcpy(o->buf + o->len, d, k);
+        o->len += k;
+        d += k;
+        len -= k;
+    }
+}
+
+void
+pe_flame_puts(pe_flame_out_t *o, const char *s)
+{
+    pe_flame_write(o, s, strlen(s));
+}
+
+void
+pe_flame_printf(pe_flame_out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (o->sink->err)
+        return;
+    /* Lines are short: make room for one first, then format in place. */
+    if (sizeof(o->buf) - o->len < 512)
+        pe_flame_flush(o);
+    va_start(ap, fmt);
+    n = vsnprintf(o->buf + o->len, sizeof(o->buf) - o->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        o->sink->err = -EINVAL;
+        return;
+    }
+    if ((size_t)n < sizeof(o->buf) - o->len) {
+        o->len += (size_t)n;
+        return;
+    }
+    /* Longer than the room left: print it again into its own buffer. */
+    {
+        char *big = malloc((size_t)n + 1);
+
+        if (!big) {
+            o->sink->err = -ENOMEM;
+            return;
+        }
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        pe_flame_write(o, big, (size_t)n);
+        free(big);
+    }
+}
