@@ -39,17 +39,16 @@ open_window(pe_req_t *r, double n, double delay, pe_sampler_win_t **w)
     int rc = pe_sampler_open(delay, (int64_t)n, w, &running);
 
     switch (rc) {
-    case 0:
-        return 0;
+    case 0: return 0;
     case -EBUSY:
         return pe_http_error(r, 409,
                              "a CPU profile is running at delay=%g s; ask with delay=%g "
                              "(asked delay=%g)",
                              running, running, delay);
     case -EPERM:
-        return pe_http_error(r, 503, "CPU profiling unavailable: SIGPROF is handled by the program");
-    default:
-        return pe_http_error(r, 500, "CPU profiling failed to start: %s", strerror(-rc));
+        return pe_http_error(r, 503,
+                             "CPU profiling unavailable: SIGPROF is handled by the program");
+    default: return pe_http_error(r, 500, "CPU profiling failed to start: %s", strerror(-rc));
     }
 }
 
@@ -144,7 +143,8 @@ pe_http_h_profile_stop(pe_req_t *r)
     sess = NULL;
     pthread_mutex_unlock(&sess_lock);
     if (!w)
-        return pe_http_error(r, 409, "no CPU profile session is running; start one with /profile_start");
+        return pe_http_error(r, 409,
+                             "no CPU profile session is running; start one with /profile_start");
     p = pe_sampler_close(w);
     rc = pe_http_send_profile(r, p, "profile");
     pe_prof_free(p);

@@ -24,7 +24,7 @@
 #define PE_SAMPLER_SIG SIGPROF
 /* si_value of our timers: tag in the top 16 bits, session generation below. */
 #define PE_COOKIE_TAG 0x7065ull
-#define PE_COOKIE(gen) ((PE_COOKIE_TAG << 48) | ((uint64_t)(gen) & 0xffffffffffffull))
+#define PE_COOKIE(gen) ((PE_COOKIE_TAG << 48) | ((uint64_t)(gen)&0xffffffffffffull))
 
 /* ---- handler.c ---------------------------------------------------------------- */
 

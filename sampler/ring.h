@@ -29,16 +29,16 @@ typedef struct pe_ring_slot_s {
     uint64_t seq;
     pid_t tid;
     int nframes;
-    uint32_t weight;   /* 1 + timer overruns */
-    uint32_t flags;    /* PE_RING_F_* */
+    uint32_t weight; /* 1 + timer overruns */
+    uint32_t flags;  /* PE_RING_F_* */
     uintptr_t pcs[PE_RING_FRAMES];
 } pe_ring_slot_t;
 
 #define PE_RING_F_TRUNCATED 1u /* unwinding was unsafe: leaf (or partial) only */
 
 typedef struct pe_ring_s {
-    uint64_t head __attribute__((aligned(PE_CACHELINE))); /* producers */
-    uint64_t tail __attribute__((aligned(PE_CACHELINE))); /* consumer */
+    uint64_t head __attribute__((aligned(PE_CACHELINE)));    /* producers */
+    uint64_t tail __attribute__((aligned(PE_CACHELINE)));    /* consumer */
     uint64_t dropped __attribute__((aligned(PE_CACHELINE))); /* weight lost to a full ring */
     uint32_t nslots, mask;
     pe_ring_slot_t *slots;

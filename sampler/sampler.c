@@ -43,12 +43,12 @@
 struct pe_sampler_win_s {
     struct pe_sampler_win_s *next;
     pe_prof_t *prof;
-    int64_t nmax, nused;       /* frame budget (n) and frames kept */
-    uint64_t samples, weight;  /* signals and signals+overruns kept */
-    uint64_t over_cap;         /* weight dropped beyond n */
-    uint64_t truncated;        /* weight of leaf-only samples */
-    uint64_t oom;              /* weight lost to allocation failure */
-    uint64_t ring_dropped0;    /* pe_cpu_ring.dropped at open */
+    int64_t nmax, nused;      /* frame budget (n) and frames kept */
+    uint64_t samples, weight; /* signals and signals+overruns kept */
+    uint64_t over_cap;        /* weight dropped beyond n */
+    uint64_t truncated;       /* weight of leaf-only samples */
+    uint64_t oom;             /* weight lost to allocation failure */
+    uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     int64_t t0_real, t0_mono;
 };
 
@@ -60,7 +60,7 @@ static int64_t period_ns;         /* of the running session (writer: open, under
 static uint64_t session_gen;
 
 static pthread_t collector;
-static int collector_stop;         /* writer: close; reader: collector */
+static int collector_stop; /* writer: close; reader: collector */
 
 /* Timers we armed (tid -> kernel timer id); tid 0 is a free entry. */
 static int tlock;
@@ -415,8 +415,9 @@ pe_sampler_close(pe_sampler_win_t *w)
     if (w->oom)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
-        pe_prof_comment(p, "truncated: %llu samples kept with their leaf frame only "
-                           "(interrupted in the dynamic loader or in our unwinder)",
+        pe_prof_comment(p,
+                        "truncated: %llu samples kept with their leaf frame only "
+                        "(interrupted in the dynamic loader or in our unwinder)",
                         (unsigned long long)w->truncated);
     free(w);
     return p;

@@ -123,8 +123,7 @@ real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 static int
 is_handler(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) ||
-           (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
 }
 
 static void
@@ -243,8 +242,7 @@ pe_cpu_sig_before_exec(void)
     /* exec resets a handled signal to SIG_DFL; a program that ignores SIGPROF
        must hand SIG_IGN on to the new image */
     slock();
-    if (sig_owned && !is_handler(&prog_act[prog_cur]) &&
-        prog_act[prog_cur].sa_handler == SIG_IGN) {
+    if (sig_owned && !is_handler(&prog_act[prog_cur]) && prog_act[prog_cur].sa_handler == SIG_IGN) {
         real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
         exec_changed = 1;
     }

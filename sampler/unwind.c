@@ -54,7 +54,7 @@ typedef struct snap_buf_s {
 static snap_buf_t *snap[2];
 static int snap_cur;
 static int snap_readers[2];
-static int snap_lock; /* spin lock between rebuilders (never taken in a handler) */
+static int snap_lock;       /* spin lock between rebuilders (never taken in a handler) */
 static PE_TLS int snap_pin; /* buffer pinned by this thread + 1, 0 = none */
 
 /*
