@@ -55,6 +55,9 @@ int pe_http_h_allocs_profile_start(pe_req_t *r);
 int pe_http_h_allocs_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_heap(pe_req_t *r);
 int pe_http_h_pprof_allocs(pe_req_t *r);
+/* h_mutex.c */
+int pe_http_h_pprof_mutex(pe_req_t *r);
+int pe_http_h_pprof_block(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
 /* Capabilities not built yet answer 503 through this one (h_misc.c). */

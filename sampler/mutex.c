@@ -1,0 +1,407 @@
+/*
+ * mutex.c: lock contention sampling: the per-thread geometric countdown, the
+ * timed real call of a sampled wait, and the fixed (kind, stack) -> totals
+ * table the two contention endpoints read.  The interposers themselves are in
+ * mutex_hooks.c; the profiles are built in http/h_mutex.c.  See mutex.h for the
+ * whole path and README "Design" for the sampling math.
+ *
+ *   buckets[]  uint32 id+1 per slot, open addressing on the (kind, stack) hash,
+ *              at most half full (twice as many slots as entries)
+ *   ents[]     fixed entries (frames inline), claimed by fetch-add, published by
+ *              the CAS that puts their id in a bucket; ids 0 and 1 are the
+ *              "[unknown]" stacks of the two kinds
+ *
+ * Signal-safe: pe_mutex_sampled, pe_mutex_record, pe_mutex_draw; not the readers.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../preload/init.h"
+#include "mutex.h"
+#include "unwind.h"
+
+#define PE_MUTEX_ENTS 8192u             /* distinct (kind, stack) entries kept */
+#define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)
+#define PE_MUTEX_FIRST_ID 2u            /* 0, 1: "[unknown]" of each kind */
+#define PE_MUTEX_NO_ENTRY UINT32_MAX
+/* How deep below our own frames the program's call site may lie in an unwound stack. */
+#define PE_MUTEX_SEARCH 8
+
+typedef struct mx_ent_s {
+    uint64_t hash;
+    uint32_t kind;
+    uint32_t n;          /* frames */
+    uint32_t published;  /* 1 once its id is in a bucket (readers skip others) */
+    uint64_t count;      /* sampled events; relaxed atomics */
+    uint64_t delay_ns;   /* their total delay */
+    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
+} mx_ent_t;
+
+typedef struct mx_table_s {
+    uint32_t buckets[PE_MUTEX_BUCKETS];
+    mx_ent_t ents[PE_MUTEX_ENTS];
+} mx_table_t;
+
+/* The table, mapped on the first sampled event (NORESERVE: untouched pages cost nothing). */
+static mx_table_t *table;
+static int table_failed;
+static uint32_t next_ent = PE_MUTEX_FIRST_ID;
+/* Statistics for the profile comments; relaxed atomics, written by recorders. */
+static uint64_t st_sampled, st_dropped, st_no_stack;
+static uint64_t seed_counter;
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+/* The table, mapping it on first use; NULL if that failed.  Racing mappers: one CAS wins. */
+PE_SIGSAFE static mx_table_t *
+table_get(void)
+{
+    mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE), *mine = NULL;
+    void *p;
+
+    if (PE_LIKELY(t != NULL) || __atomic_load_n(&table_failed, __ATOMIC_RELAXED))
+        return t;
+    p = mmap(NULL, sizeof(mx_table_t), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        __atomic_store_n(&table_failed, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    mine = p;
+    mine->ents[0].published = mine->ents[1].published = 1;
+    mine->ents[1].kind = PE_MUTEX_KIND_WAIT;
+    if (__atomic_compare_exchange_n(&table, &t, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return mine;
+    munmap(mine, sizeof(mx_table_t)); /* another thread mapped it first */
+    return t;
+}
+
+PE_SIGSAFE static uint64_t
+hash_stack(int kind, const uintptr_t *pcs, int n)
+{
+    uint64_t h = 0x84222325cbf29ce4ull ^ ((uint64_t)n << 1 | (uint64_t)kind);
+
+    for (int i = 0; i < n; i++) {
+        h ^= pcs[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h ? h : 1;
+}
+
+PE_SIGSAFE static int
+same(const mx_ent_t *e, uint64_t h, int kind, const uintptr_t *pcs, int n)
+{
+    return e->hash == h && e->kind == (uint32_t)kind && e->n == (uint32_t)n &&
+           !memcmp(e->pcs, pcs, (size_t)n * sizeof(*pcs));
+}
+
+/* The entry of (kind, stack), adding it if new; PE_MUTEX_NO_ENTRY when the table is full. */
+PE_SIGSAFE static uint32_t
+intern(mx_table_t *t, int kind, const uintptr_t *pcs, int n)
+{
+    uint64_t h = hash_stack(kind, pcs, n);
+    uint32_t mask = PE_MUTEX_BUCKETS - 1, i, mine = PE_MUTEX_NO_ENTRY;
+
+    for (i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        uint32_t b = __atomic_load_n(&t->buckets[i], __ATOMIC_ACQUIRE);
+
+        if (b) {
+            if (same(&t->ents[b - 1], h, kind, pcs, n))
+                return b - 1;
+            continue;
+        }
+        /* Empty slot: the stack is new here.  Fill an entry once, then claim. */
+        if (mine == PE_MUTEX_NO_ENTRY) {
+            /* Look before taking, so that a full table's counter never wraps. */
+            if (__atomic_load_n(&next_ent, __ATOMIC_RELAXED) >= PE_MUTEX_ENTS)
+                return PE_MUTEX_NO_ENTRY;
+            mine = __atomic_fetch_add(&next_ent, 1, __ATOMIC_RELAXED);
+            if (mine >= PE_MUTEX_ENTS)
+                return PE_MUTEX_NO_ENTRY; /* full (buckets stay at most half full) */
+            memcpy(t->ents[mine].pcs, pcs, (size_t)n * sizeof(*pcs));
+            t->ents[mine].hash = h;
+            t->ents[mine].kind = (uint32_t)kind;
+            t->ents[mine].n = (uint32_t)n;
+        }
+        if (__atomic_compare_exchange_n(&t->buckets[i], &b, mine + 1, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&t->ents[mine].published, 1, __ATOMIC_RELEASE);
+            return mine;
+        }
+        /* Lost the slot: the winner may be this very stack (ours stays unpublished). */
+        if (same(&t->ents[b - 1], h, kind, pcs, n))
+            return b - 1;
+    }
+}
+
+/*
+ * The waiter's stack: the interposer (leaf) and then the program from its call
+ * site `ra` outwards.  Our own frames (record, sampled, perhaps the hook) are
+ * cut at `ra`; if `ra` is not among the first frames (a frame-pointer walk
+ * that lost it), the stack is kept whole rather than guessed at.
+ */
+__attribute__((noinline)) PE_SIGSAFE static int
+take_stack(uintptr_t *pcs, uintptr_t ra, uintptr_t leaf)
+{
+    uintptr_t tmp[PE_MUTEX_MAX_FRAMES + PE_MUTEX_SEARCH];
+    int n = pe_unwind_here(tmp, (int)PE_ARRAY_SIZE(tmp), 0), start = 0, k = 0;
+
+    if (n <= 0)
+        return 0;
+    for (int i = 0; i < n && i < PE_MUTEX_SEARCH; i++) {
+        if (tmp[i] == ra) {
+            start = i;
+            break;
+        }
+    }
+    if (leaf)
+        pcs[k++] = leaf + 1; /* stored as a return address: the model subtracts one */
+    for (int i = start; i < n && k < PE_MUTEX_MAX_FRAMES; i++)
+        pcs[k++] = tmp[i];
+    return k;
+}
+
+PE_SIGSAFE static int
+call_real(int op, void *obj, pthread_mutex_t *m, const struct timespec *abstime)
+{
+    switch (op) {
+    case PE_MUTEX_OP_LOCK: return PE_MUTEX_REAL(pthread_mutex_lock)(obj);
+    case PE_MUTEX_OP_TIMEDLOCK: return PE_MUTEX_REAL(pthread_mutex_timedlock)(obj, abstime);
+    case PE_MUTEX_OP_RDLOCK: return PE_MUTEX_REAL(pthread_rwlock_rdlock)(obj);
+    case PE_MUTEX_OP_WRLOCK: return PE_MUTEX_REAL(pthread_rwlock_wrlock)(obj);
+    case PE_MUTEX_OP_COND_WAIT: return PE_MUTEX_REAL(pthread_cond_wait)(obj, m);
+    case PE_MUTEX_OP_COND_TIMEDWAIT:
+        return PE_MUTEX_REAL(pthread_cond_timedwait)(obj, m, abstime);
+    }
+    return EINVAL;
+}
+
+/*
+ * What a finished wait counts as: an acquisition (both profiles), another wait
+ * (block only), or nothing (-1: an error returned at once, e.g. EDEADLK on an
+ * error-checking mutex the caller owns, EINVAL).
+ */
+PE_SIGSAFE static int
+classify(int op, int rc)
+{
+    switch (op) {
+    case PE_MUTEX_OP_LOCK:
+    case PE_MUTEX_OP_TIMEDLOCK:
+    case PE_MUTEX_OP_RDLOCK:
+    case PE_MUTEX_OP_WRLOCK:
+        if (rc == 0 || rc == EOWNERDEAD)
+            return PE_MUTEX_KIND_LOCK;
+        return rc == ETIMEDOUT ? PE_MUTEX_KIND_WAIT : -1;
+    default: return rc == 0 || rc == ETIMEDOUT ? PE_MUTEX_KIND_WAIT : -1;
+    }
+}
+
+PE_SIGSAFE static uint64_t
+mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, no lock */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- sampling --------------------------------------------------------------------- */
+
+/*
+ * Events until and including the next sampled one, G ~ Geometric(p = 1/rate)
+ * on {1, 2, ...}: G = 1 + floor(ln U / ln(1 - p)), U uniform in (0, 1].
+ * Counting down G per thread samples every event independently with
+ * probability p (the memoryless property), so count * rate and delay * rate
+ * are unbiased estimates, with no clock read or random draw on unsampled events.
+ */
+PE_SIGSAFE int64_t
+pe_mutex_draw(uint64_t *rng, int64_t rate)
+{
+    uint64_t x = *rng;
+    double u, g;
+
+    if (rate <= 1)
+        return 1;
+    /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *rng = x;
+    x *= 0x2545f4914f6cdd1dull;
+    u = (double)((x >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
+    g = 1.0 + floor(log(u) / log1p(-1.0 / (double)rate));
+    if (!(g >= 1.0))
+        return 1;
+    return g > (double)(INT64_MAX / 4) ? INT64_MAX / 4 : (int64_t)g;
+}
+
+PE_SIGSAFE static void
+seed(pe_tls_t *t)
+{
+    /* splitmix64 of the tid, the TLS block's address and a process-wide counter */
+    uint64_t z = (uint64_t)pe_gettid() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)t ^
+                 __atomic_add_fetch(&seed_counter, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    t->mutex_rng = z ? z : 1;
+}
+
+PE_SIGSAFE void
+pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf, uint64_t delay_ns)
+{
+    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
+    mx_table_t *t;
+    uint32_t id;
+    int n;
+
+    __atomic_fetch_add(&st_sampled, 1, __ATOMIC_RELAXED);
+    t = table_get();
+    if (!t) {
+        __atomic_fetch_add(&st_dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    /* Lock calls made while we unwind (libunwind's own mutexes) pass straight through. */
+    pe_guard_enter();
+    n = take_stack(pcs, ra, leaf);
+    if (n > 0) {
+        id = intern(t, kind, pcs, n);
+    } else {
+        id = (uint32_t)kind; /* "[unknown]" of this kind */
+        __atomic_fetch_add(&st_no_stack, 1, __ATOMIC_RELAXED);
+    }
+    if (id == PE_MUTEX_NO_ENTRY) {
+        __atomic_fetch_add(&st_dropped, 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_add(&t->ents[id].count, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->ents[id].delay_ns, delay_ns, __ATOMIC_RELAXED);
+    }
+    pe_guard_exit();
+}
+
+PE_SIGSAFE int
+pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *abstime,
+                 uintptr_t ra, uintptr_t leaf)
+{
+    pe_tls_t *t = &pe_tls;
+    int64_t rate = pe_cfg.mutex_rate;
+    uint64_t t0, t1;
+    int rc, kind, saved_errno;
+
+    if (t->mutex_countdown < 0) {
+        /* The thread's first event: draw its interval, then judge this event by it. */
+        if (!t->mutex_rng)
+            seed(t);
+        t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate) - 1;
+        if (t->mutex_countdown > 0)
+            return call_real(op, obj, m, abstime);
+    }
+    if (!t->mutex_rng)
+        seed(t);
+    t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate);
+    if (!pe_init_active()) /* dormant (fork child, bind failed, PROFEP_MATCH) */
+        return call_real(op, obj, m, abstime);
+    t0 = mono_ns();
+    rc = call_real(op, obj, m, abstime);
+    saved_errno = errno;
+    t1 = mono_ns();
+    kind = classify(op, rc);
+    if (kind >= 0)
+        pe_mutex_record(kind, ra, leaf, t1 - t0);
+    errno = saved_errno;
+    return rc;
+}
+
+void *
+pe_mutex_next(const char *name)
+{
+    pe_real_init();
+    /* Another thread may still be resolving pe_real: ask the loader ourselves. */
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* ---- readers ---------------------------------------------------------------------- */
+
+int64_t
+pe_mutex_rate(void)
+{
+    return pe_cfg.mutex_rate > 0 ? pe_cfg.mutex_rate : 0;
+}
+
+int
+pe_mutex_snapshot(pe_mutex_rec_t **out, int *n)
+{
+    mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint32_t end = __atomic_load_n(&next_ent, __ATOMIC_ACQUIRE), i;
+    pe_mutex_rec_t *v;
+    int k = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!t)
+        return 0;
+    if (end > PE_MUTEX_ENTS)
+        end = PE_MUTEX_ENTS;
+    v = malloc(end * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (i = 0; i < end; i++) {
+        const mx_ent_t *e = &t->ents[i];
+        uint64_t c;
+
+        if (!__atomic_load_n(&e->published, __ATOMIC_ACQUIRE))
+            continue;
+        c = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
+        if (!c)
+            continue;
+        v[k].id = i;
+        v[k].kind = (int)e->kind;
+        v[k].count = c;
+        v[k].delay_ns = __atomic_load_n(&e->delay_ns, __ATOMIC_RELAXED);
+        k++;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+int
+pe_mutex_stack(uint32_t id, uintptr_t *pcs, int max)
+{
+    mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    const mx_ent_t *e;
+    int n;
+
+    if (!t || id >= PE_MUTEX_ENTS)
+        return 0;
+    e = &t->ents[id];
+    if (!__atomic_load_n(&e->published, __ATOMIC_ACQUIRE))
+        return 0;
+    n = (int)e->n < max ? (int)e->n : max;
+    memcpy(pcs, e->pcs, (size_t)n * sizeof(*pcs));
+    return n;
+}
+
+void
+pe_mutex_get_stats(pe_mutex_stats_t *st)
+{
+    uint32_t end = __atomic_load_n(&next_ent, __ATOMIC_RELAXED);
+
+    st->sampled = __atomic_load_n(&st_sampled, __ATOMIC_RELAXED);
+    st->dropped = __atomic_load_n(&st_dropped, __ATOMIC_RELAXED);
+    st->no_stack = __atomic_load_n(&st_no_stack, __ATOMIC_RELAXED);
+    st->entries = (end > PE_MUTEX_ENTS ? PE_MUTEX_ENTS : end) - PE_MUTEX_FIRST_ID;
+    st->capacity = PE_MUTEX_ENTS - PE_MUTEX_FIRST_ID;
+}
+
+void
+pe_mutex_thread_reset(void)
+{
+    pe_tls.mutex_countdown = 0;
+}

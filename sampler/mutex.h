@@ -1,0 +1,143 @@
+/*
+ * mutex.h: lock contention profiling (/debug/pprof/mutex, /debug/pprof/block).
+ *
+ * The interposers (mutex_hooks.c) keep the uncontended path at one try-lock:
+ *
+ *   bypass?  (our thread, inside us, PROFEP_MUTEX_RATE=0)  -> real call
+ *   trylock  -> anything but EBUSY is the answer (0, EOWNERDEAD, EAGAIN, EINVAL)
+ *   EBUSY    -> a contention event: --countdown; not due -> real blocking call
+ *   due      -> pe_mutex_sampled(): clock, real call, clock, record the stack
+ *
+ * Condition waits cannot be tried: every one is an event (one decrement when
+ * not due).  Events are sampled independently with probability 1/N (N =
+ * PROFEP_MUTEX_RATE, default 100): each thread counts down a geometric
+ * interval of mean N, so the unsampled path reads no clock and draws no
+ * random number.  Recorded values are scaled by N when reported (unbiased).
+ *
+ * Two kinds of record share one table, keyed by (kind, stack):
+ *   PE_MUTEX_KIND_LOCK  a mutex/rwlock acquired after waiting: mutex and block
+ *   PE_MUTEX_KIND_WAIT  any other wait (condition waits, a timed lock that timed
+ *                       out): block only
+ * Delay is the waiter's time in the real call, attributed to the waiter's
+ * stack at the call (Go attributes mutex delay to the unlocker; we do not
+ * interpose unlock, see README).  The stack's leaf is the interposer itself
+ * (pthread_mutex_lock, pthread_cond_wait, ...), as Go shows sync.(*Mutex).Lock.
+ *
+ * Recording never allocates and takes no lock: a fixed table mapped with
+ * MAP_NORESERVE, entries claimed by fetch-add and published by CAS; when it is
+ * full the event is counted as dropped.  Entries are never removed.
+ *
+ * Signal-safe: the hot helpers and pe_mutex_sampled are (lock calls may come
+ * from signal handlers); the readers are for HTTP threads.
+ */
+#ifndef PE_MUTEX_H
+#define PE_MUTEX_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../preload/config.h"
+#include "../preload/guard.h"
+#include "../preload/pe.h"
+#include "../preload/real.h"
+
+/* Frames kept per recorded stack (leaf included); deeper stacks lose their root end. */
+#define PE_MUTEX_MAX_FRAMES 64
+
+enum pe_mutex_kind {
+    PE_MUTEX_KIND_LOCK = 0,
+    PE_MUTEX_KIND_WAIT = 1,
+};
+
+/* Which real call pe_mutex_sampled makes. */
+enum pe_mutex_op {
+    PE_MUTEX_OP_LOCK,
+    PE_MUTEX_OP_TIMEDLOCK,
+    PE_MUTEX_OP_RDLOCK,
+    PE_MUTEX_OP_WRLOCK,
+    PE_MUTEX_OP_COND_WAIT,
+    PE_MUTEX_OP_COND_TIMEDWAIT,
+};
+
+/* ---- hot path (inlined into the interposers) ------------------------------------- */
+
+/* 1 when this call must go straight to the real function, untimed. */
+PE_SIGSAFE static inline int
+pe_mutex_bypass(void)
+{
+    return (pe_tls.guard | pe_tls.internal | pe_tls.in_unwind) != 0 || pe_cfg.mutex_rate <= 0;
+}
+
+/* Count one wait event; 1 when it is not sampled (the common case). */
+PE_SIGSAFE static inline int
+pe_mutex_skip(void)
+{
+    return --pe_tls.mutex_countdown > 0;
+}
+
+/*
+ * The real function behind an interposer, resolved on first use if the
+ * constructor has not run yet (another library's constructor may lock first).
+ */
+void *pe_mutex_next(const char *name);
+#define PE_MUTEX_REAL(fn)                                                                  \
+    (PE_LIKELY(pe_real.fn != NULL) ? pe_real.fn : (__typeof__(pe_real.fn))pe_mutex_next(#fn))
+
+/*
+ * The slow path of a wait event whose countdown ran out: decide (the thread's
+ * first event draws its interval), and if sampled time the real call `op` on
+ * obj (the mutex, rwlock or condition variable), m (the mutex of a condition
+ * wait) and abstime, and record it with the caller's stack.  `ra` is the
+ * interposer's return address (the program's call site), `leaf` an address
+ * inside the interposer.  Returns exactly what the real call returned; errno
+ * is as the real call left it.  Not reentrant per thread in a way that matters:
+ * a signal handler's lock call may interleave; it records on its own.
+ */
+PE_SIGSAFE int pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m,
+                                const struct timespec *abstime, uintptr_t ra, uintptr_t leaf);
+
+/* ---- readers (HTTP threads) ------------------------------------------------------ */
+
+/* One table entry's totals, unscaled (what was recorded). */
+typedef struct pe_mutex_rec_s {
+    uint32_t id;
+    int kind;           /* enum pe_mutex_kind */
+    uint64_t count;     /* sampled events */
+    uint64_t delay_ns;  /* their total delay */
+} pe_mutex_rec_t;
+
+typedef struct pe_mutex_stats_s {
+    uint64_t sampled;      /* events recorded (all kinds) */
+    uint64_t dropped;      /* sampled events lost: table full */
+    uint64_t no_stack;     /* recorded under "[unknown]": unwinding unsafe at the time */
+    uint64_t entries;      /* distinct (kind, stack) entries in use */
+    uint64_t capacity;     /* the table's bound */
+} pe_mutex_stats_t;
+
+/* The sampling period N (PROFEP_MUTEX_RATE); 0 = off (the endpoints answer 503). */
+int64_t pe_mutex_rate(void);
+
+/*
+ * Every published entry with at least one event, in ascending id order, in a
+ * malloc'd array the caller frees.  Returns 0 (also with *n == 0 and *out
+ * NULL when there is nothing) or -ENOMEM.
+ */
+int pe_mutex_snapshot(pe_mutex_rec_t **out, int *n);
+
+/* The stack of entry `id`, leaf first (return addresses; the leaf is inside an
+   interposer).  Returns the number of frames, 0 for "[unknown]". */
+int pe_mutex_stack(uint32_t id, uintptr_t *pcs, int max);
+
+void pe_mutex_get_stats(pe_mutex_stats_t *st);
+
+/* ---- test seams ------------------------------------------------------------------- */
+
+/* Forget this thread's countdown (the next event draws afresh at the current rate). */
+void pe_mutex_thread_reset(void);
+/* Record one event directly, as pe_mutex_sampled would after the real call. */
+PE_SIGSAFE void pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf, uint64_t delay_ns);
+/* The geometric draw: events until and including the next sampled one (>= 1). */
+int64_t pe_mutex_draw(uint64_t *rng, int64_t rate);
+
+#endif /* PE_MUTEX_H */
