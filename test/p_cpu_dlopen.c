@@ -1,6 +1,7 @@
 /*
  * p_cpu_dlopen: a thread dlopen/dlclose-s libraries in a loop (and calls into
- * them) while the main thread burns CPU in dl_main_work; for argv[1] seconds.
+ * them; most are not otherwise loaded, so each dlclose unmaps) while the main
+ * thread burns CPU in dl_main_work; for argv[1] seconds.
  * Prints "cycles=N done".  Profiling it at 1000 Hz must neither crash nor hang.
  */
 #include <dlfcn.h>
@@ -13,19 +14,25 @@ static volatile int stop;
 static volatile unsigned long sink;
 static long cycles;
 
+/* Libraries the preloaded library does not pull in, so each dlclose really unmaps. */
+static const char *const libs[][2] = {
+    {"libbz2.so.1.0", "BZ2_bzlibVersion"},    {"liblzma.so.5", "lzma_version_string"},
+    {"libexpat.so.1", "XML_ExpatVersion"},    {"libzstd.so.1", "ZSTD_versionString"},
+    {"libffi.so.8", "ffi_get_struct_offsets"}, {"libz.so.1", "zlibVersion"},
+};
+
 static void *
 loader(void *unused)
 {
-    static const char *libs[] = {"libz.so.1", "libm.so.6", "libunwind.so.8", "libcivetweb.so.1"};
     while (!stop) {
         for (unsigned i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-            void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+            void *h = dlopen(libs[i][0], RTLD_NOW | RTLD_LOCAL);
             if (!h)
                 continue;
-            unsigned long (*f)(unsigned long, const void *, unsigned) =
-                (unsigned long (*)(unsigned long, const void *, unsigned))dlsym(h, "adler32");
-            if (f)
-                sink += f(1, "abc", 3);
+            const char *(*f)(void) = (const char *(*)(void))dlsym(h, libs[i][1]);
+            if (f && i != 4)
+                for (int k = 0; k < 200; k++)
+                    sink += (unsigned long)f()[0];
             dlclose(h);
             cycles++;
         }
