@@ -53,6 +53,31 @@ recurse(int d, int mode)
     return 0;
 }
 
+/* pe_unwind_here's contract: pcs[0] is in the caller of its caller */
+__attribute__((noinline)) static int
+here_helper(uintptr_t *out, int skip)
+{
+    int n = pe_unwind_here(out, 8, skip);
+    sink++;
+    return n;
+}
+
+__attribute__((noinline)) static int
+here_outer(uintptr_t *out, int skip)
+{
+    int n = here_helper(out, skip);
+    sink++;
+    return n;
+}
+
+__attribute__((noinline)) static int
+here_outer2(uintptr_t *out, int skip)
+{
+    int n = here_outer(out, skip);
+    sink++;
+    return n;
+}
+
 static int
 count_in(uintptr_t lo, uintptr_t hi)
 {
@@ -109,6 +134,21 @@ main(void)
     c = count_in(lo, hi);
     CHECKF(c >= DEPTH, "pe_unwind_here: %d of %d frames in recurse (n=%d)", c, DEPTH, npcs);
     CHECK(npcs > DEPTH && npcs < PE_MAX_FRAMES);
+
+    {
+        uintptr_t out[8], o = (uintptr_t)here_outer, o2 = (uintptr_t)here_outer2;
+        CHECK(here_outer2(out, 0) >= 2);
+        CHECKF(out[0] > o && out[0] < o + 128, "pcs[0]=%#lx here_outer=%#lx", (unsigned long)out[0],
+               (unsigned long)o);
+        CHECK(out[1] > o2 && out[1] < o2 + 128);
+        CHECK(here_outer2(out, 1) >= 1);
+        CHECK(out[0] > o2 && out[0] < o2 + 128);
+        pe_tls.unwind_primed = 0; /* same through the frame-pointer walk */
+        CHECK(here_outer2(out, 0) >= 2);
+        CHECKF(out[0] > o && out[0] < o + 128, "fp: pcs[0]=%#lx here_outer=%#lx",
+               (unsigned long)out[0], (unsigned long)o);
+        pe_tls.unwind_primed = 1;
+    }
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = handler;
