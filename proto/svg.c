@@ -181,9 +181,10 @@ colour(const char *name, int *r, int *g, int *b)
 
     for (; *name; name++)
         h = (h ^ (unsigned char)*name) * 16777619u;
-    *r = 205 + (int)(h % 51);
-    *g = 80 + (int)((h >> 8) % 150);
-    *b = (int)((h >> 20) % 60);
+    /* Light enough that black labels stay readable (and OCR-able, see the browser test). */
+    *r = 230 + (int)(h % 26);
+    *g = 130 + (int)((h >> 8) % 100);
+    *b = 40 + (int)((h >> 20) % 60);
 }
 
 /* ---- frames ---------------------------------------------------------------------- */

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
-# Usage: scripts/deps.sh [bench]   (bench adds the baselines' packages)
+# Usage: scripts/deps.sh [bench|fuzz|browser]   (bench adds the baselines' packages;
+# browser: headless Chromium, OCR and xmllint for test/e2e_views_browser.sh)
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go"
 [ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
+[ "${1:-}" = browser ] &&
+    pkgs="$pkgs chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng libxml2-utils"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
