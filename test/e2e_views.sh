@@ -64,7 +64,8 @@ check "fixed profile: the frame with markup, ';' and a newline is one frame" \
     grep -qx "\[weird <&>\"' name_x_\] 1" "$T/views.samples.folded"
 
 # ---- a live CPU profile -----------------------------------------------------------------
-pe_start $P/p_cpu_split 120 0.5 || exit 1
+PE_ENV="PROFEP_STAGE_DIR=$T" pe_start $P/p_cpu_split 120 0.5 || exit 1
+PE_ENV=
 pe_get '/profile?duration=2&format=folded' >$T/cpu.folded
 check "CPU folded: well-formed lines" lines_ok $T/cpu.folded
 check "CPU folded: cpu_three_quarters and cpu_one_quarter stacks" \
@@ -102,7 +103,8 @@ check "debug_engine cpu_profile: 200 with a path ($f)" \
     bash -c "[ '$(tail -1 <<<"$out")' = 200 ] && [ -s '$f' ]"
 check "debug_engine: the file is a pprof go tool pprof reads" \
     bash -c "go tool pprof -top '$f' 2>/dev/null | grep -q cpu_three_quarters"
-check "debug_engine: file name profep-cpu-PID-*.pb.gz" bash -c "[[ '$f' == */profep-cpu-$PE_PID-*.pb.gz ]]"
+check "debug_engine: file name \$PROFEP_STAGE_DIR/profep-cpu-PID-*.pb.gz" \
+    bash -c "[[ '$f' == $T/profep-cpu-$PE_PID-*.pb.gz ]]"
 rm -f "$f"
 out=$(post '{"profile_type": "cpu_profile", "duration": 0.5, "format": "folded"}')
 f=$(head -1 <<<"$out")
@@ -162,4 +164,31 @@ for ep in '/debug/pprof/heap' '/debug/pprof/allocs' '/allocs_profile?duration=0.
 done
 exec 3>&-
 wait $PE_PID; PE_PID=
+
+# ---- scripts/profep ----------------------------------------------------------------------
+PF=$PWD/scripts/profep
+check "profep --help shows the commands" \
+    bash -c "$PF --help | grep -q 'profep cpu|heap|allocs|threads|snapshot'"
+check "profep without a command: usage, exit 2" bash -c "$PF >/dev/null 2>&1; [ \$? = 2 ]"
+PROFEP_LIB=$LIB PROFEP_PORT_FILE=$T/pf.port $PF run --port 0 -- $P/p_cpu_split 60 0.3 \
+    >/dev/null 2>$T/pf.err &
+PE_PID=$!
+for _ in $(seq 100); do [ -s $T/pf.port ] && break; sleep 0.05; done
+PE_ADDR=$(cat $T/pf.port)
+check "profep run preloads the library" grep -q "profendpoints: serving http://$PE_ADDR" $T/pf.err
+(cd $T && $PF cpu $PE_ADDR 1 -o pf.pb.gz 2>pf.msg)
+check "profep cpu: a profile go tool pprof reads" \
+    bash -c "go tool pprof -top $T/pf.pb.gz 2>/dev/null | grep -q cpu_three_quarters"
+check "profep cpu: says where it saved and how to view" \
+    bash -c "grep -q 'saved the CPU profile (1 s) to pf.pb.gz' $T/pf.msg && grep -q 'go tool pprof -http' $T/pf.msg"
+(cd $T && $PF heap :${PE_ADDR#*:} -f svg 2>pf2.msg)
+check "profep heap -f svg: heap-DATE.svg, well-formed" \
+    bash -c "f=\$(ls $T/heap-*.svg) && python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' \$f"
+out=$($PF cpu $PE_ADDR 100000 -o $T/never 2>&1); st=$?
+check "profep: an error status is shown, exit 1" \
+    bash -c "[ $st = 1 ] && grep -q 'answered 400' <<<'$out' && [ ! -e $T/never ]"
+$PF heap 127.0.0.1:1 >$T/pf3.msg 2>&1; st=$?
+check "profep: unreachable program: exit 1 with a hint" \
+    bash -c "[ $st = 1 ] && grep -q 'profep run' $T/pf3.msg"
+pe_stop
 pe_finish
