@@ -211,13 +211,12 @@ test_svg(void)
     CHECK(strstr(s, "<title>all (11 samples, 100.00%)</title>") != NULL);
     CHECK(strstr(s, "<title>views_top (10 samples, 90.91%)</title>") != NULL);
     CHECK(strstr(s, "<title>views_leaf_a (5 samples, 45.45%)</title>") != NULL);
-    CHECK(strstr(s, "<title>[weird &lt;&amp;&gt;&quot;&apos; name;x?] (1 samples, 9.09%)") !=
-          NULL);
+    CHECK(strstr(s, "<title>[weird &lt;&amp;&gt;&quot;&apos; name;x?] (1 samples, 9.09%)") != NULL);
     CHECK(strstr(s, "<![CDATA[") != NULL && strstr(s, "function zoom(") != NULL &&
           strstr(s, "function search(") != NULL);
     /* No raw markup from names: only the script holds '<' or '&' outside tags. */
     e = strstr(s, "<script");
-    CHECK(e && count_of(s, "&lt;&amp;&gt;") == 2); /* title and label */
+    CHECK(e && count_of(s, "&lt;&amp;&gt;") == 2);                          /* title and label */
     CHECK(strstr(s, "http://") == strstr(s, "http://www.w3.org/2000/svg")); /* no fetches */
     free(s);
     /* cpu: the 0-sample stack has a width in ns, and values read as times. */
@@ -247,7 +246,8 @@ test_svg_labels(void)
     if (s) {
         /* 2/3 of 1180 px, (786.67 - 6) / 7.3 = 106 characters: 104 and "..". */
         CHECKF(strstr(s, ">xxxxxxxxxx") && count_of(s, "x..</text>") == 1, "long label");
-        CHECK(strstr(s, "bad?" "?(utf8)?\xe2\x82\xac") != NULL);
+        CHECK(strstr(s, "bad?"
+                        "?(utf8)?\xe2\x82\xac") != NULL);
     }
     free(s);
     pe_prof_free(p);
@@ -298,8 +298,7 @@ test_empty(void)
     if (!p)
         return;
     s = render(p, 1, -1, &err);
-    CHECK(err == 0 && s && strstr(s, "<title>all (0 ns, 0.00%)</title>") &&
-          strstr(s, "</svg>"));
+    CHECK(err == 0 && s && strstr(s, "<title>all (0 ns, 0.00%)</title>") && strstr(s, "</svg>"));
     free(s);
     s = render(p, 0, -1, &err);
     CHECK(err == 0 && s && !*s);
@@ -391,7 +390,8 @@ test_dispatch(void)
     CHECK(g.status == 200 && is_svg(&g) && strstr(g.body, "(pid "));
     free(g.body);
     g = send("format=folded", NULL);
-    CHECK(g.status == 200 && g.body && strstr(g.body, "views_top;views_mid;views_leaf_a 50000000\n"));
+    CHECK(g.status == 200 && g.body &&
+          strstr(g.body, "views_top;views_mid;views_leaf_a 50000000\n"));
     free(g.body);
     g = send("format=folded&sample_index=samples", NULL);
     CHECK(g.status == 200 && g.body && strstr(g.body, "views_top;views_mid;views_leaf_a 5\n"));
@@ -458,10 +458,17 @@ static void
 test_engine(void)
 {
     static const char *const bad[] = {
-        "", "[]", "{", "{\"profile_type\": }", "{\"profile_type\": \"cpu_profile\",}",
-        "{\"profile_type\": \"cpu_profile\"} x", "{\"profile_type\": \"cpu_profile\", \"n\": [1]}",
-        "{\"profile_type\": \"cpu_profile\", \"n\": {}}", "{\"profile_type\": \"cpu\\q\"}",
-        "{\"profile_type\": \"cpu_profile\", \"delay\": 1x}", "{'profile_type': 1}",
+        "",
+        "[]",
+        "{",
+        "{\"profile_type\": }",
+        "{\"profile_type\": \"cpu_profile\",}",
+        "{\"profile_type\": \"cpu_profile\"} x",
+        "{\"profile_type\": \"cpu_profile\", \"n\": [1]}",
+        "{\"profile_type\": \"cpu_profile\", \"n\": {}}",
+        "{\"profile_type\": \"cpu\\q\"}",
+        "{\"profile_type\": \"cpu_profile\", \"delay\": 1x}",
+        "{'profile_type': 1}",
     };
     got_t g;
     size_t i;
@@ -471,8 +478,8 @@ test_engine(void)
     snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "%s", stage);
     for (i = 0; i < PE_ARRAY_SIZE(bad); i++) {
         g = engine(bad[i]);
-        CHECKF(g.status == 400 && strstr(g.errmsg, "bad JSON"), "[%s] -> %d %s", bad[i],
-               g.status, g.errmsg);
+        CHECKF(g.status == 400 && strstr(g.errmsg, "bad JSON"), "[%s] -> %d %s", bad[i], g.status,
+               g.errmsg);
     }
     g = engine("{\"profile_type\": \"gpu_profile\"}");
     CHECK(g.status == 400 && strstr(g.errmsg, "profile_type=gpu_profile"));
@@ -487,8 +494,7 @@ test_engine(void)
     CHECKF(stage_files() == 0, "failed requests leave no file (%d)", stage_files());
     /* A type whose endpoint answers an error (or works, once it is built). */
     g = engine("{\"profile_type\": \"task_backtraces\"}");
-    CHECKF(g.status == 200 ? stage_files() == 1 : stage_files() == 0, "%d %s", g.status,
-           g.errmsg);
+    CHECKF(g.status == 200 ? stage_files() == 1 : stage_files() == 0, "%d %s", g.status, g.errmsg);
     /* A directory that cannot be written. */
     snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "/proc/no/such/dir");
     g = engine("{\"profile_type\": \"cpu_profile\", \"duration\": 1}");
