@@ -29,6 +29,11 @@
 
 #include "mutex.h"
 
+/* The try-locks are called through the GOT directly, not a PLT stub (-z now bound them). */
+extern int pthread_mutex_trylock(pthread_mutex_t *) __attribute__((noplt));
+extern int pthread_rwlock_tryrdlock(pthread_rwlock_t *) __attribute__((noplt));
+extern int pthread_rwlock_trywrlock(pthread_rwlock_t *) __attribute__((noplt));
+
 /* The program's call site, and an address inside the interposer (the leaf frame). */
 #define RA() ((uintptr_t)__builtin_return_address(0))
 #if defined(__x86_64__)
