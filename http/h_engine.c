@@ -111,6 +111,10 @@ json_string(json_t *j)
             continue;
         }
         c = (unsigned char)j->s[1];
+        if (!c) {
+            j->err = "unterminated string";
+            return NULL;
+        }
         j->s += 2;
         switch (c) {
         case '"':

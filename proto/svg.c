@@ -148,9 +148,10 @@ put_xml(pe_flame_out_t *o, const char *s, size_t max)
 static void
 human(char *buf, size_t len, int64_t v, const pe_prof_vt_t *vt)
 {
+    const char *unit = vt->unit ? vt->unit : "", *type = vt->type ? vt->type : "";
     double d = (double)v;
 
-    if (!strcmp(vt->unit, "nanoseconds")) {
+    if (!strcmp(unit, "nanoseconds")) {
         if (d >= 1e9)
             snprintf(buf, len, "%.2f s", d / 1e9);
         else if (d >= 1e6)
@@ -159,7 +160,7 @@ human(char *buf, size_t len, int64_t v, const pe_prof_vt_t *vt)
             snprintf(buf, len, "%.2f us", d / 1e3);
         else
             snprintf(buf, len, "%" PRId64 " ns", v);
-    } else if (!strcmp(vt->unit, "bytes")) {
+    } else if (!strcmp(unit, "bytes")) {
         if (d >= 1073741824.0)
             snprintf(buf, len, "%.2f GiB", d / 1073741824.0);
         else if (d >= 1048576.0)
@@ -169,7 +170,7 @@ human(char *buf, size_t len, int64_t v, const pe_prof_vt_t *vt)
         else
             snprintf(buf, len, "%" PRId64 " B", v);
     } else {
-        snprintf(buf, len, "%" PRId64 " %s", v, strcmp(vt->unit, "count") ? vt->unit : vt->type);
+        snprintf(buf, len, "%" PRId64 " %s", v, strcmp(unit, "count") ? unit : type);
     }
 }
 
@@ -463,9 +464,9 @@ pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *tit
     put_xml(o, title, (size_t)-1);
     pe_flame_printf(o, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">",
                     SVG_WIDTH / 2);
-    put_xml(o, c.vt->type, (size_t)-1);
+    put_xml(o, c.vt->type ? c.vt->type : "", (size_t)-1);
     pe_flame_puts(o, " (");
-    put_xml(o, c.vt->unit, (size_t)-1);
+    put_xml(o, c.vt->unit ? c.vt->unit : "", (size_t)-1);
     pe_flame_printf(o, "): total %s", total);
     if (f.ndropped)
         pe_flame_printf(o, ", %u negative not drawn", f.ndropped);

@@ -481,6 +481,32 @@ test_engine(void)
         CHECKF(g.status == 400 && strstr(g.errmsg, "bad JSON"), "[%s] -> %d %s", bad[i], g.status,
                g.errmsg);
     }
+    /* Every prefix of a body with escapes is refused, reading nothing past its end. */
+    {
+        static const char full[] =
+            "{\"profile_type\": \"cpu_profile\", \"n\": 1e8, \"a\": "
+            "\"\\u00e9\\ud83d\\ude00\\\"\\n\", \"b\": false, \"duration\": \"x\"}";
+        size_t k;
+        int all = 1;
+
+        for (k = 0; k < sizeof(full) - 1; k++) {
+            char *b = malloc(k + 1);
+
+            if (!b)
+                break;
+            memcpy(b, full, k);
+            b[k] = '\0';
+            g = engine(b);
+            if (g.status != 400 || !strstr(g.errmsg, "bad JSON")) {
+                all = 0;
+                fprintf(stderr, "prefix %zu [%s] -> %d %s\n", k, b, g.status, g.errmsg);
+            }
+            free(b);
+        }
+        CHECK(all);
+        g = engine(full);
+        CHECKF(g.status == 400 && strstr(g.errmsg, "duration=x"), "%d %s", g.status, g.errmsg);
+    }
     g = engine("{\"profile_type\": \"gpu_profile\"}");
     CHECK(g.status == 400 && strstr(g.errmsg, "profile_type=gpu_profile"));
     g = engine("{\"duration\": 1}");
