@@ -335,7 +335,7 @@ finish(pe_req_t *r, int open_ended, int64_t duration_ns)
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {llround((double)v[i].count / prob),
                            llround((double)v[i].count * (double)v[i].size / prob)};
-        pe_prof_label_t lab = {"bytes", NULL, (int64_t)v[i].size, "bytes"};
+        pe_prof_label_t lab = {"bytes", NULL, (int64_t)v[i].size, NULL}; /* as Go's heap label */
 
         if (add_stack(p, v[i].stack, vals, &lab, 1) < 0)
             break;

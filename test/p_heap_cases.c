@@ -13,6 +13,7 @@
  *   signal   a timer signal handler that allocates and frees on the main
  *            thread while it allocates (run over an async-signal-safe
  *            allocator: glibc's own malloc is not safe in handlers)
+ *   loop     two sites, 7:3 calls, until stdin closes (for /allocs_profile)
  * Exit status 0 when every semantic check held.
  */
 #include <errno.h>
@@ -406,6 +407,50 @@ mode_signal(void)
     out("handler_runs", handler_runs);
 }
 
+/* ---- loop (for /allocs_profile) ------------------------------------------------ */
+
+__attribute__((noinline)) void *site_loop_a(size_t n) { return malloc(n); }
+__attribute__((noinline)) void *site_loop_b(size_t n) { return malloc(n); }
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Allocate from two sites, 7 calls : 3 calls of the same size mix, until
+   stdin closes (at most 120 s); print the running byte total every 100 ms. */
+static int
+mode_loop(void)
+{
+    unsigned long long bytes = 0;
+    struct pollfd pfd = {0, POLLIN, 0};
+    double last = now_s(), start = last;
+
+    printf("ready\n");
+    fflush(stdout);
+    for (unsigned long i = 0;; i++) {
+        size_t n = pick_size(12);
+        void *p = (i % 10) < 7 ? site_loop_a(n) : site_loop_b(n);
+        EXPECT(p != NULL);
+        free(p);
+        bytes += n;
+        if ((i & 4095) == 0) {
+            double t = now_s();
+            if (t - last >= 0.1) {
+                printf("loop_bytes %llu %.3f\n", bytes, t);
+                fflush(stdout);
+                last = t;
+                if (poll(&pfd, 1, 0) > 0 || t - start > 120)
+                    break;
+            }
+        }
+    }
+    return bad;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -424,6 +469,8 @@ main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(m, "signal"))
         mode_signal();
+    else if (!strcmp(m, "loop"))
+        return mode_loop();
     else {
         fprintf(stderr, "usage: p_heap_cases realloc|calloc|aligned|threads|fork|signal\n");
         return 2;
