@@ -88,11 +88,17 @@ check_available(void)
     void *m = dlsym(RTLD_DEFAULT, "malloc");
     Dl_info a, b;
 
-    if (!m || !dladdr(m, &a) || !dladdr((void *)&pe_heap_init, &b)) {
+    const ElfW(Sym) *sym = NULL;
+
+    if (!m || !dladdr1(m, &a, (void **)&sym, RTLD_DL_SYMENT) ||
+        !dladdr((void *)&pe_heap_init, &b)) {
         reason = "cannot tell whose malloc the program uses";
         return;
     }
-    if (a.dli_fbase != b.dli_fbase) {
+    /* A non-PIE executable that takes malloc's address gets a canonical PLT
+       entry, and dlsym answers with that stub: calls through it still reach
+       us.  Only a real definition named malloc elsewhere means we are bypassed. */
+    if (a.dli_fbase != b.dli_fbase && !(sym && sym->st_shndx == SHN_UNDEF)) {
         /* The executable defines malloc, or an allocator preloaded before us
            wins symbol resolution: our hooks never see its allocations. */
         reason = "the program's malloc is not interposed by libprofendpoints "

@@ -127,8 +127,7 @@ pe_init(void)
         exit_key_ok = 1;
     if (pe_unwind_init() < 0)
         pe_log_warn("libunwind unavailable; stacks are taken by frame pointers only");
-    if (pe_heap_init(pe_cfg.heap_rate) < 0)
-        pe_log_warn("heap sampling unavailable");
+    (void)pe_heap_init(pe_cfg.heap_rate); /* says why itself when it cannot work */
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

@@ -46,7 +46,7 @@ time.sleep(8)' || bad "start python3 heap"
 sleep 1.5
 pe_get /debug/pprof/heap -o $T/heap.pb.gz
 top=$(pprof_top $T/heap.pb.gz -sample_index=inuse_space)
-total=$(go tool pprof -raw -sample_index=inuse_space $T/heap.pb.gz 2>/dev/null | awk '/^Samples:/ {on=1; next} on && /^ *[0-9]+ [0-9]+ [0-9]+ [0-9]+:/ {s += $4} /^Locations/ {on=0} END {print s+0}')
+total=$(go tool pprof -raw -sample_index=inuse_space $T/heap.pb.gz 2>/dev/null | awk '/^Samples:/ {on=1; next} on && /^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ {sub(":", "", $4); s += $4} /^Locations/ {on=0} END {print s+0}')
 if grep -Eq 'PyByteArray|bytearray' <<<"$top"; then ok "heap profile of python3 names its allocating function"; else bad "heap profile of python3 names its allocating function"; echo "$top" | head -20; fi
 mib=$((total / 1048576))
 check "python3 live heap estimate near 64 MiB (got $mib MiB)" [ "$mib" -ge 48 ] && [ "$mib" -le 84 ]
