@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -262,6 +263,7 @@ collector_main(void *unused)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pe_threads_mark_internal();
+    prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
         nanosleep(&ts, NULL);
