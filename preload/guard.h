@@ -29,8 +29,6 @@ typedef struct pe_tls_s {
     int64_t heap_countdown;   /* bytes left until the next heap sample */
     uint64_t rng;             /* xorshift state, 0 = not seeded */
     int heap_seeded_gen;      /* rate generation the countdown was drawn for */
-    /* CPU sampling (sampler/) */
-    void *cpu_timer;          /* this thread's timer, when it created it itself */
     /* lock contention (sampler/mutex.c) */
     int64_t mutex_countdown;  /* waits left until the next sampled one; 0 = not drawn yet */
     uint64_t mutex_rng;       /* xorshift state for those draws, 0 = not seeded */

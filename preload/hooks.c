@@ -95,13 +95,14 @@ dlclose(void *handle)
     int rc;
 
     pe_real_init();
-    __atomic_add_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+    /* Waits until no handler still reads the loaded-object snapshot. */
+    pe_unwind_dlclose_begin();
     pe_tls.in_loader++;
     rc = pe_real.dlclose(handle);
     pe_tls.in_loader--;
     if (pe_init_active())
         pe_unwind_objects_changed();
-    __atomic_sub_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
+    pe_unwind_dlclose_end();
     return rc;
 }
 
