@@ -4,6 +4,7 @@
 #   make demo       install missing packages, build, profile a workload, print its top
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
+#   make stress     the host under load and faults, with the figures
 # V=1 shows commands; WERROR=1 turns warnings into errors.
 
 CC         ?= cc
@@ -51,8 +52,26 @@ CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
 LIB     := $(BUILD)/libprofendpoints.so
 CORE_AR := $(BUILD)/libpe_core.a
 
+# TLS (PROFEP_TLS_CERT) with civetweb 1.15 and OpenSSL 3: two forwarding
+# libraries named as civetweb dlopens them (http/tls/ssl_shim.c says why).
+# Built only where OpenSSL 3 is installed; without them TLS is unavailable.
+SSL3      := $(firstword $(wildcard /usr/lib/*/libssl.so.3 /usr/lib/libssl.so.3))
+TLS_SHIMS := $(if $(SSL3),$(BUILD)/libprofendpoints-ssl.so $(BUILD)/libprofendpoints-crypto.so)
+
 .PHONY: all test tests unit demo bench install clean format lint proto asan fuzz deps stress
-all: $(LIB)
+all: $(LIB) $(TLS_SHIMS)
+
+$(BUILD)/libprofendpoints-ssl.so: http/tls/ssl_shim.c
+	@mkdir -p $(dir $@)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -fPIC $(OPT) -DPE_SSL_SHIM -o $@ $< -Wl,-soname,libssl.so \
+	    -Wl,--no-as-needed -l:libssl.so.3 -l:libcrypto.so.3
+
+$(BUILD)/libprofendpoints-crypto.so: http/tls/ssl_shim.c
+	@mkdir -p $(dir $@)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -fPIC $(OPT) -o $@ $< -Wl,-soname,libcrypto.so -Wl,--no-as-needed \
+	    -l:libcrypto.so.3
 
 $(LIB): $(OBJS) preload/exports.map
 	$(call msg,LD,$@)
@@ -103,7 +122,7 @@ $(BUILD)/test/p_%: test/p_%.cc
 	$(call msg,CXXLD,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
 
-tests: $(LIB) $(UNIT_BINS) $(PROG_BINS)
+tests: $(LIB) $(TLS_SHIMS) $(UNIT_BINS) $(PROG_BINS)
 
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.
@@ -120,7 +139,10 @@ asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
 	$(Q)for t in $(BUILD)-asan/test/u_*; do echo "== $$t"; $$t || exit 1; done
 
-# libFuzzer on the query parser and the router, from the corpus in test/corpus/.
+# libFuzzer (clang, ASan+UBSan) on the query parser, the router, the quick handlers
+# and the PROFEP_* parsers (test/fuzz_params.c), from the corpus in test/corpus/, for
+# FUZZ_SECONDS.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into test/corpus/ (then
+# build/test/u_fuzz_corpus replays it in make test) and fix the parser.
 FUZZ_SECONDS ?= 60
 fuzz:
 	$(Q)scripts/deps.sh fuzz
@@ -129,8 +151,18 @@ fuzz:
 	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_params \
 	    test/fuzz_params.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
 	$(Q)mkdir -p $(BUILD)-fuzz/corpus && cp test/corpus/* $(BUILD)-fuzz/corpus/
-	$(Q)$(BUILD)-fuzz/fuzz_params -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    $(BUILD)-fuzz/corpus
+	$(Q)$(BUILD)-fuzz/fuzz_params -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus \
+	    >$(BUILD)-fuzz/fuzz.log 2>&1; st=$$?; grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz.log | \
+	    tail -n 20; echo "fuzz: exit $$st, log $(BUILD)-fuzz/fuzz.log"; exit $$st
+
+# The host program under load and faults, with the figures (README "Hardening"):
+# 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
+# the program's own signal handlers, exit mid-profile, clients that hang up.  A few
+# minutes; never pass/fail in CI (test/e2e_stress.sh runs the short version).
+stress: deps
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)scripts/stress.sh $(BUILD)
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/p_split
@@ -143,9 +175,9 @@ bench: deps
 deps:
 	$(Q)scripts/deps.sh
 
-install: $(LIB)
+install: $(LIB) $(TLS_SHIMS)
 	install -d $(DESTDIR)$(LIBDIR)
-	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB) $(TLS_SHIMS) $(DESTDIR)$(LIBDIR)/
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

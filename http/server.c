@@ -5,15 +5,22 @@
  * interposer), binds, writes the port file and says so in one line.  It is
  * never stopped: mg_stop would wait for in-flight profiles at exit and hangs
  * in fork children; pe_http_shutdown only asks long handlers to finish.
+ * Hardening (README "Hardening"): short header/write timeouts against slow
+ * clients, TCP_DEFER_ACCEPT, no document root, optional TLS (PROFEP_TLS_CERT).
  */
 #include <civetweb.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,10 +34,16 @@
 #include "http.h"
 #include "http_int.h"
 
+/* See the request_timeout_ms option below. */
+#define PE_HTTP_IO_TIMEOUT_MS 2000
+#define PE_HTTP_IO_TIMEOUT_MS_STR "2000"
+
 static struct mg_context *server_ctx;
 static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
+/* PROFEP_TLS_CERT, read in the constructor (getenv later could race a setenv). */
+static char tls_cert[256];
 
 /* civetweb reports bind errors only through this callback. */
 static int
@@ -93,6 +106,76 @@ find_listen_fd(int port)
     return -1;
 }
 
+/*
+ * A connection that has sent nothing yet is not handed to a worker until its
+ * first bytes arrive (or the kernel gives up deferring): idle connections and
+ * port scans hold no worker.
+ */
+static void
+defer_accept(int fd)
+{
+    int seconds = PE_HTTP_IO_TIMEOUT_MS / 1000;
+
+    if (fd >= 0)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds));
+}
+
+/*
+ * TLS: civetweb (Debian's build) dlopens "libcrypto.so" and "libssl.so" when a
+ * listening port ends in "s", and with OpenSSL 3 it cannot: libssl.so.3 lacks
+ * SSL_get_peer_certificate, which civetweb requires.  The two small libraries
+ * built from http/tls/ssl_shim.c, next to ours, carry those SONAMEs and supply
+ * it; loaded first, they are what civetweb's dlopen gets.  Without them we
+ * try the plain names (an OpenSSL 1.1 system).  Then OpenSSL is initialised
+ * without its atexit cleanup: at exit that would free state our workers may
+ * still be using and turn the program's normal exit into a crash.  (A program
+ * that initialised OpenSSL before us keeps its own choice.)  Returns 0, or
+ * -ENOENT after one warning: the caller stays dormant rather than serve in
+ * clear text what was asked to be encrypted.
+ */
+#define PE_OPENSSL_INIT_NO_ATEXIT 0x00080000L
+
+static void *
+tls_load(const char *shim, const char *plain)
+{
+    char path[PATH_MAX];
+    Dl_info self;
+    const char *slash;
+    void *h = NULL;
+
+    if (dladdr((void *)&pe_http_start, &self) && self.dli_fname &&
+        (slash = strrchr(self.dli_fname, '/')) &&
+        snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname,
+                 shim) < (int)sizeof(path))
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    return h ? h : dlopen(plain, RTLD_NOW | RTLD_LOCAL);
+}
+
+static int
+tls_prepare(void)
+{
+    int (*init_crypto)(uint64_t opts, const void *settings);
+    void *crypto, *ssl;
+
+    if (access(tls_cert, R_OK) < 0) {
+        pe_log_warn("PROFEP_TLS_CERT=%s: %s; no server (TLS was asked for)", tls_cert,
+                    strerror(errno));
+        return -ENOENT;
+    }
+    /* Both stay loaded for the life of the process; civetweb uses them. */
+    crypto = tls_load("libprofendpoints-crypto.so", "libcrypto.so");
+    ssl = crypto ? tls_load("libprofendpoints-ssl.so", "libssl.so") : NULL;
+    if (!ssl) {
+        pe_log_warn("PROFEP_TLS_CERT is set but OpenSSL cannot be loaded (libssl3, and "
+                    "libprofendpoints-ssl.so next to libprofendpoints.so); no server");
+        return -ENOENT;
+    }
+    init_crypto = (int (*)(uint64_t, const void *))dlsym(crypto, "OPENSSL_init_crypto");
+    if (init_crypto)
+        init_crypto(PE_OPENSSL_INIT_NO_ATEXIT, NULL);
+    return 0;
+}
+
 static void *
 server_main(void *unused)
 {
@@ -105,18 +188,28 @@ server_main(void *unused)
         /* Few workers: profiles hold one each for their duration (see routes.c's
            cap on long requests), quick endpoints keep the rest. */
         "num_threads", PE_HTTP_WORKERS_STR,
-        /* Per read/write operation, not per request: a 600 s profile completes,
-           an idle or stalled client is dropped. */
-        "request_timeout_ms", "10000",
+        /* civetweb 1.15 uses this for two things: the whole request line and
+           headers must arrive within it (counted from the first read), and
+           each write must make some progress within it.  It is not a limit
+           on a handler's own time, so a 600 s profile completes.  Short,
+           because a slowloris client holds a worker for this long: 20 slow
+           connections on 8 workers delay the next request by ~2 x 2 s. */
+        "request_timeout_ms", PE_HTTP_IO_TIMEOUT_MS_STR,
         "enable_keep_alive", "no",
+        /* Request line plus headers; larger ones are refused (413). */
         "max_request_size", "16384",
         "listen_backlog", "64",
         "enable_auth_domain_check", "no",
+        /* No document_root: nothing is ever served from disk. */
+        tls_cert[0] ? "ssl_certificate" : NULL, tls_cert,
         NULL,
     };
+    const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
-    snprintf(ports, sizeof(ports), "%s:%d", pe_cfg.host, pe_cfg.port);
+    snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
+    if (tls_cert[0] && tls_prepare() < 0)
+        goto err_dormant;
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
     cb.init_thread = on_init_thread;
@@ -128,19 +221,23 @@ server_main(void *unused)
                     "with PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=/tmp/pe.%%p",
                     ports, bind_error[0] ? bind_error : "bind failed", (int)getpid(),
                     pe_cfg_progname());
-        pe_init_go_dormant();
-        return NULL;
+        goto err_dormant;
     }
     mg_set_request_handler(server_ctx, "/", pe_http_dispatch, NULL);
     n = mg_get_server_ports(server_ctx, (int)PE_ARRAY_SIZE(sp), sp);
     if (n > 0)
         pe_http_port = sp[0].port;
     listen_fd = find_listen_fd(pe_http_port);
+    defer_accept(listen_fd);
     write_port_file(pe_cfg.host, pe_http_port);
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks", pe_cfg.host);
-    pe_log_info("serving http://%s:%d (pid %d)", pe_cfg.host, pe_http_port, (int)getpid());
+    pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
+    return NULL;
+
+err_dormant:
+    pe_init_go_dormant();
     return NULL;
 }
 
@@ -152,7 +249,15 @@ pe_http_start(void)
     pthread_attr_t attr;
     pthread_t thread;
     sigset_t all, old;
+    const char *cert;
     int err;
+
+    /* Read here, in the constructor, like every other setting. */
+    cert = getenv("PROFEP_TLS_CERT");
+    if (cert && *cert && snprintf(tls_cert, sizeof(tls_cert), "%s", cert) >= (int)sizeof(tls_cert)) {
+        pe_log_warn("PROFEP_TLS_CERT is too long; no server (TLS was asked for)");
+        return -ENAMETOOLONG;
+    }
 
     /* Threads inherit the creator's mask: ours and civetweb's then never take
        the program's process-directed signals (SIGTERM for a sigwait thread...). */
