@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 #include "http.h"
 
@@ -26,8 +27,12 @@ hexval(int c)
     return -1;
 }
 
-/* Decode [s, s+len) into out; returns the decoded length. */
-static size_t
+/*
+ * Decode [s, s+len) into out; returns the decoded length, or -EINVAL for an
+ * encoded NUL ("%00"): every reader treats values as C strings, so a NUL
+ * would silently cut one short ("token=SECRET%00x" would compare as SECRET).
+ */
+static ssize_t
 decode(const char *s, size_t len, char *out)
 {
     size_t i, o = 0;
@@ -38,13 +43,15 @@ decode(const char *s, size_t len, char *out)
             out[o++] = ' ';
         } else if (s[i] == '%' && i + 2 < len && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
                    (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+            if (hi == 0 && lo == 0)
+                return -EINVAL;
             out[o++] = (char)(hi * 16 + lo);
             i += 2;
         } else {
             out[o++] = s[i];
         }
     }
-    return o;
+    return (ssize_t)o;
 }
 
 int
@@ -60,6 +67,7 @@ pe_params_parse(pe_req_t *r, const char *query)
         size_t len = strcspn(p, "&"), klen;
         const char *eq = memchr(p, '=', len);
         char *key, *val;
+        ssize_t n;
 
         if (len == 0) {
             p++;
@@ -72,11 +80,14 @@ pe_params_parse(pe_req_t *r, const char *query)
         if (used + len + 2 > cap)
             return -E2BIG;
         key = r->qbuf + used;
-        used += decode(p, klen, key);
+        if ((n = decode(p, klen, key)) < 0)
+            return (int)n;
+        used += (size_t)n;
         r->qbuf[used++] = '\0';
         val = r->qbuf + used;
-        if (eq)
-            used += decode(eq + 1, len - klen - 1, val);
+        if (eq && (n = decode(eq + 1, len - klen - 1, val)) < 0)
+            return (int)n;
+        used += eq ? (size_t)n : 0;
         r->qbuf[used++] = '\0';
         r->params[r->nparams].key = key;
         r->params[r->nparams].val = val;

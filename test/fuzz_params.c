@@ -1,47 +1,110 @@
 /*
- * fuzz_params: libFuzzer target for the query parser, the typed readers and
- * the router (`make fuzz`).  Input: "METHOD PATH?QUERY" split at the first
- * space and '?'.  Handlers are not run: routes are resolved on a copy whose
- * path never matches a handler, except the 404/405 answers.
+ * fuzz_params: libFuzzer target for everything that parses client input or
+ * settings (`make fuzz`): the query parser and typed readers (params.c), the
+ * router with its 404/405 answers (routes.c), the quick handlers that read
+ * the request (index, cmdline, Go's symbol protocol with GET query or POST
+ * body), and the PROFEP_* value parsers (config.c).
+ *
+ * Input: "[METHOD ]PATH[?QUERY][\nBODY]"; a body makes it a POST.  Handlers
+ * that profile for a while are not run; their paths stop at the lookup.
+ * test/u_fuzz_corpus.c replays test/corpus/ through this same function in
+ * `make test` (also under ASan+UBSan), so every crasher kept there is a test.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/http.h"
 #include "http/http_int.h"
+#include "preload/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Where handler output goes: counted, then dropped. */
+static int
+discard_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    return 0;
+}
+
+static int
+quick_handler(pe_http_handler_t h)
+{
+    return h == pe_http_h_index || h == pe_http_h_cmdline || h == pe_http_h_symbol ||
+           h == pe_http_h_unavailable;
+}
+
+static void
+fuzz_config(const char *s)
+{
+    char host[96], path[256];
+    int64_t size;
+    double secs;
+    int port, off, sig, b;
+
+    pe_cfg_parse_addr(s, host, sizeof(host), &port, &off);
+    pe_cfg_parse_size(s, &size);
+    pe_cfg_parse_seconds(s, &secs);
+    pe_cfg_parse_signal(s, &sig);
+    pe_cfg_parse_bool(s, &b);
+    pe_cfg_expand_pid(s, path, sizeof(path), 4242);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const fmts[] = {"pprof", "text", "folded", "svg", NULL};
-    char *s = malloc(size + 1), *q;
-    pe_req_t r;
+    static pe_req_t r; /* 3 kB: keep it off the fuzzer's stack */
+    pe_sink_t discard = {discard_write, 0};
+    char *s = malloc(size + 1), *path, *q, *body, *sp;
+    const pe_route_t *route = NULL;
     double d;
-    int b;
+    int b, i;
 
     if (!s)
         return 0;
     memcpy(s, data, size);
     s[size] = '\0';
     memset(&r, 0, sizeof(r));
-    q = strchr(s, '?');
+    r.method = "GET";
+    body = strchr(s, '\n');
+    if (body) {
+        *body++ = '\0';
+        r.method = "POST";
+        r.body = body;
+        r.body_len = strlen(body);
+    }
+    path = s;
+    sp = strchr(s, ' ');
+    if (s[0] != '/' && sp) { /* "METHOD /path" */
+        *sp = '\0';
+        r.method = s;
+        path = sp + 1;
+    }
+    q = strchr(path, '?');
     if (q)
         *q++ = '\0';
-    r.method = "GET";
-    r.path = s;
+    r.path = path;
+    r.capture = &discard;
+    fuzz_config(path);
+    if (q)
+        fuzz_config(q);
     if (pe_params_parse(&r, q) == 0) {
         pe_param_number(&r, "duration", 10, 0.001, 600, &d);
         pe_param_number(&r, "n", 1e8, 1, 1e9, &d);
         pe_param_bool(&r, "pprof", 1, &b);
         pe_param_enum(&r, "format", fmts, 0, &b);
-        /* Route only paths that reach no handler: the 404 path and the lookup. */
-        int i, known = !strcmp(s, "/") || !strcmp(s, "/debug/pprof");
-        for (i = 0; i < pe_nroutes; i++)
-            known |= !strcmp(s, pe_routes[i].path);
-        if (!known)
+        for (i = 0; i < r.nparams; i++)
+            fuzz_config(r.params[i].val);
+        /* Route everything whose handler answers at once. */
+        if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof"))
+            route = &pe_routes[0];
+        for (i = 0; !route && i < pe_nroutes; i++) {
+            if (!strcmp(path, pe_routes[i].path))
+                route = &pe_routes[i];
+        }
+        if (!route || quick_handler(route->handler))
             pe_http_route(&r);
     }
     free(s);
