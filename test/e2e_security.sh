@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# e2e_security: the server under hostile clients.  Slow (slowloris) and idle
+# connections cannot hold the workers for long; oversized request lines and
+# headers, garbage and odd methods are refused; nothing is ever served from
+# disk; the token is exact; a non-loopback address without a token warns;
+# TLS with PROFEP_TLS_CERT.  After each, the program's output and exit status
+# are its own.
+source test/lib.sh
+trap "" PIPE # writes to sockets the server closed must not end the script
+P=$BUILD/test
+
+# raw REQUEST: send bytes as they are, print the status line (or nothing).
+raw() {
+    local fd line
+    exec {fd}<>"/dev/tcp/${PE_ADDR%:*}/${PE_ADDR#*:}" || return 1
+    printf '%b' "$1" >&$fd
+    IFS= read -r -t 5 line <&$fd
+    exec {fd}>&-
+    printf '%s\n' "${line%$'\r'}"
+}
+one_of() { # VALUE CHOICE...: VALUE is one of the choices
+    local v=$1; shift
+    for c in "$@"; do [ "$v" = "$c" ] && return 0; done
+    return 1
+}
+index_within() { # seconds: the index answers 200 within that time
+    local t
+    t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 30 "http://$PE_ADDR/debug/pprof/")
+    echo "  index: $t (limit ${1} s)"
+    [ "${t% *}" = 200 ] && awk -v t="${t#* }" -v l="$1" 'BEGIN { exit !(t < l) }'
+}
+program_unchanged() { # PID, expected status: the program ends with its own status and output
+    wait "$1"; local st=$?
+    PE_PID=
+    [ "$st" = "$2" ] && [ "$(cat "$PE_OUT")" = slept ] || { echo "  status $st, out '$(cat "$PE_OUT")'"; return 1; }
+}
+
+# ---- slowloris: 20 connections that never finish their headers ------------------
+pe_start $P/p_sleep 25 5 || exit 1
+slow=()
+for _ in $(seq 20); do
+    exec {fd}<>"/dev/tcp/${PE_ADDR%:*}/${PE_ADDR#*:}"
+    printf 'GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\nX-Slow: ' >&$fd
+    slow+=("$fd")
+done
+sleep 0.2
+check "20 slowloris connections: the index still answers within 8 s" index_within 8
+# They keep trickling a byte a second: the header deadline counts from the first byte.
+for _ in 1 2 3; do for fd in "${slow[@]}"; do printf 'a' >&$fd 2>/dev/null; done; sleep 1; done
+check "trickling slow clients: the index answers within 8 s" index_within 8
+for fd in "${slow[@]}"; do exec {fd}>&-; done
+
+# ---- idle connections (connect, send nothing) hold no worker ---------------------
+idle=()
+for _ in $(seq 30); do exec {fd}<>"/dev/tcp/${PE_ADDR%:*}/${PE_ADDR#*:}"; idle+=("$fd"); done
+check "30 idle connections: the index answers within 2 s" index_within 2
+for fd in "${idle[@]}"; do exec {fd}>&-; done
+
+# ---- sizes and garbage ------------------------------------------------------------
+long=$(head -c 20000 /dev/zero | tr '\0' a)
+st=$(pe_status "/$long")
+check "a 20 kB request line is refused ($st)" one_of "$st" 400 413 414
+st=$(pe_status /debug/pprof/ -H "X-Big: $long")
+check "a 20 kB header is refused ($st)" one_of "$st" 400 413 431
+hs=()
+for i in $(seq 200); do hs+=(-H "X-H$i: v"); done
+st=$(pe_status /debug/pprof/ "${hs[@]}")
+check "200 headers: answered, not crashed ($st)" one_of "$st" 200 400 413 431
+for req in 'GARBAGE\x00\x01\x02\r\n\r\n' 'GET /\r\n\r\n' 'GET / HTTP/9.9\r\n\r\n' \
+    '\xff\xfe\xfd\r\n\r\n' 'GET /debug/pprof/ HTTP/1.1\r\nHost: \x00\r\n\r\n' \
+    'GET /debug/pprof/?%%%%%%=%%zz HTTP/1.1\r\n\r\n' \
+    'POST /debug/pprof/symbol HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n0x1' \
+    'POST /debug/pprof/symbol HTTP/1.1\r\nContent-Length: -5\r\n\r\n' \
+    'POST /debug/pprof/symbol HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n0x1'; do
+    line=$(raw "$req")
+    case $line in "HTTP/1.1 5"*) bad "garbage '$req': $line" ;; *) ok "garbage '$req': ${line:-closed}" ;; esac
+done
+check "after garbage: the index answers" index_within 5
+
+# ---- nothing from disk; other methods refused --------------------------------------
+for p in /etc/passwd /../../../etc/passwd /%2e%2e/%2e%2e/etc/passwd //etc/passwd \
+    /debug/pprof/../../../etc/passwd /debug/pprof/%2e%2e/%2e%2e/etc/passwd /proc/self/environ \
+    /.htpasswd /index.html; do
+    st=$(curl -s --path-as-is -o $T/body -w '%{http_code}' "http://$PE_ADDR$p")
+    check "no file serving: $p -> $st, no file content" \
+        bash -c "[ $st = 404 ] && ! grep -q 'root:' $T/body && ! grep -qa 'PATH=' $T/body"
+done
+for m in PUT DELETE OPTIONS TRACE PROPFIND MKCOL PATCH LOCK CONNECT; do
+    st=$(pe_status /debug/pprof/ -X $m)
+    check "method $m refused ($st)" one_of "$st" 405 400
+done
+check "the program ran on with its own output and status" program_unchanged $PE_PID 5
+
+# ---- token: exact match only ------------------------------------------------------------
+PE_ENV="PROFEP_TOKEN=s3cret-token" pe_start $P/p_sleep 30 0 || exit 1
+for t in '' s s3cret-toke s3cret-tokenX S3CRET-TOKEN 's3cret-token%00x'; do
+    st=$(pe_status "/debug/pprof/?token=$t") # an encoded NUL makes the query malformed: 400
+    check "token '$t' refused ($st)" one_of "$st" 401 400
+    check "Bearer '$t' refused" [ "$(pe_status /debug/pprof/ -H "Authorization: Bearer $t")" = 401 ]
+done
+check "token accepted" [ "$(pe_status /debug/pprof/?token=s3cret-token)" = 200 ]
+check "401 before any work: a profile without the token" [ "$(pe_status '/profile?duration=5')" = 401 ]
+pe_stop; PE_ENV=
+
+# ---- non-loopback without a token warns (once); with one, it does not -------------
+PE_ENV="PROFEP_ADDR=0.0.0.0:0" pe_start $P/p_sleep 1 0 || exit 1
+sleep 0.2
+check "0.0.0.0 without PROFEP_TOKEN: one warning" [ "$(grep -c 'non-loopback.*PROFEP_TOKEN' $PE_ERR)" = 1 ]
+pe_stop
+PE_ENV="PROFEP_ADDR=0.0.0.0:0 PROFEP_TOKEN=x" pe_start $P/p_sleep 1 0 || exit 1
+sleep 0.2
+check "0.0.0.0 with PROFEP_TOKEN: no warning" [ "$(grep -c 'non-loopback' $PE_ERR)" = 0 ]
+pe_stop; PE_ENV=
+PE_ENV="PROFEP_ADDR=127.0.0.1:0" pe_start $P/p_sleep 1 0 || exit 1
+sleep 0.2
+check "loopback: one stderr line only" [ "$(wc -l <$PE_ERR)" = 1 ]
+pe_stop
+
+# ---- TLS -------------------------------------------------------------------------
+if ! command -v openssl >/dev/null || [ ! -e "${LIB%/*}/libprofendpoints-ssl.so" ]; then
+    echo "skip TLS: no openssl command or no libprofendpoints-ssl.so (OpenSSL 3 missing at build)"
+else
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout $T/key.pem -out $T/cert.pem -days 2 \
+        -subj /CN=localhost >/dev/null 2>&1
+    cat $T/key.pem $T/cert.pem >$T/tls.pem
+    PE_ENV="PROFEP_TLS_CERT=$T/tls.pem" pe_start $P/p_sleep 6 4 || exit 1
+    check "TLS: the line says https" grep -q "serving https://$PE_ADDR" $PE_ERR
+    st=$(curl -sk -o $T/idx -w '%{http_code}' --max-time 10 "https://$PE_ADDR/debug/pprof/")
+    check "TLS: curl -k gets the index ($st)" bash -c "[ $st = 200 ] && grep -q '<html>' $T/idx"
+    st=$(curl -sk -o $T/heap.pb.gz -w '%{http_code}' --max-time 10 "https://$PE_ADDR/debug/pprof/heap")
+    check "TLS: heap profile ($st)" bash -c "[ $st = 200 ] && gzip -t $T/heap.pb.gz"
+    st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$PE_ADDR/debug/pprof/")
+    check "TLS: plain HTTP gets no answer ($st)" one_of "$st" 000 400
+    st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "https://$PE_ADDR/debug/pprof/")
+    check "TLS: an unverified certificate is refused by a strict client ($st)" [ "$st" = 000 ]
+    check "TLS: the program's own status" program_unchanged $PE_PID 4
+    out=$(PROFEP_TLS_CERT=$T/nonexistent.pem PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/tp \
+          LD_PRELOAD=$LIB $P/p_sleep 0.3 2 2>$T/tls.err); st=$?
+    check "TLS: a missing certificate: one warning, no server, program unchanged" \
+        bash -c "[ $st = 2 ] && [ '$out' = slept ] && [ \$(wc -l <$T/tls.err) = 1 ] && \
+                 grep -q PROFEP_TLS_CERT $T/tls.err && [ ! -e $T/tp ]"
+fi
+pe_finish
