@@ -138,11 +138,14 @@ build(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
         }
     }
     pe_mutex_get_stats(&st);
-    pe_prof_comment(p, "1 in %" PRId64 " contended waits sampled (PROFEP_MUTEX_RATE); contentions "
-                       "and delay are the sampled values times %" PRId64, rate, rate);
+    pe_prof_comment(p,
+                    "1 in %" PRId64 " contended waits sampled (PROFEP_MUTEX_RATE); contentions "
+                    "and delay are the sampled values times %" PRId64,
+                    rate, rate);
     if (st.dropped || st.no_stack)
-        pe_prof_comment(p, "%" PRIu64 " sampled waits dropped (table full, bound %" PRIu64
-                           " stacks), %" PRIu64 " without a stack",
+        pe_prof_comment(p,
+                        "%" PRIu64 " sampled waits dropped (table full, bound %" PRIu64
+                        " stacks), %" PRIu64 " without a stack",
                         st.dropped, st.capacity, st.no_stack);
     return p;
 }
@@ -157,8 +160,9 @@ contention(pe_req_t *r, int block)
     pe_prof_t *p;
 
     if (pe_mutex_rate() <= 0)
-        return pe_http_error(r, 503, "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
-                                     "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100");
+        return pe_http_error(r, 503,
+                             "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
+                             "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100");
     if ((rc = pe_param_number(r, "seconds", 0, 0, pe_http_max_seconds(), &seconds)) ||
         (rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
         return rc;

@@ -24,9 +24,9 @@
 #include "mutex.h"
 #include "unwind.h"
 
-#define PE_MUTEX_ENTS 8192u             /* distinct (kind, stack) entries kept */
+#define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
 #define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)
-#define PE_MUTEX_FIRST_ID 2u            /* 0, 1: "[unknown]" of each kind */
+#define PE_MUTEX_FIRST_ID 2u /* 0, 1: "[unknown]" of each kind */
 #define PE_MUTEX_NO_ENTRY UINT32_MAX
 /* How deep below our own frames the program's call site may lie in an unwound stack. */
 #define PE_MUTEX_SEARCH 8
@@ -34,10 +34,10 @@
 typedef struct mx_ent_s {
     uint64_t hash;
     uint32_t kind;
-    uint32_t n;          /* frames */
-    uint32_t published;  /* 1 once its id is in a bucket (readers skip others) */
-    uint64_t count;      /* sampled events; relaxed atomics */
-    uint64_t delay_ns;   /* their total delay */
+    uint32_t n;         /* frames */
+    uint32_t published; /* 1 once its id is in a bucket (readers skip others) */
+    uint64_t count;     /* sampled events; relaxed atomics */
+    uint64_t delay_ns;  /* their total delay */
     uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
 } mx_ent_t;
 
@@ -175,8 +175,7 @@ call_real(int op, void *obj, pthread_mutex_t *m, const struct timespec *abstime)
     case PE_MUTEX_OP_RDLOCK: return PE_MUTEX_REAL(pthread_rwlock_rdlock)(obj);
     case PE_MUTEX_OP_WRLOCK: return PE_MUTEX_REAL(pthread_rwlock_wrlock)(obj);
     case PE_MUTEX_OP_COND_WAIT: return PE_MUTEX_REAL(pthread_cond_wait)(obj, m);
-    case PE_MUTEX_OP_COND_TIMEDWAIT:
-        return PE_MUTEX_REAL(pthread_cond_timedwait)(obj, m, abstime);
+    case PE_MUTEX_OP_COND_TIMEDWAIT: return PE_MUTEX_REAL(pthread_cond_timedwait)(obj, m, abstime);
     }
     return EINVAL;
 }

@@ -81,7 +81,7 @@ pe_mutex_skip(void)
  * constructor has not run yet (another library's constructor may lock first).
  */
 void *pe_mutex_next(const char *name);
-#define PE_MUTEX_REAL(fn)                                                                  \
+#define PE_MUTEX_REAL(fn)                                                                          \
     (PE_LIKELY(pe_real.fn != NULL) ? pe_real.fn : (__typeof__(pe_real.fn))pe_mutex_next(#fn))
 
 /*
@@ -102,17 +102,17 @@ PE_SIGSAFE int pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m,
 /* One table entry's totals, unscaled (what was recorded). */
 typedef struct pe_mutex_rec_s {
     uint32_t id;
-    int kind;           /* enum pe_mutex_kind */
-    uint64_t count;     /* sampled events */
-    uint64_t delay_ns;  /* their total delay */
+    int kind;          /* enum pe_mutex_kind */
+    uint64_t count;    /* sampled events */
+    uint64_t delay_ns; /* their total delay */
 } pe_mutex_rec_t;
 
 typedef struct pe_mutex_stats_s {
-    uint64_t sampled;      /* events recorded (all kinds) */
-    uint64_t dropped;      /* sampled events lost: table full */
-    uint64_t no_stack;     /* recorded under "[unknown]": unwinding unsafe at the time */
-    uint64_t entries;      /* distinct (kind, stack) entries in use */
-    uint64_t capacity;     /* the table's bound */
+    uint64_t sampled;  /* events recorded (all kinds) */
+    uint64_t dropped;  /* sampled events lost: table full */
+    uint64_t no_stack; /* recorded under "[unknown]": unwinding unsafe at the time */
+    uint64_t entries;  /* distinct (kind, stack) entries in use */
+    uint64_t capacity; /* the table's bound */
 } pe_mutex_stats_t;
 
 /* The sampling period N (PROFEP_MUTEX_RATE); 0 = off (the endpoints answer 503). */

@@ -37,11 +37,11 @@ extern int pthread_rwlock_trywrlock(pthread_rwlock_t *) __attribute__((noplt));
 /* The program's call site, and an address inside the interposer (the leaf frame). */
 #define RA() ((uintptr_t)__builtin_return_address(0))
 #if defined(__x86_64__)
-#define HERE()                                                                             \
-    __extension__({                                                                        \
-        uintptr_t h_;                                                                      \
-        __asm__("lea 0(%%rip), %0" : "=r"(h_));                                            \
-        h_;                                                                                \
+#define HERE()                                                                                     \
+    __extension__({                                                                                \
+        uintptr_t h_;                                                                              \
+        __asm__("lea 0(%%rip), %0" : "=r"(h_));                                                    \
+        h_;                                                                                        \
     })
 #else
 #define HERE() ((uintptr_t)0)

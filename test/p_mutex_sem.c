@@ -55,8 +55,8 @@ enum { HOLD_MUTEX, HOLD_WRLOCK, HOLD_RDLOCK };
 typedef struct holder_s {
     int what;
     void *obj;
-    int die;          /* exit without unlocking (robust mutexes) */
-    long hold_ms;     /* > 0: release (or die) by itself after this long */
+    int die;      /* exit without unlocking (robust mutexes) */
+    long hold_ms; /* > 0: release (or die) by itself after this long */
     sem_t locked, release;
     pthread_t th;
 } holder_t;
@@ -365,7 +365,8 @@ cancel_in_wait(int timed)
     SHOW("cancel: join", pthread_join(t, &ret));
     SHOW("cancel: cleanup handler's unlock", cleanup_rc);
     cleanup_rc = -1;
-    printf("%-44s %s\n", "cancel: thread result", ret == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "?");
+    printf("%-44s %s\n", "cancel: thread result",
+           ret == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "?");
     SHOW("cancel: mutex free again (trylock)", pthread_mutex_trylock(&cm));
     SHOW("cancel: unlock", pthread_mutex_unlock(&cm));
 }

@@ -196,8 +196,8 @@ sampled_locker(pthread_mutex_t *m)
     /* what an interposer does once its try-lock said EBUSY */
     if (pe_mutex_skip())
         return pthread_mutex_lock(m);
-    return pe_mutex_sampled(PE_MUTEX_OP_LOCK, m, NULL, NULL,
-                            (uintptr_t)__builtin_return_address(0), (uintptr_t)sampled_locker);
+    return pe_mutex_sampled(PE_MUTEX_OP_LOCK, m, NULL, NULL, (uintptr_t)__builtin_return_address(0),
+                            (uintptr_t)sampled_locker);
 }
 
 static void
