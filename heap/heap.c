@@ -16,12 +16,14 @@
 #include <sys/mman.h>
 
 #include "../preload/log.h"
+#include "../preload/real.h"
 #include "heap_int.h"
 
 int64_t pe_heap_rate_bytes;
 int pe_heap_gen = PE_HEAP_GEN_BOOT;
 uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
 
+uintptr_t pe_heap_pool_lo, pe_heap_pool_span = UINTPTR_MAX;
 static int available;
 static const char *reason = "heap profiling was not initialised";
 static uintptr_t self_lo, self_hi; /* our executable segment(s) */
@@ -82,6 +84,25 @@ pe_heap_trim(const uintptr_t *pcs, int n)
 
 /* ---- start-up ------------------------------------------------------------------- */
 
+/* Learn the bootstrap pool's bounds from pe_real_owns() (one 16-byte block of
+   the pool is spent on it), so free() can test them inline. */
+static void
+find_pool(void)
+{
+    char *p = pe_real_boot_alloc(1, 16), *lo, *hi;
+
+    if (!p || !pe_real_owns(p))
+        return; /* pool exhausted: free() keeps asking pe_real_owns() */
+    for (lo = p; pe_real_owns(lo - 16); lo -= 16)
+        ;
+    for (hi = p; pe_real_owns(hi + 16); hi += 16)
+        ;
+    /* Owned bytes are [lo - 15, hi + 31] at most: widen to be safe, the
+       exact test still runs for pointers inside. */
+    __atomic_store_n(&pe_heap_pool_lo, (uintptr_t)lo - 16, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_pool_span, (uintptr_t)(hi - lo) + 64, __ATOMIC_RELEASE);
+}
+
 static void
 check_available(void)
 {
@@ -134,6 +155,7 @@ pe_heap_init(int64_t rate_bytes)
         return available ? 0 : -ENOTSUP;
     inited = 1;
     find_self();
+    find_pool();
     if ((err = pe_heap_stacks_init()) < 0 || (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
         (err = pe_heap_allocs_init()) < 0) {
         reason = "cannot map the heap profile tables";

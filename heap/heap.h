@@ -71,14 +71,29 @@ int64_t pe_heap_rate(void);
 
 extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
 
+/* The pre-filter: one bit per hash bucket of sampled live addresses, 8 KiB,
+   so that it stays in L1 (a 64 KiB byte array missed L1 on most frees). */
 #define PE_HEAP_FILTER_BITS 16
-extern uint8_t pe_heap_filter[1u << PE_HEAP_FILTER_BITS];
+extern uint8_t pe_heap_filter[(1u << PE_HEAP_FILTER_BITS) / 8];
 
 static inline uint32_t
 pe_heap_filter_idx(const void *p)
 {
     return (uint32_t)(((uintptr_t)p * 0x9E3779B97F4A7C15ull) >> (64 - PE_HEAP_FILTER_BITS));
 }
+
+static inline int
+pe_heap_filter_maybe(const void *p)
+{
+    uint32_t i = pe_heap_filter_idx(p);
+
+    return (__atomic_load_n(&pe_heap_filter[i >> 3], __ATOMIC_RELAXED) >> (i & 7)) & 1;
+}
+
+/* The bootstrap pool's range (preload/real.c), learnt at init so that free()
+   tests it inline; until then every pointer is "maybe" and pe_real_owns()
+   decides. */
+extern uintptr_t pe_heap_pool_lo, pe_heap_pool_span;
 
 /* Sampling decisions and recording, off the fast path.  p != NULL. */
 PE_SIGSAFE void pe_heap_alloc_slow(void *p, size_t size);
@@ -99,7 +114,7 @@ pe_heap_on_alloc(void *p, size_t size)
 PE_SIGSAFE static inline void
 pe_heap_on_free(void *p)
 {
-    if (PE_UNLIKELY(__atomic_load_n(&pe_heap_filter[pe_heap_filter_idx(p)], __ATOMIC_RELAXED)))
+    if (PE_UNLIKELY(pe_heap_filter_maybe(p)))
         pe_heap_free_slow(p);
 }
 

@@ -32,11 +32,12 @@ boot_alloc(size_t size, size_t align)
     return pe_real_boot_alloc(size ? size : 1, align);
 }
 
-#define BOOT(size, align)                                                       \
+/* Test the very pointer we are about to call (one load, no separate flag). */
+#define BOOT(field, size, align)                                                       \
     do {                                                                               \
-        if (PE_UNLIKELY(!pe_real_ready)) {                                             \
+        if (PE_UNLIKELY(!pe_real.field)) {                                             \
             void *b_ = boot_alloc((size), (align));                                    \
-            if (b_ || !pe_real_ready) {                                                \
+            if (b_ || !pe_real.field) {                                                \
                 if (!b_)                                                               \
                     errno = ENOMEM;                                                    \
                 return b_;                                                             \
@@ -61,27 +62,35 @@ malloc(size_t size)
 {
     void *p;
 
-    BOOT(size, 16);
+    BOOT(malloc, size, 16);
     p = pe_real.malloc(size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
     return p;
 }
 
+/* 1 if p is a bootstrap pool block: an inline range test, exact after init. */
+static inline int
+from_pool(const void *p)
+{
+    return PE_UNLIKELY((uintptr_t)p - pe_heap_pool_lo < pe_heap_pool_span) && pe_real_owns(p);
+}
+
 PE_EXPORT void
 free(void *p)
 {
-    if (PE_UNLIKELY(p == NULL))
-        return;
-    if (PE_UNLIKELY(pe_real_owns(p)))
-        return; /* bootstrap pool: static, never freed */
+    void (*real_free)(void *);
+
+    if (PE_UNLIKELY(p == NULL) || from_pool(p))
+        return; /* the bootstrap pool is static, never freed */
     pe_heap_on_free(p);
-    if (PE_UNLIKELY(!pe_real_ready)) {
+    real_free = pe_real.free;
+    if (PE_UNLIKELY(real_free == NULL)) {
         pe_real_init();
-        if (!pe_real_ready)
+        if (!(real_free = pe_real.free))
             return; /* cannot happen in practice: leak rather than crash */
     }
-    pe_real.free(p);
+    real_free(p);
 }
 
 PE_EXPORT void *
@@ -94,7 +103,7 @@ calloc(size_t n, size_t m)
         errno = ENOMEM;
         return NULL;
     }
-    BOOT(size, 16); /* the pool is static: already zero */
+    BOOT(calloc, size, 16); /* the pool is static: already zero */
     p = pe_real.calloc(n, m);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
@@ -121,9 +130,9 @@ realloc_impl(void *old, size_t size)
 
     if (old == NULL)
         return malloc(size);
-    if (PE_UNLIKELY(pe_real_owns(old)))
+    if (from_pool(old))
         return realloc_from_pool(old, size);
-    if (PE_UNLIKELY(!pe_real_ready))
+    if (PE_UNLIKELY(!pe_real.realloc))
         pe_real_init();
     /* realloc = free(old) + malloc(new): forget old first, the real call may
        hand its address to another thread.  A failed realloc keeps old alive
@@ -160,12 +169,12 @@ posix_memalign(void **out, size_t align, size_t size)
 {
     int saved = errno, r;
 
-    if (PE_UNLIKELY(!pe_real_ready)) {
+    if (PE_UNLIKELY(!pe_real.posix_memalign)) {
         void *b;
         if (align < sizeof(void *) || (align & (align - 1)))
             return EINVAL;
         b = boot_alloc(size, align);
-        if (b || !pe_real_ready) {
+        if (b || !pe_real.posix_memalign) {
             if (!b)
                 return ENOMEM;
             *out = b;
@@ -184,7 +193,7 @@ aligned_alloc(size_t align, size_t size)
 {
     void *p;
 
-    BOOT(size, align);
+    BOOT(aligned_alloc, size, align);
     p = pe_real.aligned_alloc(align, size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
@@ -196,7 +205,7 @@ memalign(size_t align, size_t size)
 {
     void *p;
 
-    BOOT(size, align);
+    BOOT(memalign, size, align);
     p = pe_real.memalign(align, size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
@@ -208,7 +217,7 @@ valloc(size_t size)
 {
     void *p;
 
-    BOOT(size, page_size());
+    BOOT(valloc, size, page_size());
     p = pe_real.valloc(size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
@@ -227,7 +236,7 @@ pvalloc(size_t size)
         return NULL;
     }
     rounded &= ~(ps - 1);
-    BOOT(rounded, ps);
+    BOOT(pvalloc, rounded, ps);
     p = pe_real.pvalloc(size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, rounded);

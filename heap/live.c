@@ -2,10 +2,10 @@
  * live.c: the live table, the sampled blocks not yet freed, with the counting
  * pre-filter that lets free() of an unsampled block skip it.
  *
- *   filter[]  2^16 saturating 8-bit counters, indexed by a multiplicative hash
- *             of the address: 0 means "certainly not sampled" (one load in
- *             free).  Incremented on insert, decremented on removal; a counter
- *             that reaches 255 stays there.
+ *   filter[]  2^16 bits (8 KiB, L1-resident), indexed by a multiplicative
+ *             hash of the address: 0 means "certainly not sampled" (one load
+ *             in free).  Behind each bit a 16-bit count of live entries in its
+ *             bucket, touched only under the lock, clears the bit at zero.
  *   slots[]   linear probing on a second hash of the address, at most half
  *             full.  Deletion shifts the following entries back (Knuth 6.4
  *             algorithm R), so there are never tombstones and probe lengths do
@@ -41,7 +41,8 @@ typedef struct live_ent_s {
 
 #define PE_HEAP_PENDING 512
 
-uint8_t pe_heap_filter[1u << PE_HEAP_FILTER_BITS] __attribute__((aligned(64)));
+uint8_t pe_heap_filter[(1u << PE_HEAP_FILTER_BITS) / 8] __attribute__((aligned(64)));
+static uint16_t filter_count[1u << PE_HEAP_FILTER_BITS]; /* under the lock only */
 static live_ent_t *slots;
 static uint64_t mask, count, cap_live;
 static int lock_word;
@@ -145,22 +146,28 @@ pe_heap_live_reset_lock(void)
 
 /* ---- table operations (lock held) ------------------------------------------------- */
 
+/* The bit is set while its bucket's count is non-zero; a count that reaches
+   its maximum stays there (the bit then stays set: only slower, never wrong). */
 static inline void
 filter_inc(uintptr_t a)
 {
-    uint8_t *f = &pe_heap_filter[pe_heap_filter_idx((void *)a)];
+    uint32_t i = pe_heap_filter_idx((void *)a);
 
-    if (*f != 255)
-        __atomic_store_n(f, (uint8_t)(*f + 1), __ATOMIC_RELAXED);
+    if (filter_count[i] == UINT16_MAX)
+        return;
+    if (filter_count[i]++ == 0)
+        __atomic_fetch_or(&pe_heap_filter[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELEASE);
 }
 
 static inline void
 filter_dec(uintptr_t a)
 {
-    uint8_t *f = &pe_heap_filter[pe_heap_filter_idx((void *)a)];
+    uint32_t i = pe_heap_filter_idx((void *)a);
 
-    if (*f != 255 && *f != 0)
-        __atomic_store_n(f, (uint8_t)(*f - 1), __ATOMIC_RELAXED);
+    if (filter_count[i] == UINT16_MAX || filter_count[i] == 0)
+        return;
+    if (--filter_count[i] == 0)
+        __atomic_fetch_and(&pe_heap_filter[i >> 3], (uint8_t) ~(1u << (i & 7)), __ATOMIC_RELEASE);
 }
 
 static void

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench_heap.sh [BUILD]: the cost of heap sampling, in one run, as ratios to no
+# library (glibc malloc):
+#   ours        libprofendpoints.so at the default rate (PROFEP_HEAP_RATE=524288)
+#   ours_off    libprofendpoints.so with PROFEP_HEAP_RATE=0
+#   shim        a bare forwarding interposer (test/bench_heap_shim.c): the floor
+#   jemalloc    Debian's libjemalloc2 with MALLOC_CONF=prof:true,lg_prof_sample:19
+#               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
+# Workloads (test/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
+# (process CPU seconds), "pair" one thread of malloc(64)+free (ns per pair).
+# Each configuration runs BENCH_RUNS times (default 7), interleaved; the
+# minimum is reported (the least disturbed run), the median in brackets.
+# Never pass/fail.  Our server runs (port 0) as it would in production.
+set -u
+BUILD=${1:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+RUNS=${BENCH_RUNS:-7}
+OPS=${BENCH_OPS:-10000000}
+PAIRS=${BENCH_PAIRS:-50000000}
+LIB=$BUILD/libprofendpoints.so
+B=$BUILD/test/bench_heap
+SHIM=$BUILD/test/libbench_heap_shim.so
+JE=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
+T=$(mktemp -d /tmp/pe_bench_heap.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+mkdir -p "$BUILD/test"
+cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench_heap.c || exit 1
+cc -O2 -shared -fPIC -o "$SHIM" test/bench_heap_shim.c || exit 1
+[ -f "$LIB" ] || { echo "bench_heap: $LIB not built"; exit 1; }
+
+configs="base ours ours_off shim"
+je_note=
+if [ -n "$JE" ]; then
+    # Built with --enable-prof?  Then config.prof is true and prof:true is accepted.
+    if MALLOC_CONF=stats_print:true LD_PRELOAD=$JE /bin/true 2>&1 | grep -q 'config.prof: true' &&
+        ! MALLOC_CONF=prof:true LD_PRELOAD=$JE /bin/true 2>&1 | grep -q 'Invalid conf'; then
+        configs="$configs jemalloc jemalloc_noprof"
+        je_note="jemalloc: $JE, config.prof true (built with --enable-prof)"
+    else
+        je_note="jemalloc: $JE was built without --enable-prof: sampled profiling unavailable"
+        configs="$configs jemalloc_noprof"
+    fi
+else
+    je_note="jemalloc: libjemalloc2 not installed: unavailable"
+fi
+
+run() { # CONFIG MODE ARG
+    local c=$1
+    shift
+    case $c in
+    base) "$B" "$@" ;;
+    ours) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn "$B" "$@" ;;
+    ours_off) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0 "$B" "$@" ;;
+    shim) LD_PRELOAD=$SHIM "$B" "$@" ;;
+    jemalloc) LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:19 "$B" "$@" ;;
+    jemalloc_noprof) LD_PRELOAD=$JE "$B" "$@" ;;
+    esac
+}
+
+for r in $(seq "$RUNS"); do
+    for c in $configs; do
+        run "$c" mt "$OPS" | awk '{ print $2 }' >>"$T/$c.mt"
+        run "$c" pair "$PAIRS" | awk '{ print $2 }' >>"$T/$c.pair"
+    done
+done
+
+stat() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s", v[1], v[int((NR + 1) / 2)] }'; }
+read -r bmt bmtmed <<<"$(stat "$T/base.mt")"
+read -r bp bpmed <<<"$(stat "$T/base.pair")"
+echo "bench_heap: $RUNS runs each, mt = 2 threads x $OPS free+malloc, pair = $PAIRS x malloc(64)+free"
+echo "$je_note"
+printf '%-16s %12s %16s %10s %18s %12s\n' config mt_cpu_s "mt ratio" pair_ns "pair vs glibc" "[medians]"
+for c in $configs; do
+    read -r mt mtmed <<<"$(stat "$T/$c.mt")"
+    read -r p pmed <<<"$(stat "$T/$c.pair")"
+    printf '%-16s %12.4f %16s %10.2f %18s   [%.4f s %s, %.2f ns]\n' "$c" "$mt" \
+        "$(awk -v a="$mt" -v b="$bmt" 'BEGIN { printf "%.3f (%+.1f%%)", a / b, (a / b - 1) * 100 }')" "$p" \
+        "$(awk -v a="$p" -v b="$bp" 'BEGIN { printf "%+.2f ns", a - b }')" "$mtmed" \
+        "$(awk -v a="$mtmed" -v b="$bmtmed" 'BEGIN { printf "%.3f", a / b }')" "$pmed"
+done
+read -r omt _ <<<"$(stat "$T/ours_off.mt")"
+read -r smt _ <<<"$(stat "$T/shim.mt")"
+awk -v a="$omt" -v b="$smt" 'BEGIN { printf "ours_off vs shim (mt): %+.1f%%\n", (a / b - 1) * 100 }'
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
