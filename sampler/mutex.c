@@ -140,30 +140,36 @@ intern(mx_table_t *t, int kind, const uintptr_t *pcs, int n)
 }
 
 /*
- * The waiter's stack: the interposer (leaf) and then the program from its call
- * site `ra` outwards.  Our own frames (record, sampled, perhaps the hook) are
- * cut at `ra`; if `ra` is not among the first frames (a frame-pointer walk
- * that lost it), the stack is kept whole rather than guessed at.
+ * The waiter's stack into pcs[PE_MUTEX_MAX_FRAMES + PE_MUTEX_SEARCH]: the
+ * interposer (leaf) and then the program from its call site `ra` outwards.
+ * Our own frames (record, sampled, perhaps the hook) are cut at `ra`; if `ra`
+ * is not among the first frames (a frame-pointer walk that lost it), the stack
+ * is kept whole rather than guessed at.  One buffer: the sampled path runs on
+ * the program's stack, perhaps a small one.  Returns at most PE_MUTEX_MAX_FRAMES.
  */
 __attribute__((noinline)) PE_SIGSAFE static int
 take_stack(uintptr_t *pcs, uintptr_t ra, uintptr_t leaf)
 {
-    uintptr_t tmp[PE_MUTEX_MAX_FRAMES + PE_MUTEX_SEARCH];
-    int n = pe_unwind_here(tmp, (int)PE_ARRAY_SIZE(tmp), 0), start = 0, k = 0;
+    int n = pe_unwind_here(pcs + 1, PE_MUTEX_MAX_FRAMES + PE_MUTEX_SEARCH - 1, 0), start = 0;
 
     if (n <= 0)
         return 0;
     for (int i = 0; i < n && i < PE_MUTEX_SEARCH; i++) {
-        if (tmp[i] == ra) {
+        if (pcs[1 + i] == ra) {
             start = i;
             break;
         }
     }
-    if (leaf)
-        pcs[k++] = leaf + 1; /* stored as a return address: the model subtracts one */
-    for (int i = start; i < n && k < PE_MUTEX_MAX_FRAMES; i++)
-        pcs[k++] = tmp[i];
-    return k;
+    n -= start;
+    if (n > PE_MUTEX_MAX_FRAMES - 1)
+        n = PE_MUTEX_MAX_FRAMES - 1;
+    memmove(pcs + 1, pcs + 1 + start, (size_t)n * sizeof(*pcs));
+    if (!leaf) {
+        memmove(pcs, pcs + 1, (size_t)n * sizeof(*pcs));
+        return n;
+    }
+    pcs[0] = leaf + 1; /* stored as a return address: the model subtracts one */
+    return n + 1;
 }
 
 PE_SIGSAFE static int
@@ -255,7 +261,7 @@ seed(pe_tls_t *t)
 PE_SIGSAFE void
 pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf, uint64_t delay_ns)
 {
-    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
+    uintptr_t pcs[PE_MUTEX_MAX_FRAMES + PE_MUTEX_SEARCH];
     mx_table_t *t;
     uint32_t id;
     int n;
