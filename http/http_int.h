@@ -58,6 +58,13 @@ int pe_http_h_pprof_allocs(pe_req_t *r);
 /* h_mutex.c */
 int pe_http_h_pprof_mutex(pe_req_t *r);
 int pe_http_h_pprof_block(pe_req_t *r);
+/* h_threads.c (every thread: stacks now, threadcreate, wall-clock) */
+int pe_http_h_goroutine(pe_req_t *r);
+int pe_http_h_task_backtraces(pe_req_t *r);
+int pe_http_h_threadcreate(pe_req_t *r);
+int pe_http_h_profile_wall(pe_req_t *r);
+int pe_http_h_profile_wall_start(pe_req_t *r);
+int pe_http_h_profile_wall_stop(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
 /* Capabilities not built yet answer 503 through this one (h_misc.c). */

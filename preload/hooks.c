@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../sampler/unwind.h"
 #include "guard.h"
@@ -249,6 +250,8 @@ execle(const char *path, const char *arg, ...)
 PE_EXPORT int
 sigaction(int signum, const struct sigaction *act, struct sigaction *old)
 {
+    int rc;
+
     pe_real_init();
     /* civetweb's threads set SIGPIPE to SIG_IGN as they start: a process-wide
        change the program would see (and pass on through exec).  Our threads
@@ -257,6 +260,8 @@ sigaction(int signum, const struct sigaction *act, struct sigaction *old)
         return pe_real.sigaction(signum, NULL, old);
     if (pe_sampler_sigaction(signum, act, old))
         return 0;
+    if (pe_peek_sigaction(signum, act, old, &rc)) /* PROFEP_PEEK_SIGNAL: ours hidden */
+        return rc;
     return pe_real.sigaction(signum, act, old);
 }
 

@@ -12,6 +12,7 @@
 
 #include "../heap/heap.h"
 #include "../http/http.h"
+#include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../sampler/unwind.h"
 #include "config.h"
@@ -130,6 +131,7 @@ pe_init(void)
     (void)pe_heap_init(pe_cfg.heap_rate); /* says why itself when it cannot work */
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
+    (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     pe_init_set_active();
     if (!pe_cfg.server_off && pe_http_start() < 0)

@@ -4,8 +4,11 @@
  *   timer.c    OS calls: per-thread CPU timers (raw syscalls), SIGPROF
  *              disposition ownership (install only over SIG_DFL/SIG_IGN, the
  *              libjsig-style stored program disposition).
- *   handler.c  the SIGPROF handler: unwind into the ring, nothing else.
- *   sampler.c  windows, the collector thread, thread and fork/exec hooks.
+ *   handler.c  the SIGPROF handler: unwind into the ring (CPU timers, wall
+ *              ticks) or into a stack-capture slot, nothing else.
+ *   sampler.c  windows (CPU and wall-clock), the collector thread, thread and
+ *              fork/exec hooks.
+ *   stacks.c   on-demand capture of every thread's stack (capture slots).
  *
  * Shared fields name their writer and reader.
  *
@@ -26,6 +29,35 @@
 #define PE_COOKIE_TAG 0x7065ull
 #define PE_COOKIE(gen) ((PE_COOKIE_TAG << 48) | ((uint64_t)(gen)&0xffffffffffffull))
 
+/*
+ * Signals we send ourselves to one thread (wall-clock ticks, stack captures)
+ * go with rt_tgsigqueueinfo, si_code SI_QUEUE, si_pid our pid, and this value:
+ *   63..48 PE_SIGQ_TAG   47..44 kind
+ *   capture: 43..24 batch generation (20 bits), 23..0 slot index
+ *   wall:    43..40 /proc state code, 39..32 weight (1..255), 31..0 session gen
+ * A program's own SIGPROF (kill, tgkill: SI_USER/SI_TKILL) never matches.
+ */
+#define PE_SIGQ_TAG 0x7077ull
+#define PE_SIGQ_CAPTURE 1u
+#define PE_SIGQ_WALL 2u
+#define PE_SIGQ_KIND(v) ((unsigned)((v) >> 44) & 15u)
+#define PE_SIGQ_CAP(gen, idx)                                                                      \
+    ((PE_SIGQ_TAG << 48) | ((uint64_t)PE_SIGQ_CAPTURE << 44) |                                     \
+     ((uint64_t)((gen)&0xfffffu) << 24) | ((uint64_t)(idx)&0xffffffu))
+#define PE_SIGQ_WALLV(state, weight, gen)                                                          \
+    ((PE_SIGQ_TAG << 48) | ((uint64_t)PE_SIGQ_WALL << 44) | ((uint64_t)((state)&15u) << 40) |      \
+     ((uint64_t)((weight)&255u) << 32) | (uint64_t)(uint32_t)(gen))
+
+/* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
+#define PE_RING_F_WALL 2u
+#define PE_RING_STATE_SHIFT 8
+#define PE_RING_STATE(flags) (((flags) >> PE_RING_STATE_SHIFT) & 15u)
+
+/* Send PE_SAMPLER_SIG to thread tid of this process with value v.  0 or -errno. */
+int pe_cpu_sigq_send(pid_t tid, uint64_t v);
+/* 1 once pe_cpu_sigq_send was used (exec then drains our pending signal). */
+extern int pe_cpu_sent;
+
 /* ---- handler.c ---------------------------------------------------------------- */
 
 /* The ring the handler fills; mapped by sampler.c at the first profile. */
@@ -34,10 +66,17 @@ extern pe_ring_t pe_cpu_ring;
 extern uint64_t pe_cpu_cookie;
 /* Samples recorded leaf-only because unwinding was unsafe or failed (writer: handler). */
 extern uint64_t pe_cpu_truncated;
+/* Generation of the running wall-clock session, 0 when none (writer: sampler.c). */
+extern uint32_t pe_wall_gen;
 /* Test hook: also record SI_TKILL signals from this process (bench, unit tests). */
 extern int pe_cpu_accept_tkill;
 
 PE_SIGSAFE void pe_cpu_handler(int sig, siginfo_t *si, void *uc);
+
+/* ---- stacks.c ------------------------------------------------------------------ */
+
+/* The handler's half of a stack capture: value v (PE_SIGQ_CAPTURE) names a slot. */
+PE_SIGSAFE void pe_stacks_sig_capture(uint64_t v, void *uc);
 
 /* ---- timer.c ------------------------------------------------------------------ */
 
@@ -57,7 +96,8 @@ void pe_cpu_sig_before_exec(void);
 void pe_cpu_sig_after_exec_failed(void);
 /* fork child: forget the lock state. */
 void pe_cpu_sig_atfork_child(void);
-/* 1 while a profile runs (writer: sampler.c). */
+/* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
+   program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */
 extern int pe_cpu_profiling;
 
 #endif /* PE_SAMPLER_CPU_H */

@@ -1,13 +1,17 @@
 /*
  * handler.c: the SIGPROF handler and nothing else.  It accepts only our own
  * timers' signals (si_code SI_TIMER with the running session's cookie), takes
- * a ring slot, unwinds the interrupted context into it and publishes it;
- * everything else is handed to the program's stored disposition.  It saves
+ * a ring slot, unwinds the interrupted context into it and publishes it; and
+ * the signals our own threads send one thread (SI_QUEUE from our pid with a
+ * PE_SIGQ_TAG value): a wall-clock tick goes into the ring the same way, a
+ * stack capture into its slot (stacks.c).  Everything else is handed to the
+ * program's stored disposition.  It saves
  * errno, takes no lock, calls no malloc, and uses only PE_SIGSAFE functions.
  * Not reentrant on one thread: SIGPROF is blocked while it runs (no SA_NODEFER)
  * and pe_unwind_signal keeps its own in_unwind flag for other signals.
  */
 #include <errno.h>
+#include <unistd.h>
 
 #include "../preload/guard.h"
 #include "cpu.h"
@@ -17,12 +21,12 @@ pe_ring_t pe_cpu_ring;
 uint64_t pe_cpu_cookie;
 uint64_t pe_cpu_truncated;
 int pe_cpu_accept_tkill;
+uint32_t pe_wall_gen;
 
 PE_SIGSAFE static void
-record(siginfo_t *si, void *uc)
+record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
 {
     pe_ring_slot_t *s;
-    uint32_t weight = 1;
     int n;
 
     if (si->si_code == SI_TIMER && si->si_overrun > 0)
@@ -36,9 +40,9 @@ record(siginfo_t *si, void *uc)
     s->tid = pe_gettid();
     s->weight = weight;
     s->nframes = n;
-    s->flags = 0;
+    s->flags = flags;
     if (n <= 1) {
-        s->flags = PE_RING_F_TRUNCATED;
+        s->flags |= PE_RING_F_TRUNCATED;
         __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);
     }
     pe_ring_publish(&pe_cpu_ring, s);
@@ -54,11 +58,24 @@ pe_cpu_handler(int sig, siginfo_t *si, void *uc)
         /* ours; a stale session's late signal is simply dropped */
         if (v == __atomic_load_n(&pe_cpu_cookie, __ATOMIC_RELAXED) && !pe_tls.internal &&
             pe_cpu_ring.slots)
-            record(si, uc);
+            record(si, uc, 1, 0);
+    } else if (si->si_code == SI_QUEUE && (v >> 48) == PE_SIGQ_TAG && si->si_pid == getpid()) {
+        /* sent by one of our threads; a late one (session or batch over) is dropped */
+        unsigned kind = PE_SIGQ_KIND(v);
+        if (pe_tls.internal) {
+            /* never ours to sample */
+        } else if (kind == PE_SIGQ_CAPTURE) {
+            pe_stacks_sig_capture(v, uc);
+        } else if (kind == PE_SIGQ_WALL && pe_cpu_ring.slots &&
+                   (uint32_t)v == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) && (uint32_t)v) {
+            uint32_t w = (uint32_t)(v >> 32) & 255u;
+            record(si, uc, w ? w : 1,
+                   PE_RING_F_WALL | (((uint32_t)(v >> 40) & 15u) << PE_RING_STATE_SHIFT));
+        }
     } else if (PE_UNLIKELY(pe_cpu_accept_tkill) && si->si_code == SI_TKILL &&
                si->si_pid == getpid()) {
         if (pe_cpu_ring.slots)
-            record(si, uc);
+            record(si, uc, 1, 0);
     } else {
         pe_cpu_sig_chain(sig, si, uc);
     }

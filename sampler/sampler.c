@@ -1,8 +1,11 @@
 /*
- * sampler.c: CPU profiling sessions.  Owns the windows (one per CPU request),
- * the collector thread that arms a CPU timer on every application thread
- * (from /proc/self/task every ~100 ms, and at once for threads made through
- * pthread_create) and drains the handler's ring into every open window, the
+ * sampler.c: CPU and wall-clock profiling sessions.  Owns the windows (one per
+ * request, of either kind), the collector thread that arms a CPU timer on
+ * every application thread (from /proc/self/task every ~100 ms, and at once
+ * for threads made through pthread_create) while CPU windows are open, sends
+ * the wall-clock ticks (one signal per thread every `delay` s, at most
+ * WALL_PER_TICK threads per tick, rotating) while wall windows are open, and
+ * drains the handler's ring into every open window of the sample's kind; the
  * table of live timers, and the fork/exec hooks.  OS calls are in timer.c and
  * the handler in handler.c; profiles are built with the proto/ model.
  *
@@ -30,7 +33,9 @@
 #include "../preload/threads.h"
 #include "../proto/profile.h"
 #include "cpu.h"
+#include "peek.h"
 #include "sampler.h"
+#include "stacks.h"
 
 #define RING_SLOTS 2048
 #define DRAIN_NS (20 * 1000000L)
@@ -38,11 +43,16 @@
 #define TIMERS_MAX (2 * PE_THREADS_MAX)
 #define NAMES_MAX 4096
 #define NAME_REFRESH_NS 1000000000LL
+#define WALL_PER_TICK 16 /* threads signalled per wall tick (async-profiler's cap) */
+#define WALL_TIDS_MAX PE_THREADS_MAX
+
+enum { K_CPU = 0, K_WALL = 1 };
 
 /* ---- data ----------------------------------------------------------------------- */
 
 struct pe_sampler_win_s {
     struct pe_sampler_win_s *next;
+    int kind;                 /* K_CPU or K_WALL */
     pe_prof_t *prof;
     int64_t nmax, nused;      /* frame budget (n) and frames kept */
     uint64_t samples, weight; /* signals and signals+overruns kept */
@@ -50,15 +60,21 @@ struct pe_sampler_win_s {
     uint64_t truncated;       /* weight of leaf-only samples */
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
+    uint64_t ticks0;          /* wall_ticks at open */
     int64_t t0_real, t0_mono;
 };
 
 static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static pe_sampler_win_t *windows; /* under wlock */
-static int nwin;                  /* under life */
-static int64_t period_ns;         /* of the running session (writer: open, under life) */
+static int nwin;                  /* under life: windows of both kinds */
+static int nkind[2];              /* under life: windows per kind */
+static int64_t period_ns;         /* of the running CPU session (writer: open, under life) */
+static int64_t wall_period_ns;    /* of the running wall session (idem) */
 static uint64_t session_gen;
+static uint32_t wall_gen_next;
+static int want_scan;             /* writer: open (a CPU session began); reader: collector */
+static uint64_t wall_ticks;       /* ticks sent (collector), read by close */
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -71,6 +87,10 @@ static struct {
     unsigned mark;
 } timers[TIMERS_MAX];
 static int ntimers_hi; /* entries [0, ntimers_hi) may be in use */
+
+/* Application threads seen by the last scan, for the wall ticks (collector only). */
+static pid_t wall_tids[WALL_TIDS_MAX];
+static int nwall_tids, wall_rot;
 
 /* Thread names, direct-mapped by tid (collector/closer only, under wlock). */
 static struct {
@@ -173,11 +193,21 @@ scan_threads(void)
     d = opendir("/proc/self/task");
     if (!d)
         return;
+    nwall_tids = 0;
     for (;;) {
         while (n < (int)PE_ARRAY_SIZE(tids) && (e = readdir(d))) {
             pid_t tid = (pid_t)atoi(e->d_name);
-            if (tid > 0 && !pe_threads_is_internal(tid))
+            if (tid > 0 && !pe_threads_is_internal(tid)) {
                 tids[n++] = tid;
+                if (nwall_tids < WALL_TIDS_MAX)
+                    wall_tids[nwall_tids++] = tid;
+            }
+        }
+        if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
+            if (n < (int)PE_ARRAY_SIZE(tids))
+                break;
+            n = 0;
+            continue; /* wall only: no timers to arm */
         }
         tlock_take();
         for (int i = 0; i < n; i++)
@@ -214,32 +244,78 @@ thread_name(pid_t tid)
     return names[h].name;
 }
 
-/* Move everything in the ring into every open window (wlock held). */
+/* /proc state letters as wall-clock label values; code 0 is "unknown". */
+static const char *const state_names[] = {"unknown", "running",      "sleeping", "disk-sleep",
+                                          "stopped", "tracing-stop", "zombie",   "dead",
+                                          "idle"};
+
+static unsigned
+state_code(pid_t tid)
+{
+    const char *st = pe_threads_state(tid);
+    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
+        if (!strcmp(st, state_names[i]))
+            return i;
+    return 0;
+}
+
+/*
+ * One wall-clock tick: signal the next WALL_PER_TICK threads of the last scan
+ * (all of them when there are fewer), each sample weighted by how many ticks
+ * pass before that thread's turn comes again.  Collector only.
+ */
+static void
+wall_tick(uint32_t gen)
+{
+    int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
+    unsigned weight = n ? (unsigned)((n + WALL_PER_TICK - 1) / WALL_PER_TICK) : 1;
+
+    if (weight > 255)
+        weight = 255;
+    for (int j = 0; j < k; j++) {
+        pid_t tid = wall_tids[(wall_rot + j) % n];
+        /* the state before our signal wakes it; a vanished thread answers ESRCH */
+        (void)pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(state_code(tid), weight, gen));
+    }
+    if (n)
+        wall_rot = (wall_rot + k) % n;
+    __atomic_add_fetch(&wall_ticks, 1, __ATOMIC_RELAXED);
+}
+
+/* Move everything in the ring into every open window of its kind (wlock held). */
 static void
 drain(void)
 {
     pe_ring_slot_t *s;
 
     while ((s = pe_ring_peek(&pe_cpu_ring))) {
-        pe_prof_label_t labels[2];
+        pe_prof_label_t labels[3];
         int64_t values[2];
-        int n = s->nframes;
+        int n = s->nframes, kind = (s->flags & PE_RING_F_WALL) ? K_WALL : K_CPU, nl = 2;
 
         if (n > PE_MAX_FRAMES)
             n = PE_MAX_FRAMES; /* keep the leaf end */
         values[0] = s->weight;
-        values[1] = (int64_t)s->weight * period_ns;
+        values[1] = (int64_t)s->weight * (kind == K_WALL ? wall_period_ns : period_ns);
         memset(labels, 0, sizeof(labels));
         labels[0].key = "thread";
         labels[0].num = s->tid;
         labels[1].key = "thread_name";
         labels[1].str = windows ? thread_name(s->tid) : "";
+        if (kind == K_WALL) {
+            unsigned st = PE_RING_STATE(s->flags);
+            labels[2].key = "state";
+            labels[2].str = state_names[st < PE_ARRAY_SIZE(state_names) ? st : 0];
+            nl = 3;
+        }
         for (pe_sampler_win_t *w = windows; w; w = w->next) {
+            if (w->kind != kind)
+                continue;
             if (w->nused + n > w->nmax) {
                 w->over_cap += s->weight;
                 continue;
             }
-            if (n < 1 || pe_prof_add(w->prof, s->pcs, n, 1, values, labels, 2) < 0) {
+            if (n < 1 || pe_prof_add(w->prof, s->pcs, n, 1, values, labels, nl) < 0) {
                 w->oom += s->weight;
                 continue;
             }
@@ -253,11 +329,20 @@ drain(void)
     }
 }
 
+static void
+abs_ts(int64_t ns, struct timespec *ts)
+{
+    ts->tv_sec = ns / 1000000000;
+    ts->tv_nsec = ns % 1000000000;
+}
+
 static void *
 collector_main(void *unused)
 {
     sigset_t all;
-    struct timespec ts = {0, DRAIN_NS};
+    struct timespec ts;
+    int64_t next_drain, next_wall, now;
+    uint32_t wgen;
     int i = 0;
 
     sigfillset(&all);
@@ -265,8 +350,34 @@ collector_main(void *unused)
     pe_threads_mark_internal();
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
+    next_drain = next_wall = now_ns(CLOCK_MONOTONIC);
+    next_drain += DRAIN_NS;
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
-        nanosleep(&ts, NULL);
+        int64_t wp = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
+        int64_t next = next_drain;
+
+        wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
+        if (wgen && next_wall < next)
+            next = next_wall;
+        abs_ts(next, &ts);
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        now = now_ns(CLOCK_MONOTONIC);
+        wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
+        if (wgen && now >= next_wall) {
+            wall_tick(wgen);
+            next_wall += wp;
+            if (next_wall <= now) /* fell behind: skip, never burst */
+                next_wall = now + wp;
+        } else if (!wgen) {
+            next_wall = now;
+        }
+        if (__atomic_exchange_n(&want_scan, 0, __ATOMIC_ACQ_REL))
+            scan_threads();
+        if (now < next_drain)
+            continue;
+        next_drain += DRAIN_NS;
+        if (next_drain <= now)
+            next_drain = now + DRAIN_NS;
         pthread_mutex_lock(&wlock);
         drain();
         pthread_mutex_unlock(&wlock);
@@ -289,13 +400,19 @@ pe_sampler_init(void)
     return 0;
 }
 
-int
-pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
+/*
+ * Open a window of `kind`.  The first window of any kind takes the signal and
+ * starts the collector; the first of a kind starts that kind (CPU: a new
+ * cookie, timers on the next scan; wall: a new generation, ticks at once).
+ */
+static int
+win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out,
+         double *running_delay)
 {
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
     pe_sampler_win_t *w;
     sigset_t all, saved;
-    int rc = 0;
+    int rc = 0, started = 0;
 
     *out = NULL;
     if (want < 1000 || max_frames < 1)
@@ -303,26 +420,55 @@ pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double
     w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
+    w->kind = kind;
+    w->nmax = max_frames;
+    {
+        pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+        pe_prof_vt_t ptype = {"cpu", "nanoseconds"};
+        if (kind == K_WALL)
+            types[1].type = ptype.type = "wall";
+        w->prof = pe_prof_new(types, 2, &ptype, want);
+    }
+    if (!w->prof) {
+        free(w);
+        return -ENOMEM;
+    }
     pthread_mutex_lock(&life);
-    if (nwin > 0 && want != period_ns) {
+    if (nkind[kind] > 0 && want != (kind == K_WALL ? wall_period_ns : period_ns)) {
         if (running_delay)
-            *running_delay = (double)period_ns / 1e9;
+            *running_delay = (double)(kind == K_WALL ? wall_period_ns : period_ns) / 1e9;
         rc = -EBUSY;
         goto err_unlock;
     }
     if (nwin == 0) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
-        if (!pe_cpu_ring.slots && (rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS)) < 0)
+        if (!pe_cpu_ring.slots && (rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS)) < 0) {
+            pe_cpu_sig_release();
             goto err_unlock;
+        }
         pthread_mutex_lock(&wlock);
         while (pe_ring_peek(&pe_cpu_ring)) /* a stale session's leftovers */
             pe_ring_release(&pe_cpu_ring, pe_ring_peek(&pe_cpu_ring));
         pthread_mutex_unlock(&wlock);
-        period_ns = want;
-        session_gen++;
-        __atomic_store_n(&pe_cpu_profiling, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        started = 1;
+    }
+    if (nkind[kind] == 0) {
+        if (kind == K_CPU) {
+            period_ns = want;
+            session_gen++;
+            __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
+            __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
+        } else {
+            __atomic_store_n(&wall_period_ns, want, __ATOMIC_RELEASE);
+            if (++wall_gen_next == 0)
+                wall_gen_next = 1;
+            __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
+        }
+    }
+    if (started) {
         __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &saved);
@@ -330,25 +476,15 @@ pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (rc < 0) {
             __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
-            __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
             pe_cpu_sig_release();
             goto err_unlock;
         }
     }
-    w->nmax = max_frames;
     w->t0_real = now_ns(CLOCK_REALTIME);
     w->t0_mono = now_ns(CLOCK_MONOTONIC);
-    {
-        pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
-        pe_prof_vt_t ptype = {"cpu", "nanoseconds"};
-        w->prof = pe_prof_new(types, 2, &ptype, period_ns);
-    }
-    if (!w->prof) {
-        rc = -ENOMEM;
-        if (nwin == 0)
-            goto err_stop;
-        goto err_unlock;
-    }
+    w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
     drain(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
@@ -356,19 +492,29 @@ pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double
     windows = w;
     pthread_mutex_unlock(&wlock);
     nwin++;
+    nkind[kind]++;
     pthread_mutex_unlock(&life);
     *out = w;
     return 0;
 
-err_stop:
-    __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-    pthread_join(collector, NULL);
-    __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
-    pe_cpu_sig_release();
 err_unlock:
     pthread_mutex_unlock(&life);
+    pe_prof_free(w->prof);
     free(w);
     return rc;
+}
+
+int
+pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
+{
+    return win_open(K_CPU, delay, max_frames, out, running_delay);
+}
+
+int
+pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
+                     double *running_delay)
+{
+    return win_open(K_WALL, delay, max_frames, out, running_delay);
 }
 
 pe_prof_t *
@@ -376,17 +522,27 @@ pe_sampler_close(pe_sampler_win_t *w)
 {
     pe_sampler_win_t **pp;
     pe_prof_t *p;
-    uint64_t ring_dropped;
+    uint64_t ring_dropped, ticks;
     int64_t period;
+    int kind;
 
     if (!w)
         return NULL;
+    kind = w->kind;
     pthread_mutex_lock(&life);
-    period = period_ns;
+    period = kind == K_WALL ? wall_period_ns : period_ns;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
         pthread_join(collector, NULL);
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+    } else if (nkind[kind] == 1 && kind == K_CPU) {
+        /* wall windows stay: the collector runs on, the timers go */
+        __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+        timers_disarm_all();
+    } else if (nkind[kind] == 1) {
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     }
+    ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
     pthread_mutex_lock(&wlock);
     drain();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
@@ -397,17 +553,25 @@ pe_sampler_close(pe_sampler_win_t *w)
         }
     }
     pthread_mutex_unlock(&wlock);
+    nkind[kind]--;
     if (--nwin == 0) {
-        __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         pe_cpu_sig_release();
     }
     pthread_mutex_unlock(&life);
 
     p = w->prof;
     pe_prof_set_time(p, w->t0_real, now_ns(CLOCK_MONOTONIC) - w->t0_mono);
-    pe_prof_comment(p, "cpu: %llu samples (%llu with timer overruns), period %lld ns",
-                    (unsigned long long)w->samples, (unsigned long long)w->weight,
-                    (long long)period);
+    if (kind == K_WALL)
+        pe_prof_comment(p,
+                        "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
+                        "at most %d threads signalled per tick",
+                        (unsigned long long)w->samples, (unsigned long long)w->weight,
+                        (unsigned long long)ticks, (long long)period, WALL_PER_TICK);
+    else
+        pe_prof_comment(p, "cpu: %llu samples (%llu with timer overruns), period %lld ns",
+                        (unsigned long long)w->samples, (unsigned long long)w->weight,
+                        (long long)period);
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
@@ -430,7 +594,7 @@ pe_sampler_running(double *delay)
 {
     int n;
     pthread_mutex_lock(&life);
-    n = nwin;
+    n = nkind[K_CPU];
     if (n && delay)
         *delay = (double)period_ns / 1e9;
     pthread_mutex_unlock(&life);
@@ -485,6 +649,10 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         ntimers_hi = 0;
         windows = NULL;
         nwin = 0;
+        nkind[K_CPU] = nkind[K_WALL] = 0;
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+        pe_stacks_atfork_child();
+        pe_peek_atfork_child();
         pe_cpu_sig_atfork_child();
     }
     pthread_sigmask(SIG_SETMASK, saved, NULL);
@@ -501,12 +669,16 @@ pe_sampler_before_exec(void)
     pthread_sigmask(SIG_BLOCK, &s, &saved);
     pe_sampler_thread_exiting();
     pe_cpu_sig_before_exec();
+    pe_peek_before_exec();
     /* a signal of ours already pending on this thread must not reach the new image */
     if (!sigismember(&saved, PE_SAMPLER_SIG) &&
-        __atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED)) {
+        (__atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED) ||
+         __atomic_load_n(&pe_cpu_sent, __ATOMIC_RELAXED))) {
         siginfo_t si;
         while (sigtimedwait(&s, &si, &zero) == PE_SAMPLER_SIG) {
-            if (si.si_code != SI_TIMER) { /* not ours: leave it for the program */
+            uint64_t v = (uint64_t)(uintptr_t)si.si_value.sival_ptr;
+            if (si.si_code != SI_TIMER && !(si.si_code == SI_QUEUE && (v >> 48) == PE_SIGQ_TAG)) {
+                /* not ours: leave it for the program */
                 syscall(SYS_tgkill, getpid(), pe_gettid(), PE_SAMPLER_SIG);
                 break;
             }
@@ -519,5 +691,6 @@ void
 pe_sampler_after_exec_failed(void)
 {
     pe_cpu_sig_after_exec_failed();
+    pe_peek_after_exec_failed();
     /* the collector's next scan re-arms this thread */
 }

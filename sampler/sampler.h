@@ -48,7 +48,21 @@ int pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out,
  * w is NULL.
  */
 pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
-/* Number of open windows; *delay gets the running delay when > 0. */
+/*
+ * Wall-clock windows, the same way (http/h_threads.c): every application
+ * thread, running or blocked, is signalled every `delay` s of wall time (at
+ * most 16 threads per tick, rotating; each sample then weighs the ticks until
+ * that thread's next turn) and unwound in its own handler.  Sample types
+ * samples/count and wall/nanoseconds, period type wall/nanoseconds, labels
+ * thread, thread_name and state (/proc state just before the signal).  Wall
+ * and CPU sessions run side by side; -EBUSY only against another wall delay.
+ * Returns as pe_sampler_open; close with pe_sampler_close.  Note that the
+ * signal interrupts blocked syscalls: poll, epoll_wait, nanosleep and
+ * sem_timedwait return EINTR in the program (read, accept restart).
+ */
+int pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
+                         double *running_delay) PE_NODISCARD;
+/* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
 int pe_sampler_running(double *delay);
 
 /* On every new application thread, first thing in the pthread_create trampoline. */

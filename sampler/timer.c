@@ -22,6 +22,7 @@
 #include "sampler.h"
 
 int pe_cpu_profiling;
+int pe_cpu_sent;
 
 /* ---- timers --------------------------------------------------------------------- */
 
@@ -75,6 +76,25 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
     }
     *timerid = id;
     return 0;
+}
+
+int
+pe_cpu_sigq_send(pid_t tid, uint64_t v)
+{
+    siginfo_t si;
+    int saved = errno, rc = 0;
+
+    memset(&si, 0, sizeof(si));
+    si.si_signo = PE_SAMPLER_SIG;
+    si.si_code = SI_QUEUE; /* to our own process the kernel keeps it as given */
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = (void *)(uintptr_t)v;
+    __atomic_store_n(&pe_cpu_sent, 1, __ATOMIC_RELAXED);
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, PE_SAMPLER_SIG, &si) < 0)
+        rc = -errno;
+    errno = saved;
+    return rc;
 }
 
 void
@@ -180,8 +200,10 @@ void
 pe_cpu_sig_release(void)
 {
     slock();
-    /* the program installed a handler while we profiled: now it gets it */
-    if (sig_owned && is_handler(&prog_act[prog_cur])) {
+    /* the program installed a handler while we profiled: now it gets it (once
+       no session or stack capture uses the signal any more) */
+    if (sig_owned && is_handler(&prog_act[prog_cur]) &&
+        __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) == 0) {
         real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
         __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
     }

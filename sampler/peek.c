@@ -1,0 +1,215 @@
+/*
+ * peek.c: the PROFEP_PEEK_SIGNAL report (see peek.h).  Owns the peek signal's
+ * disposition while the program leaves it alone, the semaphore the handler
+ * posts, and the "pe-peek" thread that prints the stacks (sampler/stacks.c)
+ * and a CPU profile window (sampler.c) through an fd sink on stderr.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/config.h"
+#include "../preload/guard.h"
+#include "../preload/log.h"
+#include "../preload/real.h"
+#include "../preload/threads.h"
+#include "../proto/profile.h"
+#include "peek.h"
+#include "sampler.h"
+#include "stacks.h"
+
+static int peek_sig;           /* the configured signal, 0 = off (constructor) */
+static sem_t peek_sem;         /* posted by the handler, waited on by the thread */
+static struct sigaction orig;  /* the program's disposition at start-up */
+static int installed;          /* our handler is the kernel's (writer: sigaction paths) */
+static int exec_changed;
+
+/* ---- the handler ------------------------------------------------------------------ */
+
+PE_SIGSAFE static void
+peek_handler(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    sem_post(&peek_sem);
+    errno = saved;
+}
+
+/* ---- the report --------------------------------------------------------------------- */
+
+static void
+peek_run(void)
+{
+    pe_fdsink_t fs;
+    pe_sink_t *out = &fs.sink;
+    pe_stacks_t *s;
+    pe_sampler_win_t *w;
+    double delay = 0.01, running = 0;
+    const char *signame = sigabbrev_np(peek_sig);
+    int rc;
+
+    pe_fdsink_init(&fs, 2);
+    pe_sink_printf(out, "profendpoints: peek (SIG%s, pid %d): every thread's stack\n",
+                   signame ? signame : "?", (int)getpid());
+    if ((rc = pe_stacks_capture(PE_STACKS_TIMEOUT_MS, &s)) == 0) {
+        pe_stacks_write_text(s, out, 2);
+        pe_stacks_free(s);
+    } else {
+        pe_sink_printf(out, "profendpoints: peek: thread stacks unavailable: %s\n",
+                       rc == -EPERM ? "SIGPROF is handled by the program" : strerror(-rc));
+    }
+    pe_sink_printf(out, "profendpoints: peek: CPU profile of %g s\n", pe_cfg.peek_seconds);
+    rc = pe_sampler_open(delay, (int64_t)1e8, &w, &running);
+    if (rc == -EBUSY) /* a CPU profile runs: join it at its rate */
+        rc = pe_sampler_open(running, (int64_t)1e8, &w, &running);
+    if (rc == 0) {
+        pe_text_opts_t opts = {0, 0, 0, 0, -1};
+        struct timespec ts = {(time_t)pe_cfg.peek_seconds,
+                              (long)((pe_cfg.peek_seconds - (time_t)pe_cfg.peek_seconds) * 1e9)};
+        pe_prof_t *p;
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+        p = pe_sampler_close(w);
+        pe_prof_write_text(p, out, &opts);
+        pe_prof_free(p);
+    } else {
+        pe_sink_printf(out, "profendpoints: peek: CPU profile unavailable: %s\n",
+                       rc == -EPERM ? "SIGPROF is handled by the program" : strerror(-rc));
+    }
+    pe_sink_put(out, "profendpoints: peek done\n");
+}
+
+static void *
+peek_main(void *unused)
+{
+    pe_threads_mark_internal();
+    prctl(PR_SET_NAME, "pe-peek", 0, 0, 0);
+    for (;;) {
+        while (sem_wait(&peek_sem) < 0 && errno == EINTR)
+            ;
+        while (sem_trywait(&peek_sem) == 0) /* signals that came meanwhile: one report */
+            ;
+        peek_run();
+        while (sem_trywait(&peek_sem) == 0) /* nor one more for signals during the report */
+            ;
+    }
+    return NULL;
+}
+
+/* ---- module API --------------------------------------------------------------------- */
+
+static int
+is_handler(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
+}
+
+static int
+install(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = peek_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return pe_real.sigaction(peek_sig, &sa, NULL);
+}
+
+int
+pe_peek_init(void)
+{
+    const char *name;
+    pthread_attr_t attr;
+    pthread_t th;
+    sigset_t all, saved;
+    int err;
+
+    if (!pe_cfg.peek_signal)
+        return 0;
+    name = sigabbrev_np(pe_cfg.peek_signal);
+    if (pe_real.sigaction(pe_cfg.peek_signal, NULL, &orig) < 0)
+        return -errno;
+    if (is_handler(&orig)) {
+        pe_log_info("PROFEP_PEEK_SIGNAL=%s: the program handles SIG%s; peek disabled",
+                    name ? name : "?", name ? name : "?");
+        return -EBUSY;
+    }
+    if (sem_init(&peek_sem, 0, 0) < 0)
+        return -errno;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    err = pe_real.pthread_create(&th, &attr, peek_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (err) {
+        pe_log_warn("PROFEP_PEEK_SIGNAL: cannot start the peek thread: %s", strerror(err));
+        return -err;
+    }
+    peek_sig = pe_cfg.peek_signal;
+    if (install() < 0) {
+        err = errno;
+        peek_sig = 0;
+        pe_log_warn("PROFEP_PEEK_SIGNAL: cannot install the handler: %s", strerror(err));
+        return -err;
+    }
+    __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int
+pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old, int *rc)
+{
+    struct sigaction prev;
+
+    if (!peek_sig || signum != peek_sig)
+        return 0;
+    *rc = pe_real.sigaction(signum, act, old ? &prev : NULL);
+    if (*rc < 0)
+        return 1;
+    if (old) {
+        /* the program sees what it would have without us */
+        *old = (!(prev.sa_flags & SA_SIGINFO) || prev.sa_sigaction != peek_handler) ? prev : orig;
+    }
+    if (act && __atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL)) {
+        const char *name = sigabbrev_np(signum);
+        pe_log_info("the program set its own SIG%s disposition: PROFEP_PEEK_SIGNAL peek disabled",
+                    name ? name : "?");
+    }
+    return 1;
+}
+
+void
+pe_peek_before_exec(void)
+{
+    /* exec resets a handled signal to SIG_DFL, but the program's SIG_IGN must survive */
+    if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && orig.sa_handler == SIG_IGN &&
+        !(orig.sa_flags & SA_SIGINFO)) {
+        pe_real.sigaction(peek_sig, &orig, NULL);
+        exec_changed = 1;
+    }
+}
+
+void
+pe_peek_after_exec_failed(void)
+{
+    if (exec_changed) {
+        install();
+        exec_changed = 0;
+    }
+}
+
+void
+pe_peek_atfork_child(void)
+{
+    /* the peek thread did not survive: the child is dormant, its signal the program's */
+    if (__atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL))
+        pe_real.sigaction(peek_sig, &orig, NULL);
+}

@@ -1,0 +1,552 @@
+/*
+ * stacks.c: on-demand capture of every application thread's stack, and the
+ * threadcreate profile.  Owns the capture slot table (one mmap, made at the
+ * first capture) shared with the SIGPROF handler, the capture lock, and the
+ * text forms (Go's debug=1 and debug=2).  The signal is taken through timer.c
+ * exactly as a CPU profile takes it; names come from the proto/ model.
+ *
+ * Slot protocol (one slot per signalled thread; writer of each field named):
+ *
+ *   requester:  state = FREE; tid, gen = ...; state = PENDING (release); signal
+ *   handler:    CAS PENDING -> FILLING; re-check tid/gen (else back to PENDING);
+ *               unwind into pcs; state = DONE (release)
+ *   requester:  after the bound, CAS PENDING -> ABANDONED (a late signal then
+ *               finds no PENDING slot and does nothing); a slot still FILLING
+ *               is waited on briefly and otherwise left out of later batches
+ *               until its handler finishes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/guard.h"
+#include "../preload/threads.h"
+#include "cpu.h"
+#include "stacks.h"
+#include "unwind.h"
+
+#define CAP_SLOTS PE_THREADS_MAX
+#define FILLING_GRACE_NS (50 * 1000000LL)
+
+enum { S_FREE = 0, S_PENDING, S_FILLING, S_DONE, S_ABANDONED };
+
+typedef struct cap_slot_s {
+    pid_t tid;    /* requester */
+    uint32_t gen; /* requester */
+    int state;    /* S_*: see the protocol above */
+    int nframes;  /* handler */
+    uintptr_t pcs[PE_RING_FRAMES];
+} cap_slot_t;
+
+static cap_slot_t *cap; /* CAP_SLOTS of them (writer: first capture, under cap_lock) */
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t cap_gen; /* under cap_lock */
+static int cap_cursor;   /* next slot to try (under cap_lock) */
+
+/* ---- the handler's half ---------------------------------------------------------- */
+
+PE_SIGSAFE void
+pe_stacks_sig_capture(uint64_t v, void *uc)
+{
+    cap_slot_t *c = __atomic_load_n(&cap, __ATOMIC_ACQUIRE), *s;
+    uint32_t idx = (uint32_t)(v & 0xffffffu), gen = (uint32_t)(v >> 24) & 0xfffffu;
+    pid_t self = pe_gettid();
+    int expected = S_PENDING;
+
+    if (!c || idx >= CAP_SLOTS)
+        return;
+    s = &c[idx];
+    if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != self ||
+        __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen)
+        return;
+    if (!__atomic_compare_exchange_n(&s->state, &expected, S_FILLING, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != self ||
+        __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen) {
+        __atomic_store_n(&s->state, S_PENDING, __ATOMIC_RELEASE); /* another batch's slot */
+        return;
+    }
+    s->nframes = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+    __atomic_store_n(&s->state, S_DONE, __ATOMIC_RELEASE);
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int64_t
+now_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+sleep_ns(int64_t ns)
+{
+    struct timespec ts = {ns / 1000000000, ns % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
+/* A free slot index (not FILLING, not PENDING), or -1. */
+static int
+slot_take(void)
+{
+    for (int i = 0; i < CAP_SLOTS; i++) {
+        int j = (cap_cursor + i) % CAP_SLOTS;
+        int st = __atomic_load_n(&cap[j].state, __ATOMIC_ACQUIRE);
+        if (st != S_FILLING && st != S_PENDING) {
+            cap_cursor = (j + 1) % CAP_SLOTS;
+            return j;
+        }
+    }
+    return -1;
+}
+
+static int
+thread_alive(pid_t tid)
+{
+    char path[48];
+    snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+    return access(path, F_OK) == 0;
+}
+
+/* Why a live thread did not answer: it blocks the signal, or is stopped, or we cannot tell. */
+static const char *
+why_silent(pid_t tid)
+{
+    char path[64], buf[2048], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            if ((p = strstr(buf, "\nSigBlk:\t"))) {
+                unsigned long long blk = strtoull(p + 9, NULL, 16);
+                if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
+                    return "it blocks SIGPROF";
+            }
+        }
+    }
+    if (!strcmp(pe_threads_state(tid), "stopped") || !strcmp(pe_threads_state(tid), "tracing-stop"))
+        return "it is stopped";
+    return "no answer";
+}
+
+/* Application threads from /proc/self/task, the caller and ours left out. */
+static int
+list_threads(pid_t *tids, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    pid_t self = pe_gettid();
+    int n = 0;
+
+    if (!d)
+        return -errno;
+    while (n < max && (e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid > 0 && tid != self && !pe_threads_is_internal(tid))
+            tids[n++] = tid;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- capture -------------------------------------------------------------------- */
+
+int
+pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
+{
+    pe_stacks_t *r;
+    pid_t *tids;
+    int *slot, n, i, rc, pending;
+    int64_t t0, deadline, resend;
+    uint32_t gen;
+
+    *out = NULL;
+    r = calloc(1, sizeof(*r));
+    tids = malloc(CAP_SLOTS * sizeof(*tids));
+    slot = malloc(CAP_SLOTS * sizeof(*slot));
+    if (!r || !tids || !slot) {
+        rc = -ENOMEM;
+        goto err_free;
+    }
+    pthread_mutex_lock(&cap_lock);
+    if (!cap) {
+        void *m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            rc = -ENOMEM;
+            goto err_unlock;
+        }
+        __atomic_store_n(&cap, (cap_slot_t *)m, __ATOMIC_RELEASE);
+    }
+    if ((rc = pe_cpu_sig_acquire()) < 0)
+        goto err_unlock;
+    __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    if (++cap_gen > 0xfffffu)
+        cap_gen = 1;
+    gen = cap_gen;
+
+    n = list_threads(tids, CAP_SLOTS);
+    if (n < 0)
+        n = 0;
+    r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
+    if (!r->v) {
+        rc = -ENOMEM;
+        goto err_release;
+    }
+    r->time_nanos = now_ns(CLOCK_REALTIME);
+    t0 = now_ns(CLOCK_MONOTONIC);
+    for (i = 0; i < n; i++) {
+        pe_stack_t *st = &r->v[i];
+        cap_slot_t *s;
+        int j = slot_take();
+
+        st->tid = tids[i];
+        pe_threads_name(st->tid, st->name, sizeof(st->name));
+        st->state = pe_threads_state(st->tid); /* before the signal wakes it */
+        slot[i] = j;
+        if (j < 0) {
+            st->why = "no capture slot free";
+            continue;
+        }
+        s = &cap[j];
+        __atomic_store_n(&s->state, S_FREE, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->tid, st->tid, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);
+        s->nframes = 0;
+        __atomic_store_n(&s->state, S_PENDING, __ATOMIC_RELEASE);
+        if (pe_cpu_sigq_send(st->tid, PE_SIGQ_CAP(gen, j)) == -ESRCH) {
+            /* exited meanwhile */
+            __atomic_store_n(&s->state, S_ABANDONED, __ATOMIC_RELEASE);
+            slot[i] = -2;
+        }
+    }
+
+    /* Wait for the answers; send again to the silent now and then (a SIGPROF
+       already pending on a thread, e.g. a CPU timer's, swallows ours). */
+    deadline = t0 + (int64_t)timeout_ms * 1000000;
+    resend = t0 + 10 * 1000000;
+    for (;;) {
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        pending = 0;
+        for (i = 0; i < n; i++)
+            if (slot[i] >= 0 && __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_DONE)
+                pending++;
+        if (!pending || now >= deadline)
+            break;
+        if (now >= resend) {
+            for (i = 0; i < n; i++)
+                if (slot[i] >= 0 &&
+                    __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) == S_PENDING)
+                    (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
+            resend = now + 4 * (resend - t0 > 10 * 1000000 ? resend - t0 : 10 * 1000000);
+        }
+        if (now - t0 < 2 * 1000000)
+            sched_yield();
+        else
+            sleep_ns(1000000);
+    }
+
+    /* Collect; close the silent slots. */
+    for (i = 0; i < n; i++) {
+        pe_stack_t *st = &r->v[i];
+        cap_slot_t *s;
+        int expected = S_PENDING;
+
+        if (slot[i] == -2)
+            continue;
+        if (slot[i] < 0)
+            goto silent;
+        s = &cap[slot[i]];
+        if (__atomic_compare_exchange_n(&s->state, &expected, S_ABANDONED, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            goto silent;
+        if (expected == S_FILLING) { /* its handler is unwinding right now */
+            int64_t until = now_ns(CLOCK_MONOTONIC) + FILLING_GRACE_NS;
+            while (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == S_FILLING &&
+                   now_ns(CLOCK_MONOTONIC) < until)
+                sched_yield();
+        }
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != S_DONE)
+            goto silent;
+        st->nframes = s->nframes > PE_MAX_FRAMES ? PE_MAX_FRAMES : s->nframes;
+        memcpy(st->pcs, s->pcs, (size_t)st->nframes * sizeof(st->pcs[0]));
+        st->answered = st->nframes > 0;
+        if (st->answered)
+            continue;
+    silent:
+        if (!thread_alive(st->tid)) {
+            slot[i] = -2; /* it exited: not a thread any more */
+            continue;
+        }
+        if (!st->why)
+            st->why = why_silent(st->tid);
+    }
+    r->wait_ns = now_ns(CLOCK_MONOTONIC) - t0;
+    __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    pe_cpu_sig_release();
+    pthread_mutex_unlock(&cap_lock);
+
+    /* compact: exited threads out */
+    for (i = 0; i < n; i++) {
+        if (slot[i] == -2)
+            continue;
+        r->v[r->n] = r->v[i];
+        if (!r->v[r->n].answered)
+            r->noanswer++;
+        r->n++;
+    }
+    free(tids);
+    free(slot);
+    *out = r;
+    return 0;
+
+err_release:
+    __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    pe_cpu_sig_release();
+err_unlock:
+    pthread_mutex_unlock(&cap_lock);
+err_free:
+    if (r)
+        free(r->v);
+    free(r);
+    free(tids);
+    free(slot);
+    return rc;
+}
+
+void
+pe_stacks_free(pe_stacks_t *s)
+{
+    if (!s)
+        return;
+    free(s->v);
+    free(s);
+}
+
+void
+pe_stacks_atfork_child(void)
+{
+    pthread_mutex_init(&cap_lock, NULL);
+}
+
+/* ---- profiles ------------------------------------------------------------------- */
+
+/* Add one thread to p: labels thread_name and state, plus `thread` when with_tid. */
+static int
+add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
+{
+    pe_prof_label_t l[3];
+    int64_t one = 1;
+    int nl = 0;
+
+    memset(l, 0, sizeof(l));
+    if (with_tid) {
+        l[nl].key = "thread";
+        l[nl++].num = st->tid;
+    }
+    l[nl].key = "thread_name";
+    l[nl++].str = st->name;
+    l[nl].key = "state";
+    l[nl++].str = st->state;
+    if (!st->answered)
+        return pe_prof_add_named(p, "[no answer]", &one, l, nl);
+    return pe_prof_add(p, st->pcs, st->nframes, 1, &one, l, nl);
+}
+
+static pe_prof_t *
+stacks_prof(const pe_stacks_t *s, int with_tid)
+{
+    pe_prof_vt_t t = {"goroutine", "count"};
+    pe_prof_t *p = pe_prof_new(&t, 1, &t, 1);
+
+    if (!p)
+        return NULL;
+    for (int i = 0; i < s->n; i++) {
+        if (add_thread(p, &s->v[i], with_tid) < 0) {
+            pe_prof_free(p);
+            return NULL;
+        }
+    }
+    pe_prof_set_time(p, s->time_nanos, s->wait_ns);
+    pe_prof_comment(p, "threads: %d, %d without answer within the bound (captured in %.1f ms)",
+                    s->n, s->noanswer, (double)s->wait_ns / 1e6);
+    return p;
+}
+
+pe_prof_t *
+pe_stacks_profile(const pe_stacks_t *s)
+{
+    return stacks_prof(s, 0);
+}
+
+pe_prof_t *
+pe_stacks_threadcreate(void)
+{
+    pe_prof_vt_t t = {"threadcreate", "count"};
+    pe_thread_info_t *v = malloc(PE_THREADS_MAX * sizeof(*v));
+    pe_prof_t *p = pe_prof_new(&t, 1, &t, 1);
+    int n, i, rc = 0;
+    int64_t one = 1;
+
+    if (!v || !p)
+        goto err;
+    n = pe_threads_list(v, PE_THREADS_MAX);
+    for (i = 0; i < n && rc == 0; i++) {
+        if (v[i].ncreate > 0)
+            rc = pe_prof_add(p, v[i].create_pcs, v[i].ncreate, 0, &one, NULL, 0);
+        else
+            rc = pe_prof_add_named(p,
+                                   v[i].tid == getpid() ? "[main thread]"
+                                                        : "[not created through pthread_create]",
+                                   &one, NULL, 0);
+    }
+    if (rc < 0)
+        goto err;
+    free(v);
+    pe_prof_comment(p, "threads: %d live, registered by the pthread_create interposer", n);
+    return p;
+err:
+    free(v);
+    pe_prof_free(p);
+    return NULL;
+}
+
+/* ---- text ----------------------------------------------------------------------- */
+
+static void
+put_frames(pe_sink_t *out, const pe_prof_sample_t *sm)
+{
+    for (int f = 0; f < sm->nframes; f++) {
+        const pe_prof_frame_t *fr = sm->frames[f];
+        pe_sink_printf(out, "#\t%#llx\t%s", (unsigned long long)fr->addr, fr->name);
+        if (fr->offset)
+            pe_sink_printf(out, "+%#llx", (unsigned long long)fr->offset);
+        pe_sink_printf(out, "\t%s\n", fr->file ? fr->file : "");
+    }
+}
+
+static const pe_prof_label_t *
+label(const pe_prof_sample_t *sm, const char *key)
+{
+    for (int i = 0; i < sm->nlabels; i++)
+        if (!strcmp(sm->labels[i].key, key))
+            return &sm->labels[i];
+    return NULL;
+}
+
+static pe_prof_t *sort_prof; /* qsort has no context argument; under the caller's use only */
+
+static int
+by_count(const void *a, const void *b)
+{
+    pe_prof_sample_t x, y;
+    pe_prof_sample(sort_prof, *(const int *)a, &x);
+    pe_prof_sample(sort_prof, *(const int *)b, &y);
+    if (x.values[0] != y.values[0])
+        return x.values[0] > y.values[0] ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+int
+pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
+{
+    static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+    int n, *idx, rc;
+    int64_t total = 0;
+
+    if ((rc = pe_prof_resolve(p, 0)) < 0)
+        return rc;
+    n = pe_prof_nsamples(p);
+    idx = malloc((n ? (size_t)n : 1) * sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        pe_prof_sample_t sm;
+        pe_prof_sample(p, i, &sm);
+        total += sm.values[0];
+        idx[i] = i;
+    }
+    pthread_mutex_lock(&sort_lock);
+    sort_prof = p;
+    qsort(idx, (size_t)n, sizeof(*idx), by_count);
+    pthread_mutex_unlock(&sort_lock);
+    pe_sink_printf(out, "%s profile: total %lld\n", title, (long long)total);
+    for (int i = 0; i < n; i++) {
+        pe_prof_sample_t sm;
+        pe_prof_sample(p, idx[i], &sm);
+        pe_sink_printf(out, "%lld @", (long long)sm.values[0]);
+        for (int f = 0; f < sm.nframes; f++)
+            pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
+        pe_sink_put(out, "\n");
+        put_frames(out, &sm);
+        pe_sink_put(out, "\n");
+    }
+    free(idx);
+    return out->err;
+}
+
+int
+pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
+{
+    pe_prof_t *p;
+    int rc, i;
+
+    if (debug <= 1) {
+        if (!(p = stacks_prof(s, 0)))
+            return -ENOMEM;
+        rc = pe_stacks_write_grouped(p, out, "goroutine"); /* Go's header, for scrapers */
+        pe_prof_free(p);
+        return rc;
+    }
+    if (!(p = stacks_prof(s, 1)))
+        return -ENOMEM;
+    if ((rc = pe_prof_resolve(p, 0)) < 0)
+        goto out;
+    pe_sink_printf(out, "threads: %d (pid %d), %d without answer; captured in %.1f ms\n\n", s->n,
+                   (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6);
+    /* one sample per thread, in capture order (the tid label keeps them apart) */
+    for (i = 0; i < pe_prof_nsamples(p); i++) {
+        pe_prof_sample_t sm;
+        const pe_prof_label_t *tid, *name, *state;
+        const pe_stack_t *st = NULL;
+
+        pe_prof_sample(p, i, &sm);
+        tid = label(&sm, "thread");
+        name = label(&sm, "thread_name");
+        state = label(&sm, "state");
+        for (int k = 0; tid && k < s->n; k++)
+            if (s->v[k].tid == tid->num)
+                st = &s->v[k];
+        pe_sink_printf(out, "thread %lld \"%s\" [%s]:", tid ? (long long)tid->num : -1LL,
+                       name && name->str ? name->str : "?",
+                       state && state->str ? state->str : "unknown");
+        if (st && !st->answered) {
+            pe_sink_printf(out, " no answer within the bound (%s)\n\n", st->why ? st->why : "?");
+            continue;
+        }
+        pe_sink_put(out, "\n");
+        put_frames(out, &sm);
+        pe_sink_put(out, "\n");
+    }
+    rc = out->err;
+out:
+    pe_prof_free(p);
+    return rc;
+}

@@ -1,0 +1,88 @@
+/*
+ * stacks.h: every application thread's stack now (/debug/pprof/goroutine,
+ * /task_backtraces, the peek signal), and the stacks that created the live
+ * threads (/debug/pprof/threadcreate).
+ *
+ * A capture signals each thread with PE_SAMPLER_SIG (rt_tgsigqueueinfo from
+ * our thread, a PE_SIGQ_CAPTURE value naming a slot written before the
+ * signal); the thread's own handler unwinds into that slot and publishes it.
+ * The requester waits a bounded time; threads that do not answer (stopped,
+ * blocking the signal, exiting) are reported as such, never waited on.
+ * Threads blocked in syscalls answer too: the signal interrupts them once
+ * (read/accept restart under SA_RESTART; poll, epoll_wait, nanosleep and
+ * sem_timedwait return EINTR in the program).  The library's own threads are
+ * never signalled.
+ *
+ * Signal-safe: no (the handler's half, pe_stacks_sig_capture, is in cpu.h).
+ */
+#ifndef PE_STACKS_H
+#define PE_STACKS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../preload/pe.h"
+#include "../proto/profile.h"
+#include "../proto/sink.h"
+
+/* Default bound on the wait for one capture (all threads together). */
+#define PE_STACKS_TIMEOUT_MS 200
+
+typedef struct pe_stack_s {
+    pid_t tid;
+    int answered;      /* 1: pcs hold the stack; 0: no answer within the bound */
+    int nframes;       /* pcs[0] is the interrupted PC (exact), then return addresses */
+    char name[32];     /* /proc comm */
+    const char *state; /* /proc state before the signal: "running", "sleeping", ... */
+    const char *why;   /* when !answered: a short reason */
+    uintptr_t pcs[PE_MAX_FRAMES];
+} pe_stack_t;
+
+typedef struct pe_stacks_s {
+    int n;              /* threads in v */
+    int noanswer;       /* of them, without answer */
+    int64_t time_nanos; /* CLOCK_REALTIME at the capture */
+    int64_t wait_ns;    /* how long the capture took */
+    pe_stack_t *v;
+} pe_stacks_t;
+
+/*
+ * Capture every application thread's stack, waiting at most timeout_ms for
+ * answers.  One capture runs at a time (a second caller waits for the first).
+ * Returns 0 and *out (free with pe_stacks_free), or
+ *   -EPERM   the program handles SIGPROF itself (503);
+ *   -ENOMEM.
+ * Library threads only (HTTP workers, the peek thread).
+ */
+int pe_stacks_capture(int timeout_ms, pe_stacks_t **out) PE_NODISCARD;
+void pe_stacks_free(pe_stacks_t *s);
+
+/*
+ * The capture as a profile: sample type goroutine/count, labels thread_name
+ * and state (no tid, so that threads with equal stacks merge, as Go's
+ * goroutine profile does); unanswered threads are one "[no answer]" frame.
+ * Free with pe_prof_free; NULL on ENOMEM.
+ */
+pe_prof_t *pe_stacks_profile(const pe_stacks_t *s);
+
+/*
+ * Text forms.  debug=1: Go's grouped form ("N @ 0x... " then one "#\taddr\t
+ * name+off\tfile" line per frame, largest groups first).  debug=2: one block
+ * per thread: `thread TID "NAME" [STATE]:` then its frames.  Returns 0 or the
+ * sink's first error / -ENOMEM.
+ */
+int pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug);
+
+/*
+ * /debug/pprof/threadcreate: the creation stacks of the live threads made
+ * through pthread_create (threadcreate/count); the main thread and threads
+ * made otherwise have a one-frame pseudo-stack.  NULL on ENOMEM.
+ */
+pe_prof_t *pe_stacks_threadcreate(void);
+/* Go's debug=1 text of any count profile (its first sample type), with `title`. */
+int pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title);
+
+/* Fork child: no capture is in flight any more. */
+void pe_stacks_atfork_child(void);
+
+#endif /* PE_STACKS_H */
