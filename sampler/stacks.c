@@ -493,7 +493,8 @@ pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
         pe_prof_sample(p, idx[i], &sm);
         pe_sink_printf(out, "%lld @", (long long)sm.values[0]);
         for (int f = 0; f < sm.nframes; f++)
-            pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
+            if (sm.frames[f]->addr) /* pseudo-frames ("[no answer]") have none */
+                pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
         pe_sink_put(out, "\n");
         put_frames(out, &sm);
         pe_sink_put(out, "\n");

@@ -8,9 +8,14 @@
  * addresses of the park_* functions ("park_busy 0x...") and "ready".
  * Usage: p_parked [SECONDS]  (default: run until killed; with SECONDS, stop
  * after that long and print "eintr N" and "spins N", exit 0).
+ * P_PARKED_BLOCK=1 adds p-blocked (park_blocked: SIGPROF blocked, sleeping);
+ * P_PARKED_USR1=1 makes main install its own SIGUSR1 handler, print what
+ * sigaction said was there before ("usr1 old default" when SIG_DFL), and
+ * print "usr1 handled N" at the end.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,6 +26,24 @@ static int pipefd[2];
 static volatile unsigned long spins;
 static volatile int stop;
 static unsigned long eintr;
+static volatile int usr1;
+
+static void
+on_usr1(int sig)
+{
+    usr1++;
+}
+
+__attribute__((noinline)) static void
+park_blocked(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    while (!stop)
+        usleep(100000);
+}
 
 __attribute__((noinline)) static void
 park_mutex(void)
@@ -64,7 +87,7 @@ run(void *fn)
     return NULL;
 }
 
-static pthread_t th[4];
+static pthread_t th[5];
 
 __attribute__((noinline)) static void
 spawn_all(void)
@@ -76,6 +99,11 @@ spawn_all(void)
         if (pthread_create(&th[i], NULL, run, (void *)fns[i]) != 0)
             exit(2);
         pthread_setname_np(th[i], names[i]);
+    }
+    if (getenv("P_PARKED_BLOCK")) {
+        if (pthread_create(&th[4], NULL, run, (void *)park_blocked) != 0)
+            exit(2);
+        pthread_setname_np(th[4], "p-blocked");
     }
 }
 
@@ -101,13 +129,20 @@ main(int argc, char **argv)
     if (pipe(pipefd) < 0)
         return 2;
     pthread_mutex_lock(&held);
+    if (getenv("P_PARKED_USR1")) {
+        struct sigaction sa = {0}, old;
+        sa.sa_handler = on_usr1;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGUSR1, &sa, &old);
+        printf("usr1 old %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
+    }
     spawn_all();
     printf("park_mutex %p\npark_sleep %p\npark_read %p\npark_busy %p\nmain_wait %p\nready\n",
            (void *)park_mutex, (void *)park_sleep, (void *)park_read, (void *)park_busy,
            (void *)main_wait);
     fflush(stdout);
     main_wait(seconds);
-    printf("eintr %lu\nspins %lu\n", eintr, spins);
+    printf("eintr %lu\nspins %lu\nusr1 handled %d\n", eintr, spins, usr1);
     fflush(stdout);
     return 0;
 }
