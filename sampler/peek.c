@@ -67,7 +67,7 @@ peek_run(void)
     if (rc == -EBUSY) /* a CPU profile runs: join it at its rate */
         rc = pe_sampler_open(running, (int64_t)1e8, &w, &running);
     if (rc == 0) {
-        pe_text_opts_t opts = {0, 0, 0, 0, -1};
+        pe_text_opts_t opts = {0, 0, 0, 0, 0}; /* counts, as Julia's peek */
         struct timespec ts = {(time_t)pe_cfg.peek_seconds,
                               (long)((pe_cfg.peek_seconds - (time_t)pe_cfg.peek_seconds) * 1e9)};
         pe_prof_t *p;
