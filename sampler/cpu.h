@@ -77,6 +77,12 @@ PE_SIGSAFE void pe_cpu_handler(int sig, siginfo_t *si, void *uc);
 
 /* The handler's half of a stack capture: value v (PE_SIGQ_CAPTURE) names a slot. */
 PE_SIGSAFE void pe_stacks_sig_capture(uint64_t v, void *uc);
+/*
+ * Wait up to timeout_ms until no application thread has the signal pending
+ * (and unblocked), so that the program never receives one of ours after we
+ * hand the signal back.  Threads that block it are not waited for.
+ */
+void pe_cpu_sig_quiesce(int timeout_ms);
 
 /* ---- timer.c ------------------------------------------------------------------ */
 

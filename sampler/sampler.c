@@ -555,6 +555,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     pthread_mutex_unlock(&wlock);
     nkind[kind]--;
     if (--nwin == 0) {
+        pe_cpu_sig_quiesce(100); /* a tick or timer signal still on its way */
         __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         pe_cpu_sig_release();
     }

@@ -146,6 +146,51 @@ why_silent(pid_t tid)
     return "no answer";
 }
 
+/* SigPnd/SigBlk of tid have the signal: 1 pending and deliverable, 0 not, -1 unknown. */
+static int
+pending_deliverable(pid_t tid)
+{
+    char path[64], buf[2048], *p, *q;
+    unsigned long long bit = 1ull << (PE_SAMPLER_SIG - 1);
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    if (!(p = strstr(buf, "\nSigPnd:\t")) || !(q = strstr(buf, "\nSigBlk:\t")))
+        return -1;
+    return (strtoull(p + 9, NULL, 16) & bit) && !(strtoull(q + 9, NULL, 16) & bit);
+}
+
+void
+pe_cpu_sig_quiesce(int timeout_ms)
+{
+    int64_t until = now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
+    DIR *d;
+    struct dirent *e;
+    int busy;
+
+    do {
+        busy = 0;
+        if (!(d = opendir("/proc/self/task")))
+            return;
+        while (!busy && (e = readdir(d))) {
+            pid_t tid = (pid_t)atoi(e->d_name);
+            if (tid > 0 && !pe_threads_is_internal(tid) && pending_deliverable(tid) == 1)
+                busy = 1;
+        }
+        closedir(d);
+        if (busy)
+            sleep_ns(1000000);
+    } while (busy && now_ns(CLOCK_MONOTONIC) < until);
+}
+
 /* Application threads from /proc/self/task, the caller and ours left out. */
 static int
 list_threads(pid_t *tids, int max)
@@ -299,6 +344,7 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
             st->why = why_silent(st->tid);
     }
     r->wait_ns = now_ns(CLOCK_MONOTONIC) - t0;
+    pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
     __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
     pe_cpu_sig_release();
     pthread_mutex_unlock(&cap_lock);
