@@ -9,6 +9,7 @@
  * usage: p_heap_split [TOTAL [LAST [WAIT]]]
  * stdout: site_a_bytes N, site_b_bytes N, live_a_bytes N, live_b_bytes N, ready
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +111,9 @@ main(int argc, char **argv)
            (unsigned long long)a, (unsigned long long)b, (unsigned long long)live[0],
            (unsigned long long)live[1]);
     fflush(stdout);
-    /* Wait for the test (stdin closed or readable ends the wait). */
-    poll(&pfd, 1, wait_s * 1000);
+    /* Wait for the test (stdin closed or readable ends the wait).  Thread-stack and
+       wall-clock requests interrupt poll (EINTR, README): wait again, as programs should. */
+    while (poll(&pfd, 1, wait_s * 1000) < 0 && errno == EINTR)
+        ;
     return 0;
 }
