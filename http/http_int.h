@@ -55,6 +55,8 @@ int pe_http_h_allocs_profile_start(pe_req_t *r);
 int pe_http_h_allocs_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_heap(pe_req_t *r);
 int pe_http_h_pprof_allocs(pe_req_t *r);
+/* h_snapshot.c */
+int pe_http_h_heap_snapshot(pe_req_t *r);
 /* h_mutex.c */
 int pe_http_h_pprof_mutex(pe_req_t *r);
 int pe_http_h_pprof_block(pe_req_t *r);

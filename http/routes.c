@@ -26,7 +26,7 @@ const pe_route_t pe_routes[] = {
     {"/allocs_profile", pe_http_h_allocs_profile, GH, "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5"},
     {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations (sample_rate)", ""},
     {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH, "stop and return the allocation profile", ""},
-    {"/heap_snapshot", pe_http_h_unavailable, GH, "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
+    {"/heap_snapshot", pe_http_h_heap_snapshot, GH, "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
     {"/debug/pprof/profile", pe_http_h_pprof_profile, GH, "CPU profile for `seconds` s (go tool pprof)", "?seconds=5"},
     {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default; seconds, debug=1)", ""},
     {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH, "sampled allocations since start (alloc_space default; seconds, debug=1)", ""},
