@@ -23,10 +23,10 @@
 #include "sampler.h"
 #include "stacks.h"
 
-static int peek_sig;           /* the configured signal, 0 = off (constructor) */
-static sem_t peek_sem;         /* posted by the handler, waited on by the thread */
-static struct sigaction orig;  /* the program's disposition at start-up */
-static int installed;          /* our handler is the kernel's (writer: sigaction paths) */
+static int peek_sig;          /* the configured signal, 0 = off (constructor) */
+static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
+static struct sigaction orig; /* the program's disposition at start-up */
+static int installed;         /* our handler is the kernel's (writer: sigaction paths) */
 static int exec_changed;
 
 /* ---- the handler ------------------------------------------------------------------ */

@@ -52,7 +52,7 @@ enum { K_CPU = 0, K_WALL = 1 };
 
 struct pe_sampler_win_s {
     struct pe_sampler_win_s *next;
-    int kind;                 /* K_CPU or K_WALL */
+    int kind; /* K_CPU or K_WALL */
     pe_prof_t *prof;
     int64_t nmax, nused;      /* frame budget (n) and frames kept */
     uint64_t samples, weight; /* signals and signals+overruns kept */
@@ -73,8 +73,8 @@ static int64_t period_ns;         /* of the running CPU session (writer: open, u
 static int64_t wall_period_ns;    /* of the running wall session (idem) */
 static uint64_t session_gen;
 static uint32_t wall_gen_next;
-static int want_scan;             /* writer: open (a CPU session began); reader: collector */
-static uint64_t wall_ticks;       /* ticks sent (collector), read by close */
+static int want_scan;       /* writer: open (a CPU session began); reader: collector */
+static uint64_t wall_ticks; /* ticks sent (collector), read by close */
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -245,9 +245,9 @@ thread_name(pid_t tid)
 }
 
 /* /proc state letters as wall-clock label values; code 0 is "unknown". */
-static const char *const state_names[] = {"unknown", "running",      "sleeping", "disk-sleep",
-                                          "stopped", "tracing-stop", "zombie",   "dead",
-                                          "idle"};
+static const char *const state_names[] = {"unknown",    "running", "sleeping",
+                                          "disk-sleep", "stopped", "tracing-stop",
+                                          "zombie",     "dead",    "idle"};
 
 static unsigned
 state_code(pid_t tid)
@@ -406,8 +406,7 @@ pe_sampler_init(void)
  * cookie, timers on the next scan; wall: a new generation, ticks at once).
  */
 static int
-win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out,
-         double *running_delay)
+win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
 {
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
     pe_sampler_win_t *w;

@@ -458,10 +458,9 @@ pe_stacks_threadcreate(void)
         if (v[i].ncreate > 0)
             rc = pe_prof_add(p, v[i].create_pcs, v[i].ncreate, 0, &one, NULL, 0);
         else
-            rc = pe_prof_add_named(p,
-                                   v[i].tid == getpid() ? "[main thread]"
-                                                        : "[not created through pthread_create]",
-                                   &one, NULL, 0);
+            rc = pe_prof_add_named(
+                p, v[i].tid == getpid() ? "[main thread]" : "[not created through pthread_create]",
+                &one, NULL, 0);
     }
     if (rc < 0)
         goto err;

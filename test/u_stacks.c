@@ -112,7 +112,8 @@ sum_fn(pe_prof_t *p, const char *fn, const char *key, const char *val)
         for (int f = 0; f < sm.nframes; f++)
             has |= !strcmp(sm.frames[f]->name, fn);
         for (int l = 0; key && l < sm.nlabels; l++)
-            if (!strcmp(sm.labels[l].key, key) && sm.labels[l].str && !strcmp(sm.labels[l].str, val))
+            if (!strcmp(sm.labels[l].key, key) && sm.labels[l].str &&
+                !strcmp(sm.labels[l].str, val))
                 lab = 1;
         if (has && lab)
             sum += sm.values[0];
