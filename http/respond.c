@@ -253,7 +253,9 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
         topts.by_thread = group == 1;
         topts.mincount = (int64_t)mincount;
         topts.maxdepth = (int)maxdepth;
-        topts.value_index = vi;
+        /* Julia's Profile.print counts samples: CPU and wall reports show the
+           sample count unless sample_index asks for another type. */
+        topts.value_index = vi >= 0 ? vi : pe_prof_type_index(p, "samples");
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
         /* a client that left stops only itself */
         return profile_end(r, &resp, pe_prof_write_text(p, &resp.sink, &topts));
