@@ -147,7 +147,13 @@ xml_ok() { python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[
 pe_get '/debug/pprof/heap?format=svg&sample_index=alloc_objects' -o $T/heap2.svg
 check "heap svg: sample_index=alloc_objects" grep -q 'alloc_objects (count)' $T/heap2.svg
 
-# Every profile endpoint that is built answers folded, svg and text.
+exec 3>&-
+wait $PE_PID; PE_PID=
+
+# Every profile endpoint that is built answers folded, svg and text.  (p_parked
+# because the every-thread endpoints interrupt sleeping system calls.)
+PE_ENV="PROFEP_STAGE_DIR=$T" pe_start $P/p_parked || exit 1
+PE_ENV=
 for ep in '/debug/pprof/heap' '/debug/pprof/allocs' '/allocs_profile?duration=0.5' \
     '/profile_wall?duration=0.5' '/debug/pprof/goroutine?debug=0' '/debug/pprof/threadcreate' \
     '/debug/pprof/mutex' '/debug/pprof/block'; do
@@ -161,9 +167,33 @@ for ep in '/debug/pprof/heap' '/debug/pprof/allocs' '/allocs_profile?duration=0.
     st=$(fetch_to "$ep${sep}format=svg" $T/ep.svg)
     check "$ep format=svg: 200 and well-formed" bash -c "[ $st = 200 ] && python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' $T/ep.svg"
     check "$ep format=text: 200" [ "$(pe_status "$ep${sep}format=text")" = 200 ]
+    case $ep in /profile_wall* | /debug/pprof/goroutine*)
+        check "$ep folded: the parked threads' stacks" grep -q ';park_sleep' $T/ep.folded ;;
+    esac
 done
-exec 3>&-
-wait $PE_PID; PE_PID=
+# /debug_engine follows the route table to the every-thread endpoints once they are built.
+for ty in wall_profile task_backtraces; do
+    out=$(post "{\"profile_type\": \"$ty\", \"duration\": 0.5}")
+    f=$(head -1 <<<"$out")
+    if [ "$(tail -1 <<<"$out")" = 503 ]; then
+        echo "  (debug_engine $ty: 503, not built here)"
+        continue
+    fi
+    check "debug_engine $ty: 200 and a file ($f)" \
+        bash -c "[ '$(tail -1 <<<"$out")' = 200 ] && [ -s '$f' ]"
+    case $f in
+    *.txt) check "debug_engine $ty: the stacks as text" grep -q park_sleep "$f" ;;
+    *) check "debug_engine $ty: a pprof naming park_sleep" \
+        bash -c "go tool pprof -top '$f' 2>/dev/null | grep -q park_sleep" ;;
+    esac
+    rm -f "$f"
+done
+if [ "$(pe_status /task_backtraces)" = 200 ]; then
+    (pf=$PWD/scripts/profep && cd $T && $pf threads $PE_ADDR -o threads.txt 2>pf4.msg)
+    check "profep threads: every thread's stack as text" \
+        bash -c "grep -q 'saved the thread stacks to threads.txt' $T/pf4.msg && grep -q park_sleep $T/threads.txt"
+fi
+pe_stop
 
 # ---- scripts/profep ----------------------------------------------------------------------
 PF=$PWD/scripts/profep
