@@ -9,6 +9,7 @@
 # Screenshots are kept in $BUILD/test/views-*.png for people to look at.
 cd "$(dirname "$0")/.." || exit 1
 scripts/deps.sh browser >/dev/null 2>&1 || echo "note: scripts/deps.sh browser failed"
+command -v npm >/dev/null || scripts/deps.sh node >/dev/null 2>&1 # for playwright-core; optional
 CHROMIUM=$(command -v chromium) || { echo "skip: chromium cannot be installed"; exit 77; }
 NODE_DIR=${PE_NODE_DIR:-/var/tmp/libprofendpoints-node}
 source test/lib.sh
