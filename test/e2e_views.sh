@@ -172,7 +172,7 @@ for ep in '/debug/pprof/heap' '/debug/pprof/allocs' '/allocs_profile?duration=0.
     esac
 done
 # /debug_engine follows the route table to the every-thread endpoints once they are built.
-for ty in wall_profile task_backtraces; do
+for ty in wall_profile task_backtraces heap_snapshot; do
     out=$(post "{\"profile_type\": \"$ty\", \"duration\": 0.5}")
     f=$(head -1 <<<"$out")
     if [ "$(tail -1 <<<"$out")" = 503 ]; then
@@ -183,6 +183,8 @@ for ty in wall_profile task_backtraces; do
         bash -c "[ '$(tail -1 <<<"$out")' = 200 ] && [ -s '$f' ]"
     case $f in
     *.txt) check "debug_engine $ty: the stacks as text" grep -q park_sleep "$f" ;;
+    *.heapsnapshot) check "debug_engine $ty: a .heapsnapshot JSON document" \
+        python3 -c 'import json, sys; assert "snapshot" in json.load(open(sys.argv[1]))' "$f" ;;
     *) check "debug_engine $ty: a pprof naming park_sleep" \
         bash -c "go tool pprof -top '$f' 2>/dev/null | grep -q park_sleep" ;;
     esac
