@@ -2,6 +2,7 @@
 """heapsnapshot.py: an independent reader of our .heapsnapshot documents.
 
 usage: heapsnapshot.py FILE [RETAINED_OUT]
+       heapsnapshot.py --all FILE...   (check each, one summary line per file)
 
 Parses FILE with Python's json, checks it the way a V8 heap snapshot loader
 would (meta fields and types, node_count and edge_count against the arrays,
@@ -30,13 +31,26 @@ EDGE_FIELDS = ["type", "name_or_index", "to_node"]
 EDGE_TYPES = ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
 
 
+CUR = ""  # the file being checked
+
+
 def fail(msg):
-    sys.stderr.write("heapsnapshot.py: %s\n" % msg)
+    sys.stderr.write("heapsnapshot.py: %s: %s\n" % (CUR, msg))
     sys.exit(1)
 
 
 def main():
-    with open(sys.argv[1], "rb") as f:
+    if sys.argv[1] == "--all":
+        for name in sys.argv[2:]:
+            check(name, None)
+    else:
+        check(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+
+
+def check(path, retained_out):
+    global CUR
+    CUR = path
+    with open(path, "rb") as f:
         doc = json.loads(f.read().decode("utf-8"))  # strict: the text must be UTF-8
     keys = list(doc.keys())
     want = ["snapshot", "nodes", "edges", "trace_function_infos", "trace_tree", "samples",
@@ -127,8 +141,8 @@ def main():
             by_path[p] = by_path.get(p, 0) + retained[i]
     print(json.dumps({"nodes": nn, "edges": ne, "objects": nobj, "sizes": sizes,
                       "counts": counts, "ones": ones, "retained": by_path}))
-    if len(sys.argv) > 2:
-        with open(sys.argv[2], "w") as f:
+    if retained_out:
+        with open(retained_out, "w") as f:
             json.dump({"node_count": nn, "edge_count": ne,
                        "retained": {str(nodes[i * nf + 2]): retained[i] for i in paths}}, f)
 
