@@ -68,7 +68,7 @@ check "exit with a profile in flight keeps status 7" [ "$st" = 7 ]
 check "exit with a profile in flight is prompt" [ $((SECONDS - start)) -le 4 ]
 kill $cpid 2>/dev/null; wait $cpid 2>/dev/null
 
-# A profile longer than civetweb's per-operation timeout (10 s) completes.
+# A profile far longer than civetweb's per-operation I/O timeout completes.
 PE_ENV="PROFEP_MAX_SECONDS=15" pe_start $P/p_split 30 || exit 1
 st=$(pe_get '/profile?duration=12' -o $T/long.pb.gz -w '%{http_code}')
 check "a 12 s profile is not cut short by a server timeout ($st)" \
