@@ -78,6 +78,8 @@ static PE_TLS uintptr_t stack_lo, stack_hi;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
+static void prime_now(void);
+
 static void
 spin_lock(int *l)
 {
@@ -304,7 +306,7 @@ pe_unwind_init(void)
     if (!unw_bt)
         return -ENOENT;
     pe_tls.unwind_primed = 0;
-    pe_unwind_prime_thread();
+    prime_now(); /* the constructor's thread; creates libunwind's key early (low index) */
     return 0;
 }
 
@@ -312,8 +314,12 @@ void
 pe_unwind_prime_thread(void)
 {
     pthread_attr_t attr;
-    void *buf[8];
 
+    /* Only the stack bounds (for the frame-pointer walk): cheap on any thread
+       but the main one.  libunwind's per-thread state is created on first use
+       instead (unw_usable): doing it at every thread start cost ~100 us per
+       thread of CPU-time parsing cold frames, which programs that churn
+       threads pay even when nobody profiles. */
     if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
         size_t size;
@@ -323,9 +329,16 @@ pe_unwind_prime_thread(void)
         }
         pthread_attr_destroy(&attr);
     }
+}
+
+/* Prime libunwind on this thread now, outside any signal (constructor). */
+static void
+prime_now(void)
+{
+    void *buf[8];
+
     if (!unw_bt || pe_tls.unwind_primed)
         return;
-    /* First use allocates the per-thread trace cache and its key: do it here. */
     primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_SEQ_CST);
     pe_tls.guard++;
     unw_bt(buf, 8);
@@ -333,12 +346,24 @@ pe_unwind_prime_thread(void)
     pe_tls.unwind_primed = 1;
 }
 
-/* Is libunwind usable on this thread right now (after the in_unwind check)? */
+/*
+ * Is libunwind usable on this thread right now (after the in_unwind check)?
+ * A thread's first use creates its trace cache: an mmap, libunwind's mempool
+ * lock (taken with every signal blocked, so never held by the thread we
+ * interrupt) and a pthread_setspecific on the key the constructor created
+ * (low index: no allocation).  A fresh cache holds nothing stale, so it
+ * starts at the current reuse generation.
+ */
 PE_SIGSAFE static int
 unw_usable(void)
 {
-    return unw_bt && pe_tls.unwind_primed &&
-           primed_gen == __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED) && !pe_tls.in_loader;
+    if (!unw_bt || pe_tls.in_loader)
+        return 0;
+    if (!pe_tls.unwind_primed) {
+        primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED);
+        pe_tls.unwind_primed = 1;
+    }
+    return primed_gen == __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED);
 }
 
 PE_SIGSAFE int

@@ -26,12 +26,15 @@ pe_finish() {
     exit $?
 }
 pe_start() {
-    local pf=$T/port.$RANDOM
+    local pf
     PE_ERR=$T/stderr.$RANDOM
     PE_OUT=$T/stdout.$RANDOM
-    env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$pf" LD_PRELOAD="$LIB" ${PE_ENV:-} "$@" \
+    # %p: children that exec (and so load the library again) write their own
+    # files instead of overwriting the program's.
+    env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$T/port.%p" LD_PRELOAD="$LIB" ${PE_ENV:-} "$@" \
         >"$PE_OUT" 2>"$PE_ERR" &
     PE_PID=$!
+    pf=$T/port.$PE_PID
     for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.05; done
     if [ ! -s "$pf" ]; then
         echo "no port file from $*; stderr:"; cat "$PE_ERR"; return 1
