@@ -72,7 +72,7 @@ pe_http_h_index(pe_req_t *r)
     }
     pe_sink_put(s, "</table>\n<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {
-        const char *v = getenv(pe_cfg_rows[i].name);
+        const char *v = pe_cfg_raw(i);
 
         pe_sink_printf(s, "<tr><td>%s</td><td>", pe_cfg_rows[i].name);
         if (!strcmp(pe_cfg_rows[i].name, "PROFEP_TOKEN"))

@@ -4,7 +4,12 @@
  * sent in chunks as encoders produce them.  When a request carries a capture
  * sink (/debug_engine), the body goes there instead of to a client.
  */
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -127,10 +132,50 @@ pe_http_reply(pe_req_t *r, int status, const char *content_type, const char *bod
     return status;
 }
 
+/*
+ * The client's socket.  civetweb does not expose it, so find the descriptor
+ * whose peer is this request's remote address and port (once per long
+ * request: a few thousand getpeername calls, about a millisecond).
+ */
+static int
+client_fd(pe_req_t *r)
+{
+    const struct mg_request_info *ri = mg_get_request_info(r->conn);
+    struct sockaddr_in sin;
+    char addr[INET_ADDRSTRLEN];
+    struct rlimit rl;
+    socklen_t len;
+    int fd, max = 4096;
+
+    if (!ri)
+        return -1;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        max = rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
+    for (fd = 0; fd < max; fd++) {
+        len = sizeof(sin);
+        if (getpeername(fd, (struct sockaddr *)&sin, &len) < 0 || sin.sin_family != AF_INET ||
+            ntohs(sin.sin_port) != ri->remote_port)
+            continue;
+        if (inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof(addr)) && !strcmp(addr, ri->remote_addr))
+            return fd;
+    }
+    return -1;
+}
+
+/* 1 once the client hung up (its request is complete, so any EOF is a close). */
+static int
+client_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 int
 pe_http_sleep(pe_req_t *r, double seconds)
 {
     struct timespec end, now, step;
+    int fd = r->conn && !r->capture && seconds > 0.2 ? client_fd(r) : -1;
 
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += (time_t)seconds;
@@ -140,7 +185,8 @@ pe_http_sleep(pe_req_t *r, double seconds)
         end.tv_nsec -= 1000000000L;
     }
     for (;;) {
-        if (pe_http_stopping())
+        /* A client that left stops its own request (and frees its slot), nothing else. */
+        if (pe_http_stopping() || client_gone(fd))
             return -1;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))

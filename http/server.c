@@ -249,15 +249,10 @@ pe_http_start(void)
     pthread_attr_t attr;
     pthread_t thread;
     sigset_t all, old;
-    const char *cert;
     int err;
 
-    /* Read here, in the constructor, like every other setting. */
-    cert = getenv("PROFEP_TLS_CERT");
-    if (cert && *cert && snprintf(tls_cert, sizeof(tls_cert), "%s", cert) >= (int)sizeof(tls_cert)) {
-        pe_log_warn("PROFEP_TLS_CERT is too long; no server (TLS was asked for)");
-        return -ENAMETOOLONG;
-    }
+    /* Read with every other setting, in the constructor (config.c). */
+    snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
 
     /* Threads inherit the creator's mask: ours and civetweb's then never take
        the program's process-directed signals (SIGTERM for a sigwait thread...). */

@@ -32,8 +32,19 @@ const pe_cfg_row_t pe_cfg_rows[] = {
     {"PROFEP_STAGE_DIR", "", "where /debug_engine writes its files (default: the temporary directory)"},
     {"PROFEP_LOG", "info", "info, warn or off"},
     {"PROFEP_MUTEX_RATE", "100", "record 1 in N contended lock waits; 0 turns it off"},
+    {"PROFEP_TLS_CERT", "", "a PEM file with key and certificate: serve https:// only"},
 };
 const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
+
+/* What each row's variable held at load; raw_set[i] = 0 when unset. */
+static char raw_values[PE_ARRAY_SIZE(pe_cfg_rows)][128];
+static char raw_set[PE_ARRAY_SIZE(pe_cfg_rows)];
+
+const char *
+pe_cfg_raw(int i)
+{
+    return i >= 0 && i < pe_cfg_nrows && raw_set[i] ? raw_values[i] : NULL;
+}
 
 /* ---- parsers ---------------------------------------------------------------- */
 
@@ -243,6 +254,13 @@ pe_cfg_load(void)
     int64_t sz;
     int i;
 
+    for (i = 0; i < pe_cfg_nrows; i++) {
+        if ((v = getenv(pe_cfg_rows[i].name))) {
+            snprintf(raw_values[i], sizeof(raw_values[i]), "%s", v);
+            raw_set[i] = 1;
+        }
+    }
+
     /* PROFEP_LOG first, so that warnings about the others obey it. */
     pe_cfg.log_level = PE_LOG_INFO;
     if ((v = getenv("PROFEP_LOG"))) {
@@ -319,6 +337,12 @@ pe_cfg_load(void)
     if (!pe_cfg.stage_dir[0])
         snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "%s",
                  (v = getenv("TMPDIR")) && *v && strlen(v) < 200 ? v : "/tmp");
+
+    if ((v = getenv("PROFEP_TLS_CERT")) && *v) {
+        copy_string("PROFEP_TLS_CERT", v, pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert));
+        if (!pe_cfg.tls_cert[0]) /* TLS was asked for: never fall back to plain HTTP */
+            snprintf(pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert), "(PROFEP_TLS_CERT too long)");
+    }
 
     pe_cfg.mutex_rate = 100;
     if ((v = getenv("PROFEP_MUTEX_RATE"))) {

@@ -28,6 +28,7 @@ typedef struct pe_cfg_s {
     char stage_dir[256];  /* PROFEP_STAGE_DIR */
     int log_level;        /* PROFEP_LOG: enum pe_log_level */
     int64_t mutex_rate;   /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
+    char tls_cert[256];   /* PROFEP_TLS_CERT, "" = plain HTTP */
 } pe_cfg_t;
 
 extern pe_cfg_t pe_cfg;
@@ -44,6 +45,13 @@ extern const int pe_cfg_nrows;
 
 /* Read the environment into pe_cfg; one warning per bad value. */
 void pe_cfg_load(void);
+
+/*
+ * The value row i had in the environment at load (truncated to 127 bytes), or
+ * NULL when unset: the index shows what was read, never calling getenv on a
+ * server thread (that races a program's setenv).
+ */
+const char *pe_cfg_raw(int i);
 
 /*
  * Value parsers shared with tests.  Each returns 0, or -EINVAL and leaves *out.

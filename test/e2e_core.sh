@@ -75,6 +75,15 @@ check "a 12 s profile is not cut short by a server timeout ($st)" \
     bash -c "[ $st = 200 ] && gzip -t $T/long.pb.gz"
 pe_stop; PE_ENV=
 
+# Clients that hang up free their slots at once: six abandoned 20 s profiles
+# (more than the long-request slots) do not block the next request.
+pe_start $P/p_split 30 || exit 1
+for _ in 1 2 3 4 5 6 7; do curl -s -o /dev/null --max-time 0.5 "http://$PE_ADDR/profile?duration=20"; done
+sleep 0.5
+st=$(pe_get '/profile?duration=1' -o /dev/null -w '%{http_code}')
+check "abandoned profiles free their slots ($st)" [ "$st" = 200 ]
+pe_stop
+
 # Token.
 PE_ENV="PROFEP_TOKEN=s3cret" pe_start $P/p_sleep 30 0 || exit 1
 check "token: 401 without it" [ "$(pe_status /debug/pprof/)" = 401 ]
