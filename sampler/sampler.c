@@ -569,7 +569,7 @@ pe_sampler_close(pe_sampler_win_t *w)
                         (unsigned long long)w->samples, (unsigned long long)w->weight,
                         (unsigned long long)ticks, (long long)period, WALL_PER_TICK);
     else
-        pe_prof_comment(p, "cpu: %llu samples (%llu with timer overruns), period %lld ns",
+        pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
                         (unsigned long long)w->samples, (unsigned long long)w->weight,
                         (long long)period);
     if (w->over_cap)
