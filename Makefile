@@ -165,7 +165,7 @@ stress: deps
 	$(Q)scripts/stress.sh $(BUILD)
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/p_split
+	$(Q)$(MAKE) --no-print-directory $(LIB) $(BUILD)/test/p_cpu_split
 	$(Q)scripts/demo.sh $(BUILD)
 
 bench: deps

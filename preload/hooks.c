@@ -32,20 +32,27 @@ typedef struct tramp_s {
     uintptr_t create_pcs[PE_THREADS_CREATE_FRAMES];
 } tramp_t;
 
+/*
+ * Runs first on every thread created through pthread_create.  It ends in a
+ * tail call (no local has its address taken), so its frame is gone by the time
+ * the program's start routine runs: profiles show start_thread -> start.
+ */
 static void *
 thread_trampoline(void *p)
 {
-    tramp_t t = *(tramp_t *)p;
+    tramp_t *t = p;
+    void *(*start)(void *) = t->start;
+    void *arg = t->arg;
 
-    pe_real.free(p);
-    pe_tls.internal = t.internal;
-    pe_threads_register(t.create_pcs, t.ncreate);
-    if (!t.internal && pe_init_active()) {
+    pe_tls.internal = t->internal;
+    pe_threads_register(t->create_pcs, t->ncreate);
+    pe_real.free(t);
+    if (!pe_tls.internal && pe_init_active()) {
         pe_unwind_prime_thread();
         pe_init_thread_exit_hook();
         pe_sampler_thread_started();
     }
-    return t.start(t.arg);
+    return start(arg);
 }
 
 PE_EXPORT int

@@ -8,8 +8,8 @@ T=$(mktemp -d /tmp/pe-demo.XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$T"' EXIT
 export HOME=${HOME:-$T} GOCACHE=$T/gocache
 
-echo "== starting $BUILD/test/p_split (burns CPU 75/25 in two functions) with LD_PRELOAD=$LIB"
-PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port LD_PRELOAD=$LIB "$BUILD/test/p_split" 8 &
+echo "== starting $BUILD/test/p_cpu_split (two threads burn CPU 75/25 in two functions) with LD_PRELOAD=$LIB"
+PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port LD_PRELOAD=$LIB "$BUILD/test/p_cpu_split" 8 0.5 &
 pid=$!
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
 addr=$(cat "$T/port")

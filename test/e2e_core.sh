@@ -69,7 +69,7 @@ check "exit with a profile in flight is prompt" [ $((SECONDS - start)) -le 4 ]
 kill $cpid 2>/dev/null; wait $cpid 2>/dev/null
 
 # A profile far longer than civetweb's per-operation I/O timeout completes.
-PE_ENV="PROFEP_MAX_SECONDS=15" pe_start $P/p_split 30 || exit 1
+PE_ENV="PROFEP_MAX_SECONDS=15" pe_start $P/p_cpu_split 30 || exit 1
 st=$(pe_get '/profile?duration=12' -o $T/long.pb.gz -w '%{http_code}')
 check "a 12 s profile is not cut short by a server timeout ($st)" \
     bash -c "[ $st = 200 ] && gzip -t $T/long.pb.gz"
@@ -77,7 +77,7 @@ pe_stop; PE_ENV=
 
 # Clients that hang up free their slots at once: six abandoned 20 s profiles
 # (more than the long-request slots) do not block the next request.
-pe_start $P/p_split 30 || exit 1
+pe_start $P/p_cpu_split 30 || exit 1
 for _ in 1 2 3 4 5 6 7; do curl -s -o /dev/null --max-time 0.5 "http://$PE_ADDR/profile?duration=20"; done
 sleep 0.5
 st=$(pe_get '/profile?duration=1' -o /dev/null -w '%{http_code}')
