@@ -9,9 +9,17 @@
  *   0        ""              synthetic  element -> 1, property -> outermost frames
  *   1        "(GC roots)"    synthetic  none (DevTools computes distances only
  *                                       when the root has a child of that name)
- *   2..      function name   hidden     property -> callee frames (named after
+ *   2..      function name   object     property -> callee frames (named after
  *                                       the callee), element -> its objects
  *   then     leaf's name     native     none; self_size = the block's bytes
+ *
+ * Why these types: DevTools' Summary groups nodes by name but skips those of
+ * size 0 unless native, so it lists the allocation sites (native, sized) and
+ * not the frames (object, size 0); the frames are not "synthetic", which
+ * DevTools would not count as user roots (no distances), nor "hidden", which
+ * DevTools files under "(system)" and memlab's analyses skip; memlab's
+ * `analyze object-size` ranks object nodes by retained size, which makes it a
+ * list of the heaviest call paths.
  *
  * The frame nodes are a trie of call paths keyed by function name from the
  * outermost frame (main, _start) down to the allocation site, so shared
@@ -30,7 +38,7 @@
 #include "proto_int.h"
 
 /* Indexes into meta.node_types[0] and meta.edge_types[0] below. */
-#define HS_NODE_HIDDEN 0
+#define HS_NODE_OBJECT 3
 #define HS_NODE_NATIVE 8
 #define HS_NODE_SYNTHETIC 9
 #define HS_EDGE_ELEMENT 1
@@ -459,7 +467,7 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
     v[2] = HS_ID(1);
     v[4] = 0;
     out_rec(o, v, HS_NODE_FIELDS, 0);
-    v[0] = HS_NODE_HIDDEN;
+    v[0] = HS_NODE_OBJECT;
     for (i = 0; i < h->nfr; i++) {
         v[1] = h->fr[i].name;
         v[2] = HS_ID(HS_FIRST_FRAME + i);

@@ -139,7 +139,7 @@ int pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char 
 /*
  * The live heap as a V8 .heapsnapshot JSON document (heapsnapshot.c), for
  * Chrome DevTools' Memory tab and memlab: a synthetic root, a trie of frame
- * nodes by function name (outermost first, shared prefixes shared) built from
+ * ("object") nodes by function name (outermost first, shared prefixes shared) built from
  * the samples' stacks, and one "native" node per live object under its leaf
  * frame, named after it, so that the retained size of a frame node is the
  * bytes live under that call path.  Two steps, so that a failure can still be

@@ -122,7 +122,7 @@ def check(path, retained_out):
     paths = {0: ""}
     for i in order:
         for c in kids[i]:
-            if NODE_TYPES[nodes[c * nf]] == "hidden":
+            if NODE_TYPES[nodes[c * nf]] == "object":  # a frame
                 nm = strings[nodes[c * nf + 1]]
                 paths[c] = paths[i] + ";" + nm if paths[i] else nm
 
