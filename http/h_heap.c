@@ -213,32 +213,22 @@ build_heap(pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns)
 }
 
 static int
+heap_snap(void **recs, int *n)
+{
+    return pe_heap_snapshot((pe_heap_rec_t **)recs, n);
+}
+
+static int
 heap_common(pe_req_t *r, const char *deftype, const char *name)
 {
-    pe_heap_rec_t *s0 = NULL, *s1 = NULL;
-    int n0 = 0, n1 = 0, rc;
-    double seconds, debug;
-    int64_t dur = 0;
+    pe_heap_rec_t *s0, *s1 = NULL;
+    int n0, n1 = 0, rc, debug;
+    int64_t dur;
     pe_prof_t *p;
 
-    if ((rc = heap_unavailable(r, 1)))
+    if ((rc = heap_unavailable(r, 1)) ||
+        (rc = pe_http_delta_window(r, heap_snap, (void **)&s0, &n0, &debug, &dur)))
         return rc;
-    if ((rc = pe_param_number(r, "seconds", 0, 0, pe_http_max_seconds(), &seconds)) ||
-        (rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
-        return rc;
-    if (seconds > 0 && debug >= 1)
-        return pe_http_error(r, 400, "seconds and debug params are incompatible");
-    if (seconds > 0) {
-        if ((rc = pe_http_long_begin(r)))
-            return rc;
-        if (pe_heap_snapshot(&s0, &n0) < 0) {
-            pe_http_long_end();
-            return pe_http_error(r, 500, "out of memory");
-        }
-        pe_http_sleep(r, seconds);
-        pe_http_long_end();
-        dur = (int64_t)(seconds * 1e9);
-    }
     if (pe_heap_snapshot(&s1, &n1) < 0) {
         free(s0);
         return pe_http_error(r, 500, "out of memory");

@@ -151,34 +151,25 @@ build(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
 }
 
 static int
+mutex_snap(void **recs, int *n)
+{
+    return pe_mutex_snapshot((pe_mutex_rec_t **)recs, n);
+}
+
+static int
 contention(pe_req_t *r, int block)
 {
-    pe_mutex_rec_t *s0 = NULL, *s1 = NULL;
-    int n0 = 0, n1 = 0, rc;
-    double seconds, debug;
-    int64_t dur = 0;
+    pe_mutex_rec_t *s0, *s1 = NULL;
+    int n0, n1 = 0, rc, debug;
+    int64_t dur;
     pe_prof_t *p;
 
     if (pe_mutex_rate() <= 0)
         return pe_http_error(r, 503,
                              "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
                              "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100");
-    if ((rc = pe_param_number(r, "seconds", 0, 0, pe_http_max_seconds(), &seconds)) ||
-        (rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
+    if ((rc = pe_http_delta_window(r, mutex_snap, (void **)&s0, &n0, &debug, &dur)))
         return rc;
-    if (seconds > 0 && debug >= 1)
-        return pe_http_error(r, 400, "seconds and debug params are incompatible");
-    if (seconds > 0) {
-        if ((rc = pe_http_long_begin(r)))
-            return rc;
-        if (pe_mutex_snapshot(&s0, &n0) < 0) {
-            pe_http_long_end();
-            return pe_http_error(r, 500, "out of memory");
-        }
-        pe_http_sleep(r, seconds);
-        pe_http_long_end();
-        dur = (int64_t)(seconds * 1e9);
-    }
     if (pe_mutex_snapshot(&s1, &n1) < 0) {
         free(s0);
         return pe_http_error(r, 500, "out of memory");
