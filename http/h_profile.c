@@ -1,8 +1,10 @@
 /*
- * h_profile.c: the CPU profile endpoints (/profile, /profile_start,
- * /profile_stop, /debug/pprof/profile).  Each request opens its own window on
- * the one shared sampler (sampler/sampler.h), so overlapping requests each get
- * their own window's samples; the open-ended session is one window held here.
+ * h_profile.c: the sampling profile endpoints, CPU (/profile, /profile_start,
+ * /profile_stop, /debug/pprof/profile) and wall-clock (/profile_wall,
+ * /profile_wall_start, /profile_wall_stop).  Both kinds are served by the same
+ * code over a small table: each request opens its own window on the one
+ * shared sampler (sampler/sampler.h), so overlapping requests each get their
+ * own window's samples; an open-ended session is one window held here.
  * Formats (pprof=false, format=...) are pe_http_send_profile's business.
  */
 #include <errno.h>
@@ -13,63 +15,134 @@
 #include "../sampler/sampler.h"
 #include "http_int.h"
 
-/* The one /profile_start session (guarded by `sess_lock`). */
-static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
-static pe_sampler_win_t *sess;
-static double sess_delay;
-static double sess_n;
+/* ---- the two kinds ----------------------------------------------------------------- */
+
+typedef struct kind_s {
+    const char *what;  /* in messages: "CPU", "wall-clock" */
+    const char *stem;  /* file name stem */
+    const char *start; /* its _start and _stop paths */
+    const char *stop;
+    double min_delay;
+    int (*open)(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running);
+    /* The one open-ended session of this kind (guarded by `lock`). */
+    pthread_mutex_t lock;
+    pe_sampler_win_t *sess;
+    double sess_delay;
+} kind_t;
+
+static kind_t cpu = {
+    "CPU", "profile", "/profile_start", "/profile_stop", 1e-5, pe_sampler_open,
+    PTHREAD_MUTEX_INITIALIZER, NULL, 0,
+};
+/* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
+static kind_t wall = {
+    "wall-clock", "wall", "/profile_wall_start", "/profile_wall_stop", 1e-3,
+    pe_sampler_open_wall, PTHREAD_MUTEX_INITIALIZER, NULL, 0,
+};
 
 /* ---- helpers -------------------------------------------------------------------- */
 
 /* n (frame cap) and delay, with the SPEC's defaults.  0 or 400 (sent). */
 static int
-cpu_params(pe_req_t *r, double *n, double *delay)
+sampling_params(pe_req_t *r, const kind_t *k, double *n, double *delay)
 {
     int rc;
+
     if ((rc = pe_param_number(r, "n", 1e8, 1, 1e12, n)))
         return rc;
-    return pe_param_number(r, "delay", 0.01, 1e-5, 10, delay);
+    return pe_param_number(r, "delay", 0.01, k->min_delay, 10, delay);
 }
 
 /* Open a window, answering 409/503/500 itself on failure (returns that status). */
 static int
-open_window(pe_req_t *r, double n, double delay, pe_sampler_win_t **w)
+open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win_t **w)
 {
     double running = 0;
-    int rc = pe_sampler_open(delay, (int64_t)n, w, &running);
+    int rc = k->open(delay, (int64_t)n, w, &running);
 
     switch (rc) {
     case 0: return 0;
     case -EBUSY:
         return pe_http_error(r, 409,
-                             "a CPU profile is running at delay=%g s; ask with delay=%g "
+                             "a %s profile is running at delay=%g s; ask with delay=%g "
                              "(asked delay=%g)",
-                             running, running, delay);
+                             k->what, running, running, delay);
     case -EPERM:
-        return pe_http_error(r, 503,
-                             "CPU profiling unavailable: SIGPROF is handled by the program");
-    default: return pe_http_error(r, 500, "CPU profiling failed to start: %s", strerror(-rc));
+        return pe_http_error(r, 503, "%s profiling unavailable: SIGPROF is handled by the program",
+                             k->what);
+    default:
+        return pe_http_error(r, 500, "%s profiling failed to start: %s", k->what, strerror(-rc));
     }
 }
 
-/* Profile for `seconds`, then send it. */
+/* Profile for the `secname` parameter's seconds (default def), then send it. */
 static int
-timed_profile(pe_req_t *r, double seconds, double n, double delay)
+timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def)
+{
+    double n, delay, seconds;
+    pe_sampler_win_t *w;
+    pe_prof_t *p;
+    int rc;
+
+    if ((rc = sampling_params(r, k, &n, &delay)) ||
+        (rc = pe_param_number(r, secname, def, 0, pe_http_max_seconds(), &seconds)))
+        return rc;
+    if ((rc = pe_http_long_begin(r)))
+        return rc;
+    if ((rc = open_window(r, k, n, delay, &w)))
+        goto out;
+    pe_http_sleep(r, seconds); /* at shutdown or hang-up: stop early, send what we have */
+    p = pe_sampler_close(w);
+    rc = pe_http_send_profile(r, p, k->stem);
+    pe_prof_free(p);
+out:
+    pe_http_long_end();
+    return rc;
+}
+
+static int
+session_start(pe_req_t *r, kind_t *k)
+{
+    double n, delay;
+    char line[200];
+    int rc;
+
+    if ((rc = sampling_params(r, k, &n, &delay)))
+        return rc;
+    pthread_mutex_lock(&k->lock);
+    if (k->sess) {
+        rc = pe_http_error(r, 409, "a %s profile session is already running (delay=%g s); "
+                           "stop it with %s", k->what, k->sess_delay, k->stop);
+        goto out;
+    }
+    if ((rc = open_window(r, k, n, delay, &k->sess)))
+        goto out;
+    k->sess_delay = delay;
+    snprintf(line, sizeof(line), "%s profiling started (delay=%g s, n=%.0f); %s returns the "
+             "profile\n", k->what, delay, n, k->stop);
+    rc = pe_http_reply(r, 200, "text/plain", line);
+out:
+    pthread_mutex_unlock(&k->lock);
+    return rc;
+}
+
+static int
+session_stop(pe_req_t *r, kind_t *k)
 {
     pe_sampler_win_t *w;
     pe_prof_t *p;
     int rc;
 
-    if ((rc = pe_http_long_begin(r)))
-        return rc;
-    if ((rc = open_window(r, n, delay, &w)))
-        goto out;
-    pe_http_sleep(r, seconds); /* at shutdown: stop early and send what we have */
+    pthread_mutex_lock(&k->lock);
+    w = k->sess;
+    k->sess = NULL;
+    pthread_mutex_unlock(&k->lock);
+    if (!w)
+        return pe_http_error(r, 409, "no %s profile session is running; start one with %s",
+                             k->what, k->start);
     p = pe_sampler_close(w);
-    rc = pe_http_send_profile(r, p, "profile");
+    rc = pe_http_send_profile(r, p, k->stem);
     pe_prof_free(p);
-out:
-    pe_http_long_end();
     return rc;
 }
 
@@ -78,75 +151,41 @@ out:
 int
 pe_http_h_profile(pe_req_t *r)
 {
-    double n, delay, duration;
-    int rc;
-
-    if ((rc = cpu_params(r, &n, &delay)))
-        return rc;
-    if ((rc = pe_param_number(r, "duration", 10, 0, pe_http_max_seconds(), &duration)))
-        return rc;
-    return timed_profile(r, duration, n, delay);
+    return timed_profile(r, &cpu, "duration", 10);
 }
 
 int
 pe_http_h_pprof_profile(pe_req_t *r)
 {
-    double n, delay, seconds;
-    int rc;
-
-    if ((rc = cpu_params(r, &n, &delay)))
-        return rc;
-    if ((rc = pe_param_number(r, "seconds", 30, 0, pe_http_max_seconds(), &seconds)))
-        return rc;
-    return timed_profile(r, seconds, n, delay);
+    return timed_profile(r, &cpu, "seconds", 30);
 }
 
 int
 pe_http_h_profile_start(pe_req_t *r)
 {
-    double n, delay;
-    char line[160];
-    int rc;
-
-    if ((rc = cpu_params(r, &n, &delay)))
-        return rc;
-    pthread_mutex_lock(&sess_lock);
-    if (sess) {
-        rc = pe_http_error(r, 409,
-                           "a CPU profile session is already running (delay=%g s); "
-                           "stop it with /profile_stop",
-                           sess_delay);
-        goto out;
-    }
-    if ((rc = open_window(r, n, delay, &sess)))
-        goto out;
-    sess_delay = delay;
-    sess_n = n;
-    snprintf(line, sizeof(line),
-             "CPU profiling started (delay=%g s, n=%.0f); /profile_stop returns the profile\n",
-             delay, n);
-    rc = pe_http_reply(r, 200, "text/plain", line);
-out:
-    pthread_mutex_unlock(&sess_lock);
-    return rc;
+    return session_start(r, &cpu);
 }
 
 int
 pe_http_h_profile_stop(pe_req_t *r)
 {
-    pe_sampler_win_t *w;
-    pe_prof_t *p;
-    int rc;
+    return session_stop(r, &cpu);
+}
 
-    pthread_mutex_lock(&sess_lock);
-    w = sess;
-    sess = NULL;
-    pthread_mutex_unlock(&sess_lock);
-    if (!w)
-        return pe_http_error(r, 409,
-                             "no CPU profile session is running; start one with /profile_start");
-    p = pe_sampler_close(w);
-    rc = pe_http_send_profile(r, p, "profile");
-    pe_prof_free(p);
-    return rc;
+int
+pe_http_h_profile_wall(pe_req_t *r)
+{
+    return timed_profile(r, &wall, "duration", 10);
+}
+
+int
+pe_http_h_profile_wall_start(pe_req_t *r)
+{
+    return session_start(r, &wall);
+}
+
+int
+pe_http_h_profile_wall_stop(pe_req_t *r)
+{
+    return session_stop(r, &wall);
 }
