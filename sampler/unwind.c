@@ -32,6 +32,9 @@ typedef void (*unw_flush_cache_fn)(void *, unsigned long, unsigned long);
 static unw_backtrace_fn unw_bt;
 static unw_flush_cache_fn unw_flush;
 static void **unw_local_as; /* &unw_local_addr_space */
+/* libunwind's TLS module (it is dlopen'd, so its __thread variables live in
+   dynamic TLS, allocated with malloc on a thread's first access). */
+static size_t unw_tls_modid;
 
 int pe_unwind_dlclose_busy;
 
@@ -300,26 +303,30 @@ pe_unwind_init(void)
     if (!h)
         return -ENOENT;
     snap_rebuild();
+    if (dlinfo(h, RTLD_DI_TLS_MODID, &unw_tls_modid) < 0)
+        unw_tls_modid = 0;
     unw_flush = (unw_flush_cache_fn)dlsym(h, "_ULx86_64_flush_cache");
     unw_local_as = dlsym(h, "_ULx86_64_local_addr_space");
     __atomic_store_n(&unw_bt, (unw_backtrace_fn)dlsym(h, "unw_backtrace"), __ATOMIC_RELEASE);
     if (!unw_bt)
         return -ENOENT;
     pe_tls.unwind_primed = 0;
-    prime_now(); /* the constructor's thread; creates libunwind's key early (low index) */
+    prime_now();
     return 0;
 }
+
+/* The dynamic linker's accessor for a module's TLS block (allocates it on first use). */
+typedef struct tls_index_s {
+    unsigned long module, offset;
+} tls_index_t;
+extern void *__tls_get_addr(tls_index_t *ti);
 
 void
 pe_unwind_prime_thread(void)
 {
     pthread_attr_t attr;
 
-    /* Only the stack bounds (for the frame-pointer walk): cheap on any thread
-       but the main one.  libunwind's per-thread state is created on first use
-       instead (unw_usable): doing it at every thread start cost ~100 us per
-       thread of CPU-time parsing cold frames, which programs that churn
-       threads pay even when nobody profiles. */
+    /* Stack bounds, for the frame-pointer walk: cheap on any thread but the main one. */
     if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
         size_t size;
@@ -329,6 +336,25 @@ pe_unwind_prime_thread(void)
         }
         pthread_attr_destroy(&attr);
     }
+    if (!unw_bt || pe_tls.unwind_primed)
+        return;
+    /*
+     * libunwind's first use on a thread allocates: its dynamic TLS block
+     * (malloc inside __tls_get_addr: a deadlock if a handler does it while the
+     * thread was inside malloc) and its trace cache.  Allocate the TLS block
+     * here, outside any signal (one small malloc); the trace cache is built on
+     * first use (mmap and libunwind's mempool lock, taken with every signal
+     * blocked, so never held by the thread a handler interrupts).  Unwinding
+     * a whole cold stack here instead cost ~100 us per thread, which programs
+     * that churn threads paid even when nobody profiles.
+     */
+    if (unw_tls_modid) {
+        tls_index_t ti = {unw_tls_modid, 0};
+        pe_tls.guard++;
+        (void)__tls_get_addr(&ti);
+        pe_tls.guard--;
+    }
+    pe_tls.unwind_primed = 1;
 }
 
 /* Prime libunwind on this thread now, outside any signal (constructor). */
@@ -337,33 +363,30 @@ prime_now(void)
 {
     void *buf[8];
 
-    if (!unw_bt || pe_tls.unwind_primed)
-        return;
+    pe_unwind_prime_thread();
     primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_SEQ_CST);
     pe_tls.guard++;
-    unw_bt(buf, 8);
+    unw_bt(buf, 8); /* creates libunwind's pthread key early (low index: no allocation later) */
     pe_tls.guard--;
-    pe_tls.unwind_primed = 1;
 }
 
 /*
  * Is libunwind usable on this thread right now (after the in_unwind check)?
- * A thread's first use creates its trace cache: an mmap, libunwind's mempool
- * lock (taken with every signal blocked, so never held by the thread we
- * interrupt) and a pthread_setspecific on the key the constructor created
- * (low index: no allocation).  A fresh cache holds nothing stale, so it
- * starts at the current reuse generation.
+ * Only on threads primed outside a signal (pthread_create's trampoline, the
+ * constructor's thread); others (raw clone, threads older than us) use frame
+ * pointers.  A trace cache created after the last object reuse holds nothing
+ * stale, so a thread's generation is taken at its first use.
  */
 PE_SIGSAFE static int
 unw_usable(void)
 {
-    if (!unw_bt || pe_tls.in_loader)
+    int gen = __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED);
+
+    if (!unw_bt || pe_tls.in_loader || !pe_tls.unwind_primed)
         return 0;
-    if (!pe_tls.unwind_primed) {
-        primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED);
-        pe_tls.unwind_primed = 1;
-    }
-    return primed_gen == __atomic_load_n(&reuse_gen, __ATOMIC_RELAXED);
+    if (!primed_gen)
+        primed_gen = gen;
+    return primed_gen == gen;
 }
 
 PE_SIGSAFE int
