@@ -41,6 +41,17 @@ check "no POSIX timers left once the profile ended" \
 wait $PE_PID; rc=$?; PE_PID=
 check "program finished normally after being profiled (exit $rc)" [ "$rc" = 0 ]
 
+# ---- new threads whose first samples land in malloc, at 1000 Hz ----------------------
+# (libunwind state created lazily in the handler once deadlocked here)
+pe_start $P/p_cpu_newthreads 6 || exit 1
+st=$(pe_get '/profile?duration=4&delay=0.001' -o $T/newthreads.pb.gz -w '%{http_code}')
+check "profiled while threads start in malloc ($st)" [ "$st" = 200 ]
+( sleep 20; kill -9 $PE_PID 2>/dev/null ) & guard=$!
+wait $PE_PID; rc=$?; PE_PID=
+kill $guard 2>/dev/null; wait $guard 2>/dev/null
+check "threads starting in malloc under 1000 Hz: the program finished (exit $rc)" \
+    bash -c "[ $rc = 0 ] && grep -q 'threads=many' $PE_OUT"
+
 # ---- fork and fork+exec while profiled at 1000 Hz ------------------------------------
 # (the program outlives the 4 s profile by a margin: under load, building the profile takes time)
 pe_start $P/p_cpu_fork 8 || exit 1
