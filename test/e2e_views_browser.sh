@@ -59,7 +59,7 @@ check "screenshot taken" test -s $T/shot.png
 cp $T/shot.png $BUILD/test/views-cpu.png 2>/dev/null
 if command -v tesseract >/dev/null; then
     tesseract $T/shot.png - >$T/ocr.txt 2>/dev/null
-    for fn in 'cpu_three_quarters' 'thread_trampoline' 'late_work'; do
+    for fn in 'cpu_three_quarters' 'start_thread' 'late_work'; do
         check "screenshot: OCR reads $fn" grep -q "$fn" $T/ocr.txt
     done
     [ "$checks_bad" -eq 0 ] || { echo "  OCR read:"; sed 's/^/  | /' $T/ocr.txt; }
