@@ -43,6 +43,8 @@ typedef struct live_ent_s {
 
 uint8_t pe_heap_filter[(1u << PE_HEAP_FILTER_BITS) / 8] __attribute__((aligned(64)));
 static uint16_t filter_count[1u << PE_HEAP_FILTER_BITS]; /* under the lock only */
+uint8_t pe_heap_pagemap[(1u << PE_HEAP_PAGE_BITS) / 8] __attribute__((aligned(64)));
+static uint16_t page_count[1u << PE_HEAP_PAGE_BITS]; /* under the lock only */
 static live_ent_t *slots;
 static uint64_t mask, count, cap_live;
 static int lock_word;
@@ -149,25 +151,36 @@ pe_heap_live_reset_lock(void)
 /* The bit is set while its bucket's count is non-zero; a count that reaches
    its maximum stays there (the bit then stays set: only slower, never wrong). */
 static inline void
+bits_inc(uint16_t *counts, uint8_t *bits, uint32_t i)
+{
+    if (counts[i] == UINT16_MAX)
+        return;
+    if (counts[i]++ == 0)
+        __atomic_fetch_or(&bits[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELEASE);
+}
+
+static inline void
+bits_dec(uint16_t *counts, uint8_t *bits, uint32_t i)
+{
+    if (counts[i] == UINT16_MAX || counts[i] == 0)
+        return;
+    if (--counts[i] == 0)
+        __atomic_fetch_and(&bits[i >> 3], (uint8_t) ~(1u << (i & 7)), __ATOMIC_RELEASE);
+}
+
+/* Both filters (heap.h) count the live samples behind each of their bits. */
+static inline void
 filter_inc(uintptr_t a)
 {
-    uint32_t i = pe_heap_filter_idx((void *)a);
-
-    if (filter_count[i] == UINT16_MAX)
-        return;
-    if (filter_count[i]++ == 0)
-        __atomic_fetch_or(&pe_heap_filter[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELEASE);
+    bits_inc(page_count, pe_heap_pagemap, pe_heap_page_idx((void *)a));
+    bits_inc(filter_count, pe_heap_filter, pe_heap_filter_idx((void *)a));
 }
 
 static inline void
 filter_dec(uintptr_t a)
 {
-    uint32_t i = pe_heap_filter_idx((void *)a);
-
-    if (filter_count[i] == UINT16_MAX || filter_count[i] == 0)
-        return;
-    if (--filter_count[i] == 0)
-        __atomic_fetch_and(&pe_heap_filter[i >> 3], (uint8_t) ~(1u << (i & 7)), __ATOMIC_RELEASE);
+    bits_dec(page_count, pe_heap_pagemap, pe_heap_page_idx((void *)a));
+    bits_dec(filter_count, pe_heap_filter, pe_heap_filter_idx((void *)a));
 }
 
 static void

@@ -143,6 +143,9 @@ filter_zero(void)
     for (size_t i = 0; i < sizeof(pe_heap_filter); i++)
         if (pe_heap_filter[i])
             return 0;
+    for (size_t i = 0; i < sizeof(pe_heap_pagemap); i++)
+        if (pe_heap_pagemap[i])
+            return 0;
     return 1;
 }
 
