@@ -82,6 +82,8 @@ pe_heap_trim(const uintptr_t *pcs, int n)
     return i;
 }
 
+int pe_heap_sampling;
+
 /* ---- start-up ------------------------------------------------------------------- */
 
 /* Learn the bootstrap pool's bounds from pe_real_owns() (one 16-byte block of
@@ -167,6 +169,7 @@ pe_heap_init(int64_t rate_bytes)
         return -ENOTSUP;
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_sampling, rate_bytes > 0, __ATOMIC_RELAXED);
     /* Every thread redraws its countdown on its next slow path. */
     __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
     return 0;

@@ -132,11 +132,15 @@ pe_heap_on_alloc(void *p, size_t size)
         pe_heap_alloc_slow(p, size);
 }
 
+/* 1 when sampled blocks can be live (PROFEP_HEAP_RATE > 0): with sampling
+   off, free() reads this one hot word and nothing else. */
+extern int pe_heap_sampling;
+
 /* Before p (not NULL) goes back to the real free/realloc. */
 PE_SIGSAFE static inline void
 pe_heap_on_free(void *p)
 {
-    if (PE_UNLIKELY(pe_heap_filter_maybe(p)))
+    if (pe_heap_sampling && PE_UNLIKELY(pe_heap_filter_maybe(p)))
         pe_heap_free_slow(p);
 }
 
