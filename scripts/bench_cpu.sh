@@ -70,7 +70,8 @@ curl -s -o $T/k.pb.gz "http://$ADDR/profile?delay=0.001&duration=3"
 c1=$(awk '{print $14 + $15}' /proc/$PID/stat)
 kill $PID 2>/dev/null; wait $PID 2>/dev/null; PID=
 hz=$(getconf CLK_TCK)
-line=$(go tool pprof -raw $T/k.pb.gz 2>/dev/null | sed -n 's/^Comment: cpu: \([0-9]*\) samples (\([0-9]*\) with.*/\1 \2/p')
+line=$(go tool pprof -raw $T/k.pb.gz 2>/dev/null |
+       sed -n 's/^Comment: cpu: \([0-9]*\) signals, weight \([0-9]*\) with.*/\1 \2/p')
 read -r sig tot <<<"$line"
 awk -v s=${sig:-0} -v t=${tot:-0} -v c=$((c1 - c0)) -v hz=$hz 'BEGIN {
     cs = c / hz; if (cs <= 0) { print "  no CPU measured"; exit }
