@@ -366,7 +366,9 @@ prime_now(void)
     pe_unwind_prime_thread();
     primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_SEQ_CST);
     pe_tls.guard++;
-    unw_bt(buf, 8); /* creates libunwind's pthread key early (low index: no allocation later) */
+    /* One frame is enough to create libunwind's pthread key now (a low index:
+       pthread_setspecific never allocates later) and this thread's trace cache. */
+    unw_bt(buf, 1);
     pe_tls.guard--;
 }
 
