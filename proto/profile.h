@@ -176,4 +176,7 @@ void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
  */
 const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
 
+/* Directory of separate debug files by build id (default /usr/lib/debug/.build-id). */
+extern const char *pe_prof_debug_dir;
+
 #endif /* PE_PROFILE_H */

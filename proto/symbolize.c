@@ -24,7 +24,9 @@
 
 /* Past this many cached objects, tables of objects no longer loaded are dropped. */
 #define SYMCACHE_SOFT_MAX 256
-#define DEBUG_DIR "/usr/lib/debug/.build-id/"
+/* Where separate debug files live, by build id (a variable so tests can point
+   it at a directory of their own). */
+const char *pe_prof_debug_dir = "/usr/lib/debug/.build-id";
 
 typedef struct sym_s {
     uint64_t start, size; /* link-time address (addr - load bias) */
@@ -272,7 +274,7 @@ tab_finish(symtab_t *tab)
 static int
 tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
 {
-    char dbg[sizeof(DEBUG_DIR) + 2 * PE_PROF_BUILDID_MAX + 8];
+    char dbg[4096];
     char fid[2 * PE_PROF_BUILDID_MAX + 1];
     const unsigned char *img;
     struct stat st;
@@ -287,8 +289,9 @@ tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
     }
     /* Debian's -dbgsym packages: the full .symtab of a stripped binary. */
     if (strlen(obj->build_id) > 2) {
-        snprintf(dbg, sizeof(dbg), DEBUG_DIR "%.2s/%s.debug", obj->build_id, obj->build_id + 2);
-        img = map_file(dbg, &size, &st);
+        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_prof_debug_dir,
+                           obj->build_id, obj->build_id + 2);
+        img = len > 0 && (size_t)len < sizeof(dbg) ? map_file(dbg, &size, &st) : NULL;
         if (img) {
             n = elf_read_syms(tab, img, size, SHT_SYMTAB);
             munmap((void *)img, size);
