@@ -6,9 +6,9 @@
  */
 #include <arpa/inet.h>
 #include <civetweb.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -134,8 +134,8 @@ pe_http_reply(pe_req_t *r, int status, const char *content_type, const char *bod
 
 /*
  * The client's socket.  civetweb does not expose it, so find the descriptor
- * whose peer is this request's remote address and port (once per long
- * request: a few thousand getpeername calls, about a millisecond).
+ * whose peer is this request's remote address and port, among the open ones
+ * (/proc/self/fd: a few dozen entries, not RLIMIT_NOFILE's thousands).
  */
 static int
 client_fd(pe_req_t *r)
@@ -143,23 +143,26 @@ client_fd(pe_req_t *r)
     const struct mg_request_info *ri = mg_get_request_info(r->conn);
     struct sockaddr_in sin;
     char addr[INET_ADDRSTRLEN];
-    struct rlimit rl;
+    struct dirent *de;
     socklen_t len;
-    int fd, max = 4096;
+    int fd, found = -1;
+    DIR *d;
 
-    if (!ri)
+    if (!ri || !(d = opendir("/proc/self/fd")))
         return -1;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        max = rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
-    for (fd = 0; fd < max; fd++) {
+    while (found < 0 && (de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        fd = atoi(de->d_name);
         len = sizeof(sin);
         if (getpeername(fd, (struct sockaddr *)&sin, &len) < 0 || sin.sin_family != AF_INET ||
             ntohs(sin.sin_port) != ri->remote_port)
             continue;
         if (inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof(addr)) && !strcmp(addr, ri->remote_addr))
-            return fd;
+            found = fd;
     }
-    return -1;
+    closedir(d);
+    return found;
 }
 
 /* 1 once the client hung up (its request is complete, so any EOF is a close). */
