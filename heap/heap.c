@@ -38,6 +38,24 @@ pe_heap_map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *
+pe_heap_map_hashed(size_t bytes)
+{
+    /*
+     * Hash tables are probed (read) before they are written: on untouched
+     * pages that maps the shared zero page and then copies it on the write,
+     * with a TLB shootdown across CPUs each time; in a short malloc-heavy run
+     * that was most of the sampling cost.  Small tables are populated up front
+     * (their pages would all be touched in a long run anyway); big ones, for
+     * very low rates, keep paying on first touch instead of costing RSS.
+     */
+    int populate = bytes <= ((size_t)4 << 20) ? MAP_POPULATE : MAP_NORESERVE;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate,
+                   -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
 /* ---- our own frames ----------------------------------------------------------- */
 
 static void

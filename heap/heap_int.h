@@ -28,6 +28,8 @@ extern uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
 
 /* mmap `bytes` of zeroed MAP_NORESERVE memory; NULL on failure. */
 void *pe_heap_map(size_t bytes);
+/* The same for hash tables probed at random: populated up front when small. */
+void *pe_heap_map_hashed(size_t bytes);
 /* Trim our own frames off the leaf end of pcs; returns the new start index. */
 PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 

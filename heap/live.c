@@ -58,7 +58,7 @@ pe_heap_live_init(size_t nslots)
 {
     if (slots)
         return 0;
-    slots = pe_heap_map(nslots * sizeof(*slots));
+    slots = pe_heap_map_hashed(nslots * sizeof(*slots));
     if (!slots)
         return -ENOMEM;
     mask = nslots - 1;

@@ -47,7 +47,7 @@ pe_heap_stacks_init(void)
 {
     if (ents)
         return 0;
-    buckets = pe_heap_map(PE_HEAP_BUCKETS * sizeof(*buckets));
+    buckets = pe_heap_map_hashed(PE_HEAP_BUCKETS * sizeof(*buckets));
     ents = pe_heap_map(PE_HEAP_STACKS * sizeof(*ents));
     frames = pe_heap_map(PE_HEAP_FRAMES_CAP * sizeof(*frames));
     if (!buckets || !ents || !frames)
