@@ -134,7 +134,6 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
     uint64_t t_in = 0, t_inb = 0, t_a = 0, t_ab = 0;
     uintptr_t pcs[PE_HEAP_MAX_FRAMES];
     pe_resp_t resp;
-    char name[512];
     pe_heap_stats_t st;
 
     qsort(v, (size_t)n, sizeof(*v), by_inuse_desc);
@@ -151,20 +150,9 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
     for (int i = 0; i < n && !resp.sink.err; i++) {
         int k = pe_heap_stack(v[i].stack, pcs, PE_HEAP_MAX_FRAMES);
 
-        pe_sink_printf(&resp.sink, "%" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "] @",
+        pe_sink_printf(&resp.sink, "%" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "]",
                        v[i].raw_inuse_n, v[i].raw_inuse_b, v[i].raw_alloc_n, v[i].raw_alloc_b);
-        for (int f = 0; f < k; f++)
-            pe_sink_printf(&resp.sink, " %#" PRIxPTR, pcs[f]);
-        pe_sink_put(&resp.sink, "\n");
-        for (int f = 0; f < k; f++) {
-            uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
-            const char *s = pe_prof_symbolize(pc, name, sizeof(name));
-            if (s)
-                pe_sink_printf(&resp.sink, "#\t%#" PRIxPTR "\t%s\n", pc, s);
-            else
-                pe_sink_printf(&resp.sink, "#\t%#" PRIxPTR "\n", pc);
-        }
-        pe_sink_put(&resp.sink, "\n");
+        pe_prof_write_go_stack(&resp.sink, pcs, k);
     }
     pe_heap_get_stats(&st);
     pe_sink_printf(&resp.sink,

@@ -83,7 +83,6 @@ send_text(pe_req_t *r, pe_mutex_rec_t *v, int n, int block)
     uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
     pe_mutex_stats_t st;
     pe_resp_t resp;
-    char name[512];
 
     qsort(v, (size_t)n, sizeof(*v), by_delay_desc);
     pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
@@ -92,19 +91,8 @@ send_text(pe_req_t *r, pe_mutex_rec_t *v, int n, int block)
     for (int i = 0; i < n && !resp.sink.err; i++) {
         int k = pe_mutex_stack(v[i].id, pcs, PE_MUTEX_MAX_FRAMES);
 
-        pe_sink_printf(&resp.sink, "%" PRIu64 " %" PRIu64 " @", v[i].delay_ns, v[i].count);
-        for (int f = 0; f < k; f++)
-            pe_sink_printf(&resp.sink, " %#" PRIxPTR, pcs[f]);
-        pe_sink_put(&resp.sink, "\n");
-        for (int f = 0; f < k; f++) {
-            uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
-            const char *s = pe_prof_symbolize(pc, name, sizeof(name));
-            if (s)
-                pe_sink_printf(&resp.sink, "#\t%#" PRIxPTR "\t%s\n", pc, s);
-            else
-                pe_sink_printf(&resp.sink, "#\t%#" PRIxPTR "\n", pc);
-        }
-        pe_sink_put(&resp.sink, "\n");
+        pe_sink_printf(&resp.sink, "%" PRIu64 " %" PRIu64, v[i].delay_ns, v[i].count);
+        pe_prof_write_go_stack(&resp.sink, pcs, k);
     }
     pe_mutex_get_stats(&st);
     pe_sink_printf(&resp.sink,

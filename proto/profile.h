@@ -170,6 +170,13 @@ int pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *out);
 void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
 
 /*
+ * Go's legacy text form of one stack, as in debug=1 heap and contention
+ * profiles: " @ 0x.. 0x..\n", then "#\t0xPC\tname" per frame (PC = return
+ * address - 1), then a blank line.  pcs are return addresses, leaf first.
+ */
+int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
+
+/*
  * Symbolize one address of this process for /debug/pprof/symbol: copies the
  * function's (mangled) name into buf[len] and returns buf, or NULL when the
  * address is in no known function.  Thread-safe (takes the symbol cache lock).
