@@ -100,7 +100,7 @@ pe_heap_trim(const uintptr_t *pcs, int n)
     return i;
 }
 
-int pe_heap_sampling;
+int pe_heap_hot;
 
 /* ---- start-up ------------------------------------------------------------------- */
 
@@ -187,7 +187,8 @@ pe_heap_init(int64_t rate_bytes)
         return -ENOTSUP;
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&pe_heap_sampling, rate_bytes > 0, __ATOMIC_RELAXED);
+    if (rate_bytes > 0) /* never cleared: sampled blocks may stay live */
+        __atomic_fetch_or(&pe_heap_hot, PE_HEAP_HOT_SAMPLING, __ATOMIC_RELAXED);
     /* Every thread redraws its countdown on its next slow path. */
     __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
     return 0;

@@ -71,6 +71,21 @@ int64_t pe_heap_rate(void);
 
 extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
 
+/*
+ * What the hooks must do at all, in one word they read first:
+ *   PE_HEAP_HOT_SAMPLING  heap sampling on (PROFEP_HEAP_RATE > 0): sampled
+ *                         blocks may be live, so free() consults the filters
+ *   PE_HEAP_HOT_ALLOCS    an /allocs_profile recording runs
+ *   PE_HEAP_HOT_POOL      the bootstrap pool handed out blocks (free() must
+ *                         recognise them)
+ * 0 (sampling off, nothing recording): malloc and free are a load and a jump
+ * on top of the real function.
+ */
+#define PE_HEAP_HOT_SAMPLING 1
+#define PE_HEAP_HOT_ALLOCS 2
+#define PE_HEAP_HOT_POOL 4
+extern int pe_heap_hot;
+
 /* The pre-filter: one bit per hash bucket of sampled live addresses, 8 KiB,
    so that it stays in L1 (a 64 KiB byte array missed L1 on most frees). */
 #define PE_HEAP_FILTER_BITS 16
@@ -128,19 +143,17 @@ pe_heap_on_alloc(void *p, size_t size)
     int64_t c = pe_tls.heap_countdown - (int64_t)size;
 
     pe_tls.heap_countdown = c;
-    if (PE_UNLIKELY((c <= 0) | __atomic_load_n(&pe_heap_allocs_on, __ATOMIC_RELAXED)))
+    if (PE_UNLIKELY((c <= 0) |
+                    (__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED) & PE_HEAP_HOT_ALLOCS)))
         pe_heap_alloc_slow(p, size);
 }
-
-/* 1 when sampled blocks can be live (PROFEP_HEAP_RATE > 0): with sampling
-   off, free() reads this one hot word and nothing else. */
-extern int pe_heap_sampling;
 
 /* Before p (not NULL) goes back to the real free/realloc. */
 PE_SIGSAFE static inline void
 pe_heap_on_free(void *p)
 {
-    if (pe_heap_sampling && PE_UNLIKELY(pe_heap_filter_maybe(p)))
+    if ((__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED) & PE_HEAP_HOT_SAMPLING) &&
+        PE_UNLIKELY(pe_heap_filter_maybe(p)))
         pe_heap_free_slow(p);
 }
 

@@ -26,10 +26,15 @@
 static void *
 boot_alloc(size_t size, size_t align)
 {
+    void *p;
+
     pe_real_init();
     if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
         return NULL; /* resolved now: caller retries the real path */
-    return pe_real_boot_alloc(size ? size : 1, align);
+    p = pe_real_boot_alloc(size ? size : 1, align);
+    if (p) /* from now on free() must look for pool blocks */
+        __atomic_fetch_or(&pe_heap_hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
+    return p;
 }
 
 /* Test the very pointer we are about to call (one load, no separate flag). */
@@ -63,6 +68,8 @@ malloc(size_t size)
     void *p;
 
     BOOT(malloc, size, 16);
+    if (!__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED))
+        return pe_real.malloc(size); /* nothing to record: a tail call */
     p = pe_real.malloc(size);
     if (PE_LIKELY(p != NULL))
         pe_heap_on_alloc(p, size);
@@ -81,9 +88,13 @@ free(void *p)
 {
     void (*real_free)(void *);
 
-    if (PE_UNLIKELY(p == NULL) || from_pool(p))
-        return; /* the bootstrap pool is static, never freed */
-    pe_heap_on_free(p);
+    if (PE_UNLIKELY(p == NULL))
+        return;
+    if (__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED)) {
+        if (from_pool(p))
+            return; /* the bootstrap pool is static, never freed */
+        pe_heap_on_free(p);
+    }
     real_free = pe_real.free;
     if (PE_UNLIKELY(real_free == NULL)) {
         pe_real_init();
