@@ -137,8 +137,8 @@ wait_inflight(void)
 }
 
 int
-pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p,
-                    uint64_t *over_count, uint64_t *over_bytes)
+pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p, uint64_t *over_count,
+                    uint64_t *over_bytes)
 {
     int want = open_ended ? 2 : 1, k = 0, err = 0;
     pe_heap_arec_t *v;

@@ -32,8 +32,8 @@ static int inited;
 void *
 pe_heap_map(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
 
     return p == MAP_FAILED ? NULL : p;
 }
@@ -50,8 +50,8 @@ pe_heap_map_hashed(size_t bytes)
      * very low rates, keep paying on first touch instead of costing RSS.
      */
     int populate = bytes <= ((size_t)4 << 20) ? MAP_POPULATE : MAP_NORESERVE;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate,
-                   -1, 0);
+    void *p =
+        mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
 
     return p == MAP_FAILED ? NULL : p;
 }
@@ -62,8 +62,8 @@ static void
 find_self(void)
 {
     Dl_info info;
-    const ElfW(Ehdr) *eh;
-    const ElfW(Phdr) *ph;
+    const ElfW(Ehdr) * eh;
+    const ElfW(Phdr) * ph;
     uintptr_t base;
 
     if (!dladdr((void *)&pe_heap_init, &info) || !info.dli_fbase)
@@ -176,7 +176,8 @@ pe_heap_init(int64_t rate_bytes)
     inited = 1;
     find_self();
     find_pool();
-    if ((err = pe_heap_stacks_init()) < 0 || (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
+    if ((err = pe_heap_stacks_init()) < 0 ||
+        (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
         (err = pe_heap_allocs_init()) < 0) {
         reason = "cannot map the heap profile tables";
         return err;

@@ -196,9 +196,9 @@ void pe_heap_get_stats(pe_heap_stats_t *st);
 
 typedef struct pe_heap_live_s {
     uintptr_t addr;
-    uint64_t size;   /* requested bytes */
-    double weight;   /* objects this sample stands for: 1/(1-exp(-size/rate)) */
-    uint32_t stack;  /* pe_heap_stack() id */
+    uint64_t size;  /* requested bytes */
+    double weight;  /* objects this sample stands for: 1/(1-exp(-size/rate)) */
+    uint32_t stack; /* pe_heap_stack() id */
 } pe_heap_live_t;
 
 /*

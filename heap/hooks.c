@@ -38,16 +38,16 @@ boot_alloc(size_t size, size_t align)
 }
 
 /* Test the very pointer we are about to call (one load, no separate flag). */
-#define BOOT(field, size, align)                                                       \
-    do {                                                                               \
-        if (PE_UNLIKELY(!pe_real.field)) {                                             \
-            void *b_ = boot_alloc((size), (align));                                    \
-            if (b_ || !pe_real.field) {                                                \
-                if (!b_)                                                               \
-                    errno = ENOMEM;                                                    \
-                return b_;                                                             \
-            }                                                                          \
-        }                                                                              \
+#define BOOT(field, size, align)                                                                   \
+    do {                                                                                           \
+        if (PE_UNLIKELY(!pe_real.field)) {                                                         \
+            void *b_ = boot_alloc((size), (align));                                                \
+            if (b_ || !pe_real.field) {                                                            \
+                if (!b_)                                                                           \
+                    errno = ENOMEM;                                                                \
+                return b_;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static size_t

@@ -22,9 +22,9 @@
 
 #include "heap_int.h"
 
-#define PE_HEAP_STACKS (1u << 15)        /* distinct stacks kept */
+#define PE_HEAP_STACKS (1u << 15) /* distinct stacks kept */
 #define PE_HEAP_BUCKETS (PE_HEAP_STACKS * 2)
-#define PE_HEAP_FRAMES_CAP (1u << 21)    /* pcs in all: 16 MiB of address space */
+#define PE_HEAP_FRAMES_CAP (1u << 21) /* pcs in all: 16 MiB of address space */
 
 typedef struct stack_ent_s {
     uint64_t hash;

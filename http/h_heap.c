@@ -59,8 +59,9 @@ heap_unavailable(pe_req_t *r, int need_sampling)
     if (!pe_heap_available())
         return pe_http_error(r, 503, "heap profiling unavailable: %s", pe_heap_reason());
     if (need_sampling && pe_heap_rate() <= 0)
-        return pe_http_error(r, 503, "heap sampling is off (PROFEP_HEAP_RATE=0); set "
-                                     "PROFEP_HEAP_RATE to a mean number of bytes, e.g. 524288");
+        return pe_http_error(r, 503,
+                             "heap sampling is off (PROFEP_HEAP_RATE=0); set "
+                             "PROFEP_HEAP_RATE to a mean number of bytes, e.g. 524288");
     return 0;
 }
 
@@ -144,8 +145,9 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
         t_ab += v[i].raw_alloc_b;
     }
     pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-    pe_sink_printf(&resp.sink, "heap profile: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64
-                               "] @ heap/%" PRId64 "\n",
+    pe_sink_printf(&resp.sink,
+                   "heap profile: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64
+                   "] @ heap/%" PRId64 "\n",
                    t_in, t_inb, t_a, t_ab, 2 * pe_heap_rate());
     for (int i = 0; i < n && !resp.sink.err; i++) {
         int k = pe_heap_stack(v[i].stack, pcs, PE_HEAP_MAX_FRAMES);
@@ -273,11 +275,11 @@ start(pe_req_t *r, double p, int open_ended)
     if (rc == 0)
         return 0;
     if (rc == -EBUSY)
-        return pe_http_error(r, 409, "an allocation recording is already running (%s); one at a "
-                                     "time",
-                             pe_heap_allocs_state() == 2
-                                 ? "stop it with /allocs_profile_stop"
-                                 : "a timed /allocs_profile request");
+        return pe_http_error(r, 409,
+                             "an allocation recording is already running (%s); one at a "
+                             "time",
+                             pe_heap_allocs_state() == 2 ? "stop it with /allocs_profile_stop"
+                                                         : "a timed /allocs_profile request");
     return pe_http_error(r, 500, "cannot start the allocation recording: %s", strerror(-rc));
 }
 
@@ -307,8 +309,9 @@ finish(pe_req_t *r, int open_ended, int64_t duration_ns)
     }
     pe_prof_set_default_type(p, "alloc_space");
     pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
-    pe_prof_comment(p, "allocs_profile: every malloc-family call recorded with probability %g; "
-                       "values scaled by %g",
+    pe_prof_comment(p,
+                    "allocs_profile: every malloc-family call recorded with probability %g; "
+                    "values scaled by %g",
                     prob, 1 / prob);
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {llround((double)v[i].count / prob),

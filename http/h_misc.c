@@ -49,7 +49,8 @@ pe_http_h_index(pe_req_t *r)
     int i;
 
     pe_http_begin(r, &resp, "text/html; charset=utf-8", NULL);
-    pe_sink_printf(s, "<!DOCTYPE html>\n<html><head><title>profendpoints (pid %d)</title>"
+    pe_sink_printf(s,
+                   "<!DOCTYPE html>\n<html><head><title>profendpoints (pid %d)</title>"
                    "<style>body{font-family:sans-serif;margin:2em}td{padding:2px 12px}"
                    ".off{color:#999}</style></head><body>\n<h1>profendpoints: ",
                    (int)getpid());

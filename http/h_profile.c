@@ -31,13 +31,21 @@ typedef struct kind_s {
 } kind_t;
 
 static kind_t cpu = {
-    "CPU", "profile", "/profile_start", "/profile_stop", 1e-5, pe_sampler_open,
-    PTHREAD_MUTEX_INITIALIZER, NULL, 0,
+    "CPU", "profile",       "/profile_start",          "/profile_stop",
+    1e-5,  pe_sampler_open, PTHREAD_MUTEX_INITIALIZER, NULL,
+    0,
 };
 /* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
 static kind_t wall = {
-    "wall-clock", "wall", "/profile_wall_start", "/profile_wall_stop", 1e-3,
-    pe_sampler_open_wall, PTHREAD_MUTEX_INITIALIZER, NULL, 0,
+    "wall-clock",
+    "wall",
+    "/profile_wall_start",
+    "/profile_wall_stop",
+    1e-3,
+    pe_sampler_open_wall,
+    PTHREAD_MUTEX_INITIALIZER,
+    NULL,
+    0,
 };
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -111,15 +119,19 @@ session_start(pe_req_t *r, kind_t *k)
         return rc;
     pthread_mutex_lock(&k->lock);
     if (k->sess) {
-        rc = pe_http_error(r, 409, "a %s profile session is already running (delay=%g s); "
-                           "stop it with %s", k->what, k->sess_delay, k->stop);
+        rc = pe_http_error(r, 409,
+                           "a %s profile session is already running (delay=%g s); "
+                           "stop it with %s",
+                           k->what, k->sess_delay, k->stop);
         goto out;
     }
     if ((rc = open_window(r, k, n, delay, &k->sess)))
         goto out;
     k->sess_delay = delay;
-    snprintf(line, sizeof(line), "%s profiling started (delay=%g s, n=%.0f); %s returns the "
-             "profile\n", k->what, delay, n, k->stop);
+    snprintf(line, sizeof(line),
+             "%s profiling started (delay=%g s, n=%.0f); %s returns the "
+             "profile\n",
+             k->what, delay, n, k->stop);
     rc = pe_http_reply(r, 200, "text/plain", line);
 out:
     pthread_mutex_unlock(&k->lock);
@@ -138,8 +150,8 @@ session_stop(pe_req_t *r, kind_t *k)
     k->sess = NULL;
     pthread_mutex_unlock(&k->lock);
     if (!w)
-        return pe_http_error(r, 409, "no %s profile session is running; start one with %s",
-                             k->what, k->start);
+        return pe_http_error(r, 409, "no %s profile session is running; start one with %s", k->what,
+                             k->start);
     p = pe_sampler_close(w);
     rc = pe_http_send_profile(r, p, k->stem);
     pe_prof_free(p);

@@ -14,7 +14,6 @@
 #include "../sampler/stacks.h"
 #include "http_int.h"
 
-
 /* ---- stacks now ----------------------------------------------------------------- */
 
 static int

@@ -34,16 +34,16 @@ typedef struct pe_req_s {
     struct mg_connection *conn; /* NULL in unit tests and /debug_engine */
     const char *method;         /* "GET", "HEAD", "POST", ... */
     const char *path;
-    int head;                   /* HEAD: headers only */
-    const char *accept;         /* Accept header, or NULL */
+    int head;           /* HEAD: headers only */
+    const char *accept; /* Accept header, or NULL */
     int nparams;
     pe_param_t params[PE_HTTP_MAX_PARAMS];
-    char qbuf[2048];            /* decoded query storage */
-    const char *body;           /* POST body, NUL-terminated, or NULL */
+    char qbuf[2048];  /* decoded query storage */
+    const char *body; /* POST body, NUL-terminated, or NULL */
     size_t body_len;
-    pe_sink_t *capture;         /* when set (debug_engine), the body goes here, not to conn */
-    int status;                 /* status sent, 0 before */
-    char errmsg[256];           /* error line when capture is set */
+    pe_sink_t *capture; /* when set (debug_engine), the body goes here, not to conn */
+    int status;         /* status sent, 0 before */
+    char errmsg[256];   /* error line when capture is set */
 } pe_req_t;
 
 /* Start/stop the server (preload/init.c).  0, or -errno after one log line. */
@@ -101,8 +101,7 @@ const char *pe_param(const pe_req_t *r, const char *name);
  * A number in the forms 10, 0.01, 1e8, within [min, max].  Absent: def.
  * Returns 0, or 400 after sending "name=value: must be a number in [min, max]".
  */
-int pe_param_number(pe_req_t *r, const char *name, double def, double min, double max,
-                    double *out);
+int pe_param_number(pe_req_t *r, const char *name, double def, double min, double max, double *out);
 /* true/false/1/0/yes/no.  Returns 0 or 400 (sent). */
 int pe_param_bool(pe_req_t *r, const char *name, int def, int *out);
 /* One of the NULL-terminated choices (index into *out).  Returns 0 or 400 (sent). */

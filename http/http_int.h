@@ -28,9 +28,9 @@ typedef int (*pe_http_handler_t)(pe_req_t *r);
 typedef struct pe_route_s {
     const char *path;
     pe_http_handler_t handler;
-    unsigned methods;      /* PE_M_* bits */
-    const char *help;      /* one line for the index */
-    const char *query;     /* example query for the index link, or "" */
+    unsigned methods;  /* PE_M_* bits */
+    const char *help;  /* one line for the index */
+    const char *query; /* example query for the index link, or "" */
 } pe_route_t;
 
 #define PE_M_GET 1u

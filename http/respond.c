@@ -7,15 +7,15 @@
 #include <arpa/inet.h>
 #include <civetweb.h>
 #include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,8 +95,10 @@ pe_http_begin(pe_req_t *r, pe_resp_t *resp, const char *content_type, const char
     r->status = 200;
     if (r->capture || !r->conn)
         return 0;
-    mg_printf(r->conn, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
-              "X-Content-Type-Options: nosniff\r\n", content_type);
+    mg_printf(r->conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
+              "X-Content-Type-Options: nosniff\r\n",
+              content_type);
     if (filename)
         mg_printf(r->conn, "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
     mg_printf(r->conn, "%sConnection: close\r\n\r\n",
@@ -124,7 +126,8 @@ pe_http_reply(pe_req_t *r, int status, const char *content_type, const char *bod
         return r->capture->write(r->capture, body, len) < 0 ? 500 : status;
     if (!r->conn)
         return status;
-    mg_printf(r->conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
+    mg_printf(r->conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n"
               "Content-Length: %zu\r\nConnection: close\r\n\r\n",
               status, status_text(status), content_type, len);
     if (!r->head)
@@ -201,8 +204,8 @@ pe_http_sleep(pe_req_t *r, double seconds)
 }
 
 int
-pe_http_delta_window(pe_req_t *r, pe_http_snapshot_fn snap, void **before, int *nbefore,
-                     int *debug, int64_t *dur_ns)
+pe_http_delta_window(pe_req_t *r, pe_http_snapshot_fn snap, void **before, int *nbefore, int *debug,
+                     int64_t *dur_ns)
 {
     double seconds, dbg;
     int rc;

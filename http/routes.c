@@ -17,27 +17,44 @@
 
 const pe_route_t pe_routes[] = {
     {"/debug/pprof/", pe_http_h_index, GH, "this index", ""},
-    {"/profile", pe_http_h_profile, GH, "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5"},
-    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile (n, delay)", ""},
+    {"/profile", pe_http_h_profile, GH,
+     "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5"},
+    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile (n, delay)",
+     ""},
     {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile (pprof)", ""},
-    {"/profile_wall", pe_http_h_profile_wall, GH, "wall-clock profile of every thread, running or blocked", "?duration=5"},
-    {"/profile_wall_start", pe_http_h_profile_wall_start, GH, "start an open-ended wall-clock profile", ""},
+    {"/profile_wall", pe_http_h_profile_wall, GH,
+     "wall-clock profile of every thread, running or blocked", "?duration=5"},
+    {"/profile_wall_start", pe_http_h_profile_wall_start, GH,
+     "start an open-ended wall-clock profile", ""},
     {"/profile_wall_stop", pe_http_h_profile_wall_stop, GH, "stop it and return the profile", ""},
-    {"/allocs_profile", pe_http_h_allocs_profile, GH, "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5"},
-    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations (sample_rate)", ""},
-    {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH, "stop and return the allocation profile", ""},
-    {"/heap_snapshot", pe_http_h_heap_snapshot, GH, "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
-    {"/debug/pprof/profile", pe_http_h_pprof_profile, GH, "CPU profile for `seconds` s (go tool pprof)", "?seconds=5"},
-    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default; seconds, debug=1)", ""},
-    {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH, "sampled allocations since start (alloc_space default; seconds, debug=1)", ""},
-    {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now (debug=0|1|2)", "?debug=1"},
-    {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH, "stacks that created the live threads", ""},
-    {"/debug/pprof/mutex", pe_http_h_pprof_mutex, GH, "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", ""},
-    {"/debug/pprof/block", pe_http_h_pprof_block, GH, "time blocked on locks and condition variables (seconds, debug=1)", ""},
+    {"/allocs_profile", pe_http_h_allocs_profile, GH,
+     "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5"},
+    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH,
+     "start recording allocations (sample_rate)", ""},
+    {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH,
+     "stop and return the allocation profile", ""},
+    {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
+     "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
+    {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
+     "CPU profile for `seconds` s (go tool pprof)", "?seconds=5"},
+    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH,
+     "sampled live heap (inuse_space default; seconds, debug=1)", ""},
+    {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
+     "sampled allocations since start (alloc_space default; seconds, debug=1)", ""},
+    {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now (debug=0|1|2)",
+     "?debug=1"},
+    {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH,
+     "stacks that created the live threads", ""},
+    {"/debug/pprof/mutex", pe_http_h_pprof_mutex, GH,
+     "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", ""},
+    {"/debug/pprof/block", pe_http_h_pprof_block, GH,
+     "time blocked on locks and condition variables (seconds, debug=1)", ""},
     {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", ""},
-    {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST, "Go's symbol protocol (POST 0xADDR+0xADDR...)", ""},
+    {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST,
+     "Go's symbol protocol (POST 0xADDR+0xADDR...)", ""},
     {"/task_backtraces", pe_http_h_task_backtraces, GH, "every thread's stack now, as text", ""},
-    {"/debug_engine", pe_http_h_debug_engine, PE_M_POST, "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
+    {"/debug_engine", pe_http_h_debug_engine, PE_M_POST,
+     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
 };
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 
@@ -128,8 +145,9 @@ pe_http_route(pe_req_t *r)
                              r->path);
     if (!(route->methods & bit)) {
         return pe_http_error(r, 405, "%s does not take %s (allowed: %s)", r->path, r->method,
-                             route->methods == PE_M_POST ? "POST"
-                             : route->methods & PE_M_POST ? "GET, HEAD, POST" : "GET, HEAD");
+                             route->methods == PE_M_POST  ? "POST"
+                             : route->methods & PE_M_POST ? "GET, HEAD, POST"
+                                                          : "GET, HEAD");
     }
     r->head = bit == PE_M_HEAD;
     return route->handler(r);
@@ -157,12 +175,15 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     r->path = ri->local_uri ? ri->local_uri : "/";
     r->accept = mg_get_header(conn, "Accept");
     if (pe_params_parse(r, ri->query_string) < 0) {
-        status = pe_http_error(r, 400, "query string too long or malformed (at most %d "
-                               "parameters, %zu bytes)", PE_HTTP_MAX_PARAMS, sizeof(r->qbuf) - 1);
+        status = pe_http_error(r, 400,
+                               "query string too long or malformed (at most %d "
+                               "parameters, %zu bytes)",
+                               PE_HTTP_MAX_PARAMS, sizeof(r->qbuf) - 1);
         goto out;
     }
     if (!authorized(r, mg_get_header(conn, "Authorization"))) {
-        status = pe_http_error(r, 401, "PROFEP_TOKEN is set: send Authorization: Bearer TOKEN "
+        status = pe_http_error(r, 401,
+                               "PROFEP_TOKEN is set: send Authorization: Bearer TOKEN "
                                "or token=TOKEN");
         goto out;
     }

@@ -8,19 +8,19 @@
  * Hardening (README "Hardening"): short header/write timeouts against slow
  * clients, TCP_DEFER_ACCEPT, no document root, optional TLS (PROFEP_TLS_CERT).
  */
+#include <arpa/inet.h>
 #include <civetweb.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -184,24 +184,32 @@ server_main(void *unused)
     struct mg_server_port sp[4];
     int n;
     const char *options[] = {
-        "listening_ports", ports,
+        "listening_ports",
+        ports,
         /* Few workers: profiles hold one each for their duration (see routes.c's
            cap on long requests), quick endpoints keep the rest. */
-        "num_threads", PE_HTTP_WORKERS_STR,
+        "num_threads",
+        PE_HTTP_WORKERS_STR,
         /* civetweb 1.15 uses this for two things: the whole request line and
            headers must arrive within it (counted from the first read), and
            each write must make some progress within it.  It is not a limit
            on a handler's own time, so a 600 s profile completes.  Short,
            because a slowloris client holds a worker for this long: 20 slow
            connections on 8 workers delay the next request by ~2 x 2 s. */
-        "request_timeout_ms", PE_HTTP_IO_TIMEOUT_MS_STR,
-        "enable_keep_alive", "no",
+        "request_timeout_ms",
+        PE_HTTP_IO_TIMEOUT_MS_STR,
+        "enable_keep_alive",
+        "no",
         /* Request line plus headers; larger ones are refused (413). */
-        "max_request_size", "16384",
-        "listen_backlog", "64",
-        "enable_auth_domain_check", "no",
+        "max_request_size",
+        "16384",
+        "listen_backlog",
+        "64",
+        "enable_auth_domain_check",
+        "no",
         /* No document_root: nothing is ever served from disk. */
-        tls_cert[0] ? "ssl_certificate" : NULL, tls_cert,
+        tls_cert[0] ? "ssl_certificate" : NULL,
+        tls_cert,
         NULL,
     };
     const char *scheme = tls_cert[0] ? "https" : "http";
@@ -232,7 +240,8 @@ server_main(void *unused)
     write_port_file(pe_cfg.host, pe_http_port);
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
-                    "it can read this process's memory layout and stacks", pe_cfg.host);
+                    "it can read this process's memory layout and stacks",
+                    pe_cfg.host);
     pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
     return NULL;
 

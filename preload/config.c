@@ -20,7 +20,8 @@
 pe_cfg_t pe_cfg;
 
 const pe_cfg_row_t pe_cfg_rows[] = {
-    {"PROFEP_ADDR", "127.0.0.1:16825", "host:port or port to listen on; port 0 picks one; off: no server"},
+    {"PROFEP_ADDR", "127.0.0.1:16825",
+     "host:port or port to listen on; port 0 picks one; off: no server"},
     {"PROFEP_PORT_FILE", "", "after binding, write host:port here (%p = pid)"},
     {"PROFEP_MATCH", "", "activate only in programs whose name matches this glob"},
     {"PROFEP_TOKEN", "", "require Authorization: Bearer TOKEN or token=TOKEN"},
@@ -28,8 +29,10 @@ const pe_cfg_row_t pe_cfg_rows[] = {
     {"PROFEP_MAX_SECONDS", "600", "largest duration/seconds a request may ask for"},
     {"PROFEP_PEEK_SIGNAL", "", "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
     {"PROFEP_PEEK_SECONDS", "1", "length of the peek's CPU report"},
-    {"PROFEP_CHILDREN", "on", "off: remove this library from LD_PRELOAD for programs started from here"},
-    {"PROFEP_STAGE_DIR", "", "where /debug_engine writes its files (default: the temporary directory)"},
+    {"PROFEP_CHILDREN", "on",
+     "off: remove this library from LD_PRELOAD for programs started from here"},
+    {"PROFEP_STAGE_DIR", "",
+     "where /debug_engine writes its files (default: the temporary directory)"},
     {"PROFEP_LOG", "info", "info, warn or off"},
     {"PROFEP_MUTEX_RATE", "100", "record 1 in N contended lock waits; 0 turns it off"},
     {"PROFEP_TLS_CERT", "", "a PEM file with key and certificate: serve https:// only"},
@@ -107,9 +110,12 @@ pe_cfg_parse_size(const char *s, int64_t *out)
         return -EINVAL;
     memcpy(buf, s, n + 1);
     switch (buf[n - 1]) {
-    case 'k': case 'K': mult = 1024.0; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': mult = 1024.0; break;
+    case 'm':
+    case 'M': mult = 1024.0 * 1024; break;
+    case 'g':
+    case 'G': mult = 1024.0 * 1024 * 1024; break;
     default: break;
     }
     if (mult != 1)
@@ -136,10 +142,13 @@ pe_cfg_parse_seconds(const char *s, double *out)
 int
 pe_cfg_parse_signal(const char *s, int *out)
 {
-    static const struct { const char *name; int sig; } names[] = {
-        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
-        {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"URG", SIGURG}, {"TTIN", SIGTTIN},
-        {"TTOU", SIGTTOU}, {"INFO", SIGPWR},
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"USR1", SIGUSR1},   {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+        {"WINCH", SIGWINCH}, {"PWR", SIGPWR},   {"URG", SIGURG}, {"TTIN", SIGTTIN},
+        {"TTOU", SIGTTOU},   {"INFO", SIGPWR},
     };
     double v;
     size_t i;
@@ -154,8 +163,8 @@ pe_cfg_parse_signal(const char *s, int *out)
             return 0;
         }
     }
-    if (!parse_double(s, &v) && v >= 1 && v < NSIG && v == (int)v && v != SIGKILL &&
-        v != SIGSTOP && v != SIGPROF && v != SIGSEGV && v != SIGBUS) {
+    if (!parse_double(s, &v) && v >= 1 && v < NSIG && v == (int)v && v != SIGKILL && v != SIGSTOP &&
+        v != SIGPROF && v != SIGSEGV && v != SIGBUS) {
         *out = (int)v;
         return 0;
     }

@@ -13,22 +13,22 @@
 #include "pe.h"
 
 typedef struct pe_cfg_s {
-    char addr[128];       /* PROFEP_ADDR as given ("127.0.0.1:16825") */
-    char host[96];        /* parsed host part */
-    int port;             /* parsed port, 0 = pick one */
-    int server_off;       /* PROFEP_ADDR=off */
-    char port_file[256];  /* PROFEP_PORT_FILE, %p already expanded */
-    char match[128];      /* PROFEP_MATCH glob, "" = any */
-    char token[128];      /* PROFEP_TOKEN, "" = none */
-    int64_t heap_rate;    /* PROFEP_HEAP_RATE bytes, 0 = off */
-    double max_seconds;   /* PROFEP_MAX_SECONDS */
-    int peek_signal;      /* PROFEP_PEEK_SIGNAL, 0 = off */
-    double peek_seconds;  /* PROFEP_PEEK_SECONDS */
-    int children;         /* PROFEP_CHILDREN: 1 on, 0 off */
-    char stage_dir[256];  /* PROFEP_STAGE_DIR */
-    int log_level;        /* PROFEP_LOG: enum pe_log_level */
-    int64_t mutex_rate;   /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
-    char tls_cert[256];   /* PROFEP_TLS_CERT, "" = plain HTTP */
+    char addr[128];      /* PROFEP_ADDR as given ("127.0.0.1:16825") */
+    char host[96];       /* parsed host part */
+    int port;            /* parsed port, 0 = pick one */
+    int server_off;      /* PROFEP_ADDR=off */
+    char port_file[256]; /* PROFEP_PORT_FILE, %p already expanded */
+    char match[128];     /* PROFEP_MATCH glob, "" = any */
+    char token[128];     /* PROFEP_TOKEN, "" = none */
+    int64_t heap_rate;   /* PROFEP_HEAP_RATE bytes, 0 = off */
+    double max_seconds;  /* PROFEP_MAX_SECONDS */
+    int peek_signal;     /* PROFEP_PEEK_SIGNAL, 0 = off */
+    double peek_seconds; /* PROFEP_PEEK_SECONDS */
+    int children;        /* PROFEP_CHILDREN: 1 on, 0 off */
+    char stage_dir[256]; /* PROFEP_STAGE_DIR */
+    int log_level;       /* PROFEP_LOG: enum pe_log_level */
+    int64_t mutex_rate;  /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
+    char tls_cert[256];  /* PROFEP_TLS_CERT, "" = plain HTTP */
 } pe_cfg_t;
 
 extern pe_cfg_t pe_cfg;
@@ -57,10 +57,10 @@ const char *pe_cfg_raw(int i);
  * Value parsers shared with tests.  Each returns 0, or -EINVAL and leaves *out.
  */
 int pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int *port, int *off);
-int pe_cfg_parse_size(const char *s, int64_t *out);    /* 524288, 512k, 1m, 1e6 */
-int pe_cfg_parse_seconds(const char *s, double *out);  /* > 0 */
-int pe_cfg_parse_signal(const char *s, int *out);      /* USR1, SIGUSR1, 10 */
-int pe_cfg_parse_bool(const char *s, int *out);        /* on/off/1/0/true/false/yes/no */
+int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 */
+int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
+int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
+int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
 /* Expand %p in a path template; 0 or -ENAMETOOLONG. */
 int pe_cfg_expand_pid(const char *tmpl, char *out, size_t len, int pid);
 /* The program's name: basename of /proc/self/exe (or argv[0]). */

@@ -23,15 +23,15 @@ typedef struct pe_tls_s {
     int internal;
     int in_loader;
     int in_unwind;
-    pid_t tid;                /* cached gettid(); reset in fork children */
-    int unwind_primed;        /* libunwind's per-thread state set up outside a handler */
+    pid_t tid;         /* cached gettid(); reset in fork children */
+    int unwind_primed; /* libunwind's per-thread state set up outside a handler */
     /* heap sampling (heap/sample.c) */
-    int64_t heap_countdown;   /* bytes left until the next heap sample */
-    uint64_t rng;             /* xorshift state, 0 = not seeded */
-    int heap_seeded_gen;      /* rate generation the countdown was drawn for */
+    int64_t heap_countdown; /* bytes left until the next heap sample */
+    uint64_t rng;           /* xorshift state, 0 = not seeded */
+    int heap_seeded_gen;    /* rate generation the countdown was drawn for */
     /* lock contention (sampler/mutex.c) */
-    int64_t mutex_countdown;  /* waits left until the next sampled one; 0 = not drawn yet */
-    uint64_t mutex_rng;       /* xorshift state for those draws, 0 = not seeded */
+    int64_t mutex_countdown; /* waits left until the next sampled one; 0 = not drawn yet */
+    uint64_t mutex_rng;      /* xorshift state for those draws, 0 = not seeded */
 } __attribute__((aligned(PE_CACHELINE))) pe_tls_t;
 
 extern PE_TLS pe_tls_t pe_tls;

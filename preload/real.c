@@ -34,8 +34,8 @@ pe_real_boot_alloc(size_t size, size_t align)
         end = start + size;
         if (end > PE_BOOT_POOL || end < start)
             return NULL;
-    } while (!__atomic_compare_exchange_n(&boot_used, &cur, end, 1, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
+    } while (
+        !__atomic_compare_exchange_n(&boot_used, &cur, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return boot_pool + start; /* static storage: already zeroed, never reused */
 }
 

@@ -73,8 +73,8 @@ void pe_prof_free(pe_prof_t *p);
  * A sample with the same stack and labels as an earlier one is merged into it
  * (values summed).  Returns 0, -EINVAL or -ENOMEM.
  */
-int pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact,
-                const int64_t *values, const pe_prof_label_t *labels, int nlabels);
+int pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact, const int64_t *values,
+                const pe_prof_label_t *labels, int nlabels);
 
 /* Add a sample whose only frame is a named pseudo-function (e.g. "[truncated]"). */
 int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
@@ -100,7 +100,7 @@ int pe_prof_resolve(pe_prof_t *p, int no_names);
 int pe_prof_ntypes(const pe_prof_t *p);
 const pe_prof_vt_t *pe_prof_type(const pe_prof_t *p, int i);
 int pe_prof_type_index(const pe_prof_t *p, const char *type); /* -1 if absent */
-int pe_prof_default_index(const pe_prof_t *p);               /* default type's index, else ntypes-1 */
+int pe_prof_default_index(const pe_prof_t *p); /* default type's index, else ntypes-1 */
 int pe_prof_nsamples(const pe_prof_t *p);
 void pe_prof_sample(const pe_prof_t *p, int i, pe_prof_sample_t *out);
 

@@ -289,8 +289,8 @@ tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
     }
     /* Debian's -dbgsym packages: the full .symtab of a stripped binary. */
     if (strlen(obj->build_id) > 2) {
-        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_prof_debug_dir,
-                           obj->build_id, obj->build_id + 2);
+        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_prof_debug_dir, obj->build_id,
+                           obj->build_id + 2);
         img = len > 0 && (size_t)len < sizeof(dbg) ? map_file(dbg, &size, &st) : NULL;
         if (img) {
             n = elf_read_syms(tab, img, size, SHT_SYMTAB);

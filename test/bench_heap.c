@@ -77,6 +77,7 @@ main(int argc, char **argv)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    printf("cpu_s %.4f wall_s %.4f\n", clk(CLOCK_PROCESS_CPUTIME_ID) - c0, clk(CLOCK_MONOTONIC) - w0);
+    printf("cpu_s %.4f wall_s %.4f\n", clk(CLOCK_PROCESS_CPUTIME_ID) - c0,
+           clk(CLOCK_MONOTONIC) - w0);
     return 0;
 }

@@ -40,15 +40,23 @@ bump(size_t size, size_t align)
             errno = ENOMEM;
             return NULL;
         }
-    } while (!__atomic_compare_exchange_n(&used, &cur, end, 1, __ATOMIC_ACQ_REL,
-                                          __ATOMIC_RELAXED));
+    } while (!__atomic_compare_exchange_n(&used, &cur, end, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
     ((uint64_t *)(base + start))[-1] = size;
     return base + start;
 }
 
-void *malloc(size_t n) { return bump(n, 16); }
-void free(void *p) { (void)p; }
-void *calloc(size_t n, size_t m)
+void *
+malloc(size_t n)
+{
+    return bump(n, 16);
+}
+void
+free(void *p)
+{
+    (void)p;
+}
+void *
+calloc(size_t n, size_t m)
 {
     size_t s;
     if (__builtin_mul_overflow(n, m, &s)) {
@@ -57,7 +65,8 @@ void *calloc(size_t n, size_t m)
     }
     return bump(s, 16); /* fresh pages: already zero */
 }
-void *realloc(void *p, size_t n)
+void *
+realloc(void *p, size_t n)
 {
     void *q = bump(n, 16);
     if (q && p) {
@@ -66,7 +75,8 @@ void *realloc(void *p, size_t n)
     }
     return q;
 }
-int posix_memalign(void **out, size_t a, size_t n)
+int
+posix_memalign(void **out, size_t a, size_t n)
 {
     void *p = bump(n, a);
     if (!p)
@@ -74,11 +84,28 @@ int posix_memalign(void **out, size_t a, size_t n)
     *out = p;
     return 0;
 }
-void *aligned_alloc(size_t a, size_t n) { return bump(n, a); }
-void *memalign(size_t a, size_t n) { return bump(n, a); }
-void *valloc(size_t n) { return bump(n, 4096); }
-void *pvalloc(size_t n) { return bump((n + 4095) & ~(size_t)4095, 4096); }
-void *reallocarray(void *p, size_t n, size_t m)
+void *
+aligned_alloc(size_t a, size_t n)
+{
+    return bump(n, a);
+}
+void *
+memalign(size_t a, size_t n)
+{
+    return bump(n, a);
+}
+void *
+valloc(size_t n)
+{
+    return bump(n, 4096);
+}
+void *
+pvalloc(size_t n)
+{
+    return bump((n + 4095) & ~(size_t)4095, 4096);
+}
+void *
+reallocarray(void *p, size_t n, size_t m)
 {
     size_t s;
     if (__builtin_mul_overflow(n, m, &s)) {
@@ -87,4 +114,8 @@ void *reallocarray(void *p, size_t n, size_t m)
     }
     return realloc(p, s);
 }
-size_t malloc_usable_size(void *p) { return p ? ((uint64_t *)p)[-1] : 0; }
+size_t
+malloc_usable_size(void *p)
+{
+    return p ? ((uint64_t *)p)[-1] : 0;
+}

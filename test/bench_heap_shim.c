@@ -11,8 +11,28 @@ extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 
-__attribute__((visibility("default"))) void *malloc(size_t n) { return __libc_malloc(n); }
-__attribute__((visibility("default"))) void free(void *p) { __libc_free(p); }
-__attribute__((visibility("default"))) void *calloc(size_t n, size_t m) { return __libc_calloc(n, m); }
-__attribute__((visibility("default"))) void *realloc(void *p, size_t n) { return __libc_realloc(p, n); }
-__attribute__((visibility("default"))) void *memalign(size_t a, size_t n) { return __libc_memalign(a, n); }
+__attribute__((visibility("default"))) void *
+malloc(size_t n)
+{
+    return __libc_malloc(n);
+}
+__attribute__((visibility("default"))) void
+free(void *p)
+{
+    __libc_free(p);
+}
+__attribute__((visibility("default"))) void *
+calloc(size_t n, size_t m)
+{
+    return __libc_calloc(n, m);
+}
+__attribute__((visibility("default"))) void *
+realloc(void *p, size_t n)
+{
+    return __libc_realloc(p, n);
+}
+__attribute__((visibility("default"))) void *
+memalign(size_t a, size_t n)
+{
+    return __libc_memalign(a, n);
+}

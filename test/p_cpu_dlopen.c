@@ -16,8 +16,8 @@ static long cycles;
 
 /* Libraries the preloaded library does not pull in, so each dlclose really unmaps. */
 static const char *const libs[][2] = {
-    {"libbz2.so.1.0", "BZ2_bzlibVersion"},    {"liblzma.so.5", "lzma_version_string"},
-    {"libexpat.so.1", "XML_ExpatVersion"},    {"libzstd.so.1", "ZSTD_versionString"},
+    {"libbz2.so.1.0", "BZ2_bzlibVersion"},     {"liblzma.so.5", "lzma_version_string"},
+    {"libexpat.so.1", "XML_ExpatVersion"},     {"libzstd.so.1", "ZSTD_versionString"},
     {"libffi.so.8", "ffi_get_struct_offsets"}, {"libz.so.1", "zlibVersion"},
 };
 

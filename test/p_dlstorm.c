@@ -15,8 +15,8 @@
 static const struct {
     const char *lib, *fn;
 } libs[] = {
-    {"libbz2.so.1.0", "BZ2_bzlibVersion"},   {"liblzma.so.5", "lzma_version_string"},
-    {"libexpat.so.1", "XML_ExpatVersion"},   {"libzstd.so.1", "ZSTD_versionString"},
+    {"libbz2.so.1.0", "BZ2_bzlibVersion"},     {"liblzma.so.5", "lzma_version_string"},
+    {"libexpat.so.1", "XML_ExpatVersion"},     {"libzstd.so.1", "ZSTD_versionString"},
     {"libsqlite3.so.0", "sqlite3_libversion"},
 };
 #define NLIBS (sizeof(libs) / sizeof(libs[0]))
@@ -38,9 +38,8 @@ now(void)
 static int
 bz_roundtrip(void *h)
 {
-    int (*comp)(char *, unsigned *, char *, unsigned, int, int, int) =
-        (int (*)(char *, unsigned *, char *, unsigned, int, int, int))dlsym(
-            h, "BZ2_bzBuffToBuffCompress");
+    int (*comp)(char *, unsigned *, char *, unsigned, int, int, int) = (int (*)(
+        char *, unsigned *, char *, unsigned, int, int, int))dlsym(h, "BZ2_bzBuffToBuffCompress");
     char in[4096], out[8192];
     unsigned outlen = sizeof(out);
 

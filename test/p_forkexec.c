@@ -23,7 +23,9 @@ main(void)
     fflush(stdout);
     pid = fork();
     if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo exec child $i; exit 12", (char *)NULL);
+        execl("/bin/sh", "sh", "-c",
+              "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo exec child $i; exit 12",
+              (char *)NULL);
         _exit(127);
     }
     waitpid(pid, &status, 0);

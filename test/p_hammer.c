@@ -60,8 +60,10 @@ one(const char *spec, int hang_up, long long *got)
         body = bar ? bar + 1 : "";
     }
     if (body)
-        len = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n%s", path, strlen(body), body);
+        len = snprintf(req, sizeof(req),
+                       "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+                       "Connection: close\r\n\r\n%s",
+                       path, strlen(body), body);
     else
         len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                        path);
@@ -74,7 +76,8 @@ one(const char *spec, int hang_up, long long *got)
         status = -ECONNREFUSED;
         goto out;
     }
-    while ((n = (int)recv(fd, buf + (off < 16 ? off : 0), off < 16 ? sizeof(buf) - off : sizeof(buf), 0)) > 0) {
+    while ((n = (int)recv(fd, buf + (off < 16 ? off : 0),
+                          off < 16 ? sizeof(buf) - off : sizeof(buf), 0)) > 0) {
         if (off < 16 && off + (size_t)n >= 12 && !strncmp(buf, "HTTP/1.", 7))
             status = atoi(buf + 9);
         off += (size_t)n;

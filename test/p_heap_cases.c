@@ -31,12 +31,12 @@
 #include <unistd.h>
 
 static int bad;
-#define EXPECT(c)                                                                      \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "p_heap_cases: %s:%d: %s\n", __FILE__, __LINE__, #c);     \
-            bad = 1;                                                                   \
-        }                                                                              \
+#define EXPECT(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "p_heap_cases: %s:%d: %s\n", __FILE__, __LINE__, #c);                  \
+            bad = 1;                                                                               \
+        }                                                                                          \
     } while (0)
 
 static __thread uint64_t rng = 88172645463325252ull;
@@ -153,10 +153,26 @@ site_posix_memalign(size_t a, size_t n)
     EXPECT(posix_memalign(&p, a, n) == 0);
     return p;
 }
-__attribute__((noinline)) void *site_aligned_alloc(size_t a, size_t n) { return aligned_alloc(a, n); }
-__attribute__((noinline)) void *site_memalign(size_t a, size_t n) { return memalign(a, n); }
-__attribute__((noinline)) void *site_valloc(size_t n) { return valloc(n); }
-__attribute__((noinline)) void *site_pvalloc(size_t n) { return pvalloc(n); }
+__attribute__((noinline)) void *
+site_aligned_alloc(size_t a, size_t n)
+{
+    return aligned_alloc(a, n);
+}
+__attribute__((noinline)) void *
+site_memalign(size_t a, size_t n)
+{
+    return memalign(a, n);
+}
+__attribute__((noinline)) void *
+site_valloc(size_t n)
+{
+    return valloc(n);
+}
+__attribute__((noinline)) void *
+site_pvalloc(size_t n)
+{
+    return pvalloc(n);
+}
 
 static void
 mode_aligned(void)
@@ -172,10 +188,20 @@ mode_aligned(void)
             void *q;
             switch (k) {
             case 0: q = site_posix_memalign(a, n); break;
-            case 1: n = (n + a - 1) & ~(a - 1); q = site_aligned_alloc(a, n); break;
+            case 1:
+                n = (n + a - 1) & ~(a - 1);
+                q = site_aligned_alloc(a, n);
+                break;
             case 2: q = site_memalign(a, n); break;
-            case 3: a = ps; q = site_valloc(n); break;
-            default: a = ps; q = site_pvalloc(n); n = (n + ps - 1) & ~(ps - 1); break;
+            case 3:
+                a = ps;
+                q = site_valloc(n);
+                break;
+            default:
+                a = ps;
+                q = site_pvalloc(n);
+                n = (n + ps - 1) & ~(ps - 1);
+                break;
             }
             EXPECT(q != NULL && ((uintptr_t)q & (a - 1)) == 0);
             memset(q, 1, n < 64 ? n : 64);
@@ -206,21 +232,24 @@ swap_in(void *p)
     free(old); /* often another thread's block */
 }
 
-#define THREAD_SITE(k)                                                                 \
-    __attribute__((noinline)) void *thread_site_##k(size_t n) { return malloc(n); }  \
-    static void *thread_main_##k(void *arg)                                            \
-    {                                                                                  \
-        unsigned long long done = 0, want = (unsigned long long)(k) * (640ull << 20); \
-        rng ^= (uint64_t)(k) * 0x9E3779B97F4A7C15ull;                                \
-        while (done < want) {                                                          \
-            size_t n = pick_size(16);                                                  \
-            size_t *p = thread_site_##k(n);                                            \
-            p[0] = n;                                                                  \
-            done += n;                                                                 \
-            swap_in(p);                                                                \
-        }                                                                              \
-        tbytes[k] = done;                                                              \
-        return arg;                                                                    \
+#define THREAD_SITE(k)                                                                             \
+    __attribute__((noinline)) void *thread_site_##k(size_t n)                                      \
+    {                                                                                              \
+        return malloc(n);                                                                          \
+    }                                                                                              \
+    static void *thread_main_##k(void *arg)                                                        \
+    {                                                                                              \
+        unsigned long long done = 0, want = (unsigned long long)(k) * (640ull << 20);              \
+        rng ^= (uint64_t)(k)*0x9E3779B97F4A7C15ull;                                                \
+        while (done < want) {                                                                      \
+            size_t n = pick_size(16);                                                              \
+            size_t *p = thread_site_##k(n);                                                        \
+            p[0] = n;                                                                              \
+            done += n;                                                                             \
+            swap_in(p);                                                                            \
+        }                                                                                          \
+        tbytes[k] = done;                                                                          \
+        return arg;                                                                                \
     }
 THREAD_SITE(1)
 THREAD_SITE(2)
@@ -409,8 +438,16 @@ mode_signal(void)
 
 /* ---- loop (for /allocs_profile) ------------------------------------------------ */
 
-__attribute__((noinline)) void *site_loop_a(size_t n) { return malloc(n); }
-__attribute__((noinline)) void *site_loop_b(size_t n) { return malloc(n); }
+__attribute__((noinline)) void *
+site_loop_a(size_t n)
+{
+    return malloc(n);
+}
+__attribute__((noinline)) void *
+site_loop_b(size_t n)
+{
+    return malloc(n);
+}
 
 static double
 now_s(void)

@@ -10,12 +10,12 @@
  * stdout: site_a_bytes N, site_b_bytes N, live_a_bytes N, live_b_bytes N, ready
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <poll.h>
 
 static uint64_t rng = 88172645463325252ull;
 

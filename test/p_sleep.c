@@ -1,4 +1,5 @@
-/* p_sleep: sleeps argv[1] seconds (fractions allowed), then exits with status argv[2] via exit(). */
+/* p_sleep: sleeps argv[1] seconds (fractions allowed), then exits with status argv[2] via exit().
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

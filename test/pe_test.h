@@ -12,26 +12,26 @@
 
 static int pe_test_passed, pe_test_failed;
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            pe_test_passed++;                                                          \
-        } else {                                                                       \
-            pe_test_failed++;                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-        }                                                                              \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            pe_test_passed++;                                                                      \
+        } else {                                                                                   \
+            pe_test_failed++;                                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
-#define CHECKF(cond, ...)                                                              \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            pe_test_passed++;                                                          \
-        } else {                                                                       \
-            pe_test_failed++;                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);   \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            pe_test_passed++;                                                                      \
+        } else {                                                                                   \
+            pe_test_failed++;                                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 static inline int

@@ -133,7 +133,8 @@ test_stacks(void)
     pe_heap_stacks_account(ia, 1, PE_HEAP_CNT_ONE, 100);
     CHECK(pe_heap_stacks_read(ia, &rec) == 1);
     CHECK(rec.alloc_cnt_fx == 2 * PE_HEAP_CNT_ONE && rec.inuse_cnt_fx == PE_HEAP_CNT_ONE);
-    CHECK(rec.alloc_bytes_fx == 200 * PE_HEAP_BYTES_ONE && rec.inuse_bytes_fx == 100 * PE_HEAP_BYTES_ONE);
+    CHECK(rec.alloc_bytes_fx == 200 * PE_HEAP_BYTES_ONE &&
+          rec.inuse_bytes_fx == 100 * PE_HEAP_BYTES_ONE);
     CHECK(rec.raw_alloc_n == 2 && rec.raw_inuse_n == 1 && rec.raw_inuse_b == 100);
 }
 
@@ -212,7 +213,8 @@ test_live(void)
     first = (t1 - t0) * 1e3;
     last = (t3 - t2) * 1e3;
     CHECK(ok);
-    CHECKF(last < 2 * first + 5, "churn slowed down: first 1M %.1f ms, last 1M %.1f ms", first, last);
+    CHECKF(last < 2 * first + 5, "churn slowed down: first 1M %.1f ms, last 1M %.1f ms", first,
+           last);
     printf("  live churn: first 1M remove+insert %.1f ms, last 1M %.1f ms\n", first, last);
     CHECK(pe_heap_live_count() == LIVE);
     /* Exactly the expected set is live. */
@@ -266,8 +268,8 @@ test_allocs(void)
     CHECK(pe_heap_allocs_on == 0 && pe_heap_allocs_state() == 0);
     CHECK(n == 2 && p == 0.5 && on == 0);
     for (int i = 0; i < n; i++)
-        CHECK(v[i].stack == st && ((v[i].size == 100 && v[i].count == 10) ||
-                                   (v[i].size == 200 && v[i].count == 1)));
+        CHECK(v[i].stack == st &&
+              ((v[i].size == 100 && v[i].count == 10) || (v[i].size == 200 && v[i].count == 1)));
     free(v);
     /* A new recording starts empty. */
     CHECK(pe_heap_allocs_start(1, 1) == 0);

@@ -7,9 +7,9 @@
  * interrupted.
  */
 #include <pthread.h>
-#include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -57,7 +57,8 @@ main(void)
         pe_req_t r2;
         memset(&r2, 0, sizeof(r2));
         CHECK(pe_params_parse(&r2, big) < 0);
-        CHECK(pe_params_parse(&r2, "a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a") < 0);
+        CHECK(pe_params_parse(
+                  &r2, "a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a") < 0);
     }
 
     r = req("GET", "/nope", NULL);
