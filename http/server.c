@@ -31,6 +31,7 @@
 #include "../preload/log.h"
 #include "../preload/real.h"
 #include "../preload/threads.h"
+#include "../sampler/unwind.h"
 #include "http.h"
 #include "http_int.h"
 
@@ -215,6 +216,7 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
+    pe_unwind_warm();
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (tls_cert[0] && tls_prepare() < 0)
         goto err_dormant;

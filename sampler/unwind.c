@@ -357,17 +357,28 @@ pe_unwind_prime_thread(void)
     pe_tls.unwind_primed = 1;
 }
 
-/* Prime libunwind on this thread now, outside any signal (constructor). */
+/* The constructor's thread: only its TLS block, no unwinding (start-up cost). */
 static void
 prime_now(void)
 {
+    pe_unwind_prime_thread();
+}
+
+void
+pe_unwind_warm(void)
+{
     void *buf[8];
 
-    pe_unwind_prime_thread();
-    primed_gen = __atomic_load_n(&reuse_gen, __ATOMIC_SEQ_CST);
+    if (!unw_bt)
+        return;
+    /*
+     * The process's first unw_backtrace creates libunwind's pthread key.  Do it
+     * here, outside any signal and early (a low key index: pthread_setspecific
+     * then never allocates in a handler), but off the program's start-up path:
+     * the first walk costs ~120 us of cold DWARF parsing.  A heap sample on
+     * the main thread may get there first; that is outside a signal too.
+     */
     pe_tls.guard++;
-    /* One frame is enough to create libunwind's pthread key now (a low index:
-       pthread_setspecific never allocates later) and this thread's trace cache. */
     unw_bt(buf, 1);
     pe_tls.guard--;
 }

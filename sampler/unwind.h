@@ -22,6 +22,8 @@
 int pe_unwind_init(void);
 /* Prime libunwind's per-thread state outside signal context (thread start). */
 void pe_unwind_prime_thread(void);
+/* Create libunwind's process-wide state (its pthread key); from our server thread. */
+void pe_unwind_warm(void);
 
 /*
  * Capture the stack interrupted by a signal: pcs[0] is the interrupted PC
