@@ -262,20 +262,23 @@ state_code(pid_t tid)
 /*
  * One wall-clock tick: signal the next WALL_PER_TICK threads of the last scan
  * (all of them when there are fewer), each sample weighted by how many ticks
- * pass before that thread's turn comes again.  Collector only.
+ * pass before that thread's turn comes again, times `periods`, the periods
+ * this tick stands for (more than 1 when the collector was late: a starved
+ * collector then still accounts for the wall time that passed).  Collector
+ * only.
  */
 static void
-wall_tick(uint32_t gen)
+wall_tick(uint32_t gen, int64_t periods)
 {
     int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
-    unsigned weight = n ? (unsigned)((n + WALL_PER_TICK - 1) / WALL_PER_TICK) : 1;
+    int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
 
     if (weight > 255)
         weight = 255;
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         /* the state before our signal wakes it; a vanished thread answers ESRCH */
-        (void)pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(state_code(tid), weight, gen));
+        (void)pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(state_code(tid), (unsigned)weight, gen));
     }
     if (n)
         wall_rot = (wall_rot + k) % n;
@@ -364,10 +367,12 @@ collector_main(void *unused)
         now = now_ns(CLOCK_MONOTONIC);
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
         if (wgen && now >= next_wall) {
-            wall_tick(wgen);
-            next_wall += wp;
-            if (next_wall <= now) /* fell behind: skip, never burst */
-                next_wall = now + wp;
+            /* Late (a starved collector): one tick standing for every period
+               that passed, never a burst of signals. */
+            int64_t periods = 1 + (now - next_wall) / wp;
+
+            wall_tick(wgen, periods);
+            next_wall += periods * wp;
         } else if (!wgen) {
             next_wall = now;
         }
