@@ -288,3 +288,88 @@ signal(int signum, sighandler_t handler)
         return SIG_ERR;
     return old.sa_handler;
 }
+
+/*
+ * The older interfaces to the same thing.  glibc implements them with its
+ * internal sigaction, which would bypass ours: a program calling
+ * sigset(SIGPROF, SIG_DFL) while a profile runs would then be killed by our
+ * next timer signal.  Each is rebuilt here on the interposed sigaction, with
+ * glibc's semantics.
+ */
+/* Declared by <signal.h> only under old feature macros. */
+sighandler_t bsd_signal(int signum, sighandler_t handler);
+
+PE_EXPORT sighandler_t
+bsd_signal(int signum, sighandler_t handler)
+{
+    return signal(signum, handler);
+}
+
+PE_EXPORT sighandler_t
+ssignal(int signum, sighandler_t handler)
+{
+    return signal(signum, handler);
+}
+
+/* System V semantics: the handler is reset on delivery and not blocked while it runs. */
+static sighandler_t
+sysv_signal_impl(int signum, sighandler_t handler)
+{
+    struct sigaction sa, old;
+
+    if (handler == SIG_ERR || signum <= 0 || signum >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    if (sigaction(signum, &sa, &old) < 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+PE_EXPORT sighandler_t
+sysv_signal(int signum, sighandler_t handler)
+{
+    return sysv_signal_impl(signum, handler);
+}
+
+/* What signal() is under strict X/Open compilation (<signal.h> redirects it). */
+PE_EXPORT sighandler_t
+__sysv_signal(int signum, sighandler_t handler)
+{
+    return sysv_signal_impl(signum, handler);
+}
+
+PE_EXPORT sighandler_t
+sigset(int signum, sighandler_t disp)
+{
+    struct sigaction sa, old;
+    sigset_t set, oset;
+
+    if (signum <= 0 || signum >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, signum);
+    if (disp == SIG_HOLD) {
+        if (sigprocmask(SIG_BLOCK, &set, &oset) < 0)
+            return SIG_ERR;
+        if (sigismember(&oset, signum))
+            return SIG_HOLD;
+        if (sigaction(signum, NULL, &old) < 0)
+            return SIG_ERR;
+        return old.sa_handler;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = disp;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(signum, &sa, &old) < 0)
+        return SIG_ERR;
+    if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0)
+        return SIG_ERR;
+    return sigismember(&oset, signum) ? SIG_HOLD : old.sa_handler;
+}

@@ -52,6 +52,14 @@ kill $guard 2>/dev/null; wait $guard 2>/dev/null
 check "threads starting in malloc under 1000 Hz: the program finished (exit $rc)" \
     bash -c "[ $rc = 0 ] && grep -q 'threads=many' $PE_OUT"
 
+# ---- the program resets SIGPROF through sigset/sysv_signal/bsd_signal mid-profile ----
+pe_start $P/p_cpu_sigset 4 || exit 1
+st=$(pe_get '/profile?duration=2.5&delay=0.001' -o $T/sigset.pb.gz -w '%{http_code}')
+wait $PE_PID; rc=$?; PE_PID=
+check "sigset(SIGPROF, SIG_DFL) during a profile: profile returned ($st)" [ "$st" = 200 ]
+check "sigset(SIGPROF, SIG_DFL) during a profile: not killed (exit $rc)" \
+    bash -c "[ $rc = 0 ] && grep -q 'sigset ok' $PE_OUT"
+
 # ---- fork and fork+exec while profiled at 1000 Hz ------------------------------------
 # (the program outlives the 4 s profile by a margin: under load, building the profile takes time)
 pe_start $P/p_cpu_fork 8 || exit 1
