@@ -345,7 +345,7 @@ collector_main(void *unused)
     sigset_t all;
     struct timespec ts;
     int64_t next_drain, next_wall, now;
-    uint32_t wgen;
+    uint32_t wgen, last_wgen;
     int i = 0;
 
     sigfillset(&all);
@@ -354,6 +354,7 @@ collector_main(void *unused)
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
     next_drain = next_wall = now_ns(CLOCK_MONOTONIC);
+    last_wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
     next_drain += DRAIN_NS;
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
         int64_t wp = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
@@ -366,7 +367,14 @@ collector_main(void *unused)
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
         now = now_ns(CLOCK_MONOTONIC);
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
-        if (wgen && now >= next_wall) {
+        /* The session's period is published before its generation: read it
+           again now (a session may have started during the sleep). */
+        wp = __atomic_load_n(&wall_period_ns, __ATOMIC_ACQUIRE);
+        if (wgen != last_wgen) { /* a new session: its first tick is now, not overdue */
+            last_wgen = wgen;
+            next_wall = now;
+        }
+        if (wgen && wp > 0 && now >= next_wall) {
             /* Late (a starved collector): one tick standing for every period
                that passed, never a burst of signals. */
             int64_t periods = 1 + (now - next_wall) / wp;

@@ -182,6 +182,18 @@ main(void)
     CHECKF(s->wait_ns < 100000000, "all answered: %lld ns", (long long)s->wait_ns);
     pe_stacks_free(s);
 
+    /* ---- a wall session starting while the collector sleeps for a CPU one ----
+       (its period was once read before the session published it: 0, and a
+       division by it killed the program with SIGFPE) */
+    CHECK(pe_sampler_open(0.01, 100000000, &wc, &running) == 0);
+    for (int k = 0; k < 20; k++) {
+        nap(7000 + 1000 * k);
+        CHECK(pe_sampler_open_wall(0.01, 100000000, &ww, &running) == 0);
+        nap(15000);
+        pe_prof_free(pe_sampler_close(ww));
+    }
+    pe_prof_free(pe_sampler_close(wc));
+
     /* ---- wall and CPU side by side ---- */
     eintr = 0;
     CHECK(pe_sampler_open_wall(0.005, 100000000, &ww, &running) == 0);
