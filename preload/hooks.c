@@ -6,6 +6,7 @@
  * change a disposition; SIGPROF stays ours while a profile runs).
  * Each wrapper is thin and forwards to pe_real; the logic lives in the modules.
  */
+#include <alloca.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -187,69 +188,76 @@ execvp(const char *file, char *const argv[])
     return execvpe(file, argv, environ);
 }
 
-/* The execl family: gather the variadic list into an argv array. */
-#define PE_EXECL_MAX 4096
-
-static int
-gather_args(const char *arg0, va_list ap, char **argv, char ***envp)
+/*
+ * The execl family: gather the variadic list into an argv array on the
+ * stack, sized to the arguments as glibc's own execl does (a fixed maximum
+ * would take tens of KiB from threads that may have small stacks).
+ */
+static size_t
+count_args(const char *arg0, va_list ap)
 {
-    int n = 0;
+    va_list c;
+    size_t n = 1;
 
-    argv[n++] = (char *)arg0;
-    while (arg0 && n < PE_EXECL_MAX) {
-        argv[n] = va_arg(ap, char *);
-        if (!argv[n])
-            break;
-        n++;
-    }
-    if (n >= PE_EXECL_MAX) {
-        errno = E2BIG;
-        return -1;
-    }
+    va_copy(c, ap);
+    if (arg0)
+        while (va_arg(c, char *))
+            n++;
+    va_end(c);
+    return n;
+}
+
+static void
+fill_args(const char *arg0, va_list ap, char **argv, size_t n, char ***envp)
+{
+    size_t i;
+
+    argv[0] = (char *)arg0;
+    for (i = 1; i < n; i++)
+        argv[i] = va_arg(ap, char *);
     argv[n] = NULL;
+    if (arg0)
+        (void)va_arg(ap, char *); /* the terminating NULL */
     if (envp)
         *envp = va_arg(ap, char **);
-    return 0;
 }
+
+#define GATHER(arg, argv, envp)                                                                    \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        size_t n_;                                                                                 \
+        va_start(ap_, arg);                                                                        \
+        n_ = count_args(arg, ap_);                                                                 \
+        argv = alloca((n_ + 1) * sizeof(char *));                                                  \
+        fill_args(arg, ap_, argv, n_, envp);                                                       \
+        va_end(ap_);                                                                               \
+    } while (0)
 
 PE_EXPORT int
 execl(const char *path, const char *arg, ...)
 {
-    char *argv[PE_EXECL_MAX + 1];
-    va_list ap;
-    int rc;
+    char **argv;
 
-    va_start(ap, arg);
-    rc = gather_args(arg, ap, argv, NULL);
-    va_end(ap);
-    return rc ? rc : execve(path, argv, environ);
+    GATHER(arg, argv, NULL);
+    return execve(path, argv, environ);
 }
 
 PE_EXPORT int
 execlp(const char *file, const char *arg, ...)
 {
-    char *argv[PE_EXECL_MAX + 1];
-    va_list ap;
-    int rc;
+    char **argv;
 
-    va_start(ap, arg);
-    rc = gather_args(arg, ap, argv, NULL);
-    va_end(ap);
-    return rc ? rc : execvpe(file, argv, environ);
+    GATHER(arg, argv, NULL);
+    return execvpe(file, argv, environ);
 }
 
 PE_EXPORT int
 execle(const char *path, const char *arg, ...)
 {
-    char *argv[PE_EXECL_MAX + 1];
-    char **envp = NULL;
-    va_list ap;
-    int rc;
+    char **argv, **envp = NULL;
 
-    va_start(ap, arg);
-    rc = gather_args(arg, ap, argv, &envp);
-    va_end(ap);
-    return rc ? rc : execve(path, argv, envp);
+    GATHER(arg, argv, &envp);
+    return execve(path, argv, envp);
 }
 
 /* ---- signal dispositions ------------------------------------------------------- */

@@ -30,5 +30,20 @@ main(void)
     }
     waitpid(pid, &status, 0);
     printf("exec child exit %d\n", WEXITSTATUS(status));
+    fflush(stdout);
+    /* the other variadic forms: execlp searches PATH, execle passes its own environment */
+    pid = fork();
+    if (pid == 0) {
+        execlp("echo", "echo", "execlp", "args", (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    pid = fork();
+    if (pid == 0) {
+        char *env[] = {"PE_EXECLE=own-env", NULL};
+        execle("/bin/sh", "sh", "-c", "echo execle $PE_EXECLE", (char *)NULL, env);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
     return 0;
 }
