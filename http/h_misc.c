@@ -13,18 +13,6 @@
 #include "../preload/config.h"
 #include "http_int.h"
 
-int
-pe_http_route_unavailable(const pe_route_t *route)
-{
-    return route->handler == pe_http_h_unavailable;
-}
-
-int
-pe_http_h_unavailable(pe_req_t *r)
-{
-    return pe_http_error(r, 503, "%s is not available in this build of libprofendpoints", r->path);
-}
-
 /* ---- index ----------------------------------------------------------------------- */
 
 static void
@@ -58,17 +46,20 @@ pe_http_h_index(pe_req_t *r)
     pe_sink_printf(s, " (pid %d)</h1>\n<table>\n", (int)getpid());
     for (i = 0; i < pe_nroutes; i++) {
         const pe_route_t *rt = &pe_routes[i];
-        int off = pe_http_route_unavailable(rt);
+        const char *why = rt->unavailable ? rt->unavailable() : NULL;
 
-        pe_sink_printf(s, "<tr%s><td>", off ? " class=\"off\"" : "");
+        pe_sink_printf(s, "<tr%s><td>", why ? " class=\"off\"" : "");
         if (rt->methods & PE_M_GET)
             pe_sink_printf(s, "<a href=\"%s%s\">%s</a>", rt->path, rt->query, rt->path);
         else
             pe_sink_printf(s, "%s (POST)", rt->path);
         pe_sink_put(s, "</td><td>");
         html_escaped(s, rt->help);
-        if (off)
-            pe_sink_put(s, " <b>(not available in this build: answers 503)</b>");
+        if (why) {
+            pe_sink_put(s, " <b>(unavailable: ");
+            html_escaped(s, why);
+            pe_sink_put(s, "; answers 503)</b>");
+        }
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n<h2>Settings</h2>\n<table>\n");

@@ -31,6 +31,9 @@ typedef struct pe_route_s {
     unsigned methods;  /* PE_M_* bits */
     const char *help;  /* one line for the index */
     const char *query; /* example query for the index link, or "" */
+    /* Why the capability cannot work right now, or NULL (the index shows it;
+       the handlers answer 503 with their own line).  May itself be NULL. */
+    const char *(*unavailable)(void);
 } pe_route_t;
 
 #define PE_M_GET 1u
@@ -69,9 +72,5 @@ int pe_http_h_profile_wall_start(pe_req_t *r);
 int pe_http_h_profile_wall_stop(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
-/* Capabilities not built yet answer 503 through this one (h_misc.c). */
-int pe_http_h_unavailable(pe_req_t *r);
-/* 1 if the route's capability is not built yet (the index marks it). */
-int pe_http_route_unavailable(const pe_route_t *route);
 
 #endif /* PE_HTTP_INT_H */

@@ -10,51 +10,87 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../heap/heap.h"
 #include "../preload/config.h"
+#include "../sampler/mutex.h"
+#include "../sampler/sampler.h"
 #include "http_int.h"
 
 #define GH (PE_M_GET | PE_M_HEAD)
 
+/* ---- why a capability cannot work right now (shown by the index) -------------- */
+
+static const char *
+heap_unavailable(void)
+{
+    if (!pe_heap_available())
+        return pe_heap_reason();
+    return pe_heap_rate() <= 0 ? "heap sampling is off (PROFEP_HEAP_RATE=0)" : NULL;
+}
+
+static const char *
+allocs_unavailable(void)
+{
+    return pe_heap_available() ? NULL : pe_heap_reason();
+}
+
+static const char *
+mutex_unavailable(void)
+{
+    return pe_mutex_rate() <= 0 ? "lock contention profiling is off (PROFEP_MUTEX_RATE=0)" : NULL;
+}
+
+#define SIG pe_sampler_unavailable
+#define HEAP heap_unavailable
+#define ALLOCS allocs_unavailable
+#define MUTEX mutex_unavailable
+
 const pe_route_t pe_routes[] = {
-    {"/debug/pprof/", pe_http_h_index, GH, "this index", ""},
+    {"/debug/pprof/", pe_http_h_index, GH, "this index", "", NULL},
     {"/profile", pe_http_h_profile, GH,
-     "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5"},
+     "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5",
+     SIG},
     {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile (n, delay)",
-     ""},
-    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile (pprof)", ""},
+     "", SIG},
+    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile (pprof)", "",
+     NULL},
     {"/profile_wall", pe_http_h_profile_wall, GH,
-     "wall-clock profile of every thread, running or blocked", "?duration=5"},
+     "wall-clock profile of every thread, running or blocked", "?duration=5", SIG},
     {"/profile_wall_start", pe_http_h_profile_wall_start, GH,
-     "start an open-ended wall-clock profile", ""},
-    {"/profile_wall_stop", pe_http_h_profile_wall_stop, GH, "stop it and return the profile", ""},
+     "start an open-ended wall-clock profile", "", SIG},
+    {"/profile_wall_stop", pe_http_h_profile_wall_stop, GH, "stop it and return the profile", "",
+     NULL},
     {"/allocs_profile", pe_http_h_allocs_profile, GH,
-     "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5"},
+     "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5",
+     ALLOCS},
     {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH,
-     "start recording allocations (sample_rate)", ""},
+     "start recording allocations (sample_rate)", "", ALLOCS},
     {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH,
-     "stop and return the allocation profile", ""},
+     "stop and return the allocation profile", "", NULL},
     {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
-     "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", ""},
+     "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", "", HEAP},
     {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
-     "CPU profile for `seconds` s (go tool pprof)", "?seconds=5"},
+     "CPU profile for `seconds` s (go tool pprof)", "?seconds=5", SIG},
     {"/debug/pprof/heap", pe_http_h_pprof_heap, GH,
-     "sampled live heap (inuse_space default; seconds, debug=1)", ""},
+     "sampled live heap (inuse_space default; seconds, debug=1)", "", HEAP},
     {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
-     "sampled allocations since start (alloc_space default; seconds, debug=1)", ""},
+     "sampled allocations since start (alloc_space default; seconds, debug=1)", "", HEAP},
     {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now (debug=0|1|2)",
-     "?debug=1"},
+     "?debug=1", SIG},
     {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH,
-     "stacks that created the live threads", ""},
+     "stacks that created the live threads", "", NULL},
     {"/debug/pprof/mutex", pe_http_h_pprof_mutex, GH,
-     "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", ""},
+     "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", "", MUTEX},
     {"/debug/pprof/block", pe_http_h_pprof_block, GH,
-     "time blocked on locks and condition variables (seconds, debug=1)", ""},
-    {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", ""},
+     "time blocked on locks and condition variables (seconds, debug=1)", "", MUTEX},
+    {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", "",
+     NULL},
     {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST,
-     "Go's symbol protocol (POST 0xADDR+0xADDR...)", ""},
-    {"/task_backtraces", pe_http_h_task_backtraces, GH, "every thread's stack now, as text", ""},
+     "Go's symbol protocol (POST 0xADDR+0xADDR...)", "", NULL},
+    {"/task_backtraces", pe_http_h_task_backtraces, GH, "every thread's stack now, as text", "",
+     SIG},
     {"/debug_engine", pe_http_h_debug_engine, PE_M_POST,
-     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", ""},
+     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", "", NULL},
 };
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 

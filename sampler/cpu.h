@@ -93,6 +93,8 @@ void pe_cpu_timer_delete(int timerid);
 
 /* Take the signal for a profile: 0, or -EPERM when the program handles it. */
 int pe_cpu_sig_acquire(void);
+/* 1 when the program handles the signal itself (so pe_cpu_sig_acquire would fail). */
+int pe_cpu_sig_program_owns(void);
 /* The last profile ended: hand the signal back if the program asked for it. */
 void pe_cpu_sig_release(void);
 /* The program's stored disposition, for chaining from the handler. */

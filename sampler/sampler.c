@@ -405,6 +405,12 @@ collector_main(void *unused)
 
 /* ---- module API ------------------------------------------------------------------ */
 
+const char *
+pe_sampler_unavailable(void)
+{
+    return pe_cpu_sig_program_owns() ? "SIGPROF is handled by the program" : NULL;
+}
+
 int
 pe_sampler_init(void)
 {

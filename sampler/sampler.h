@@ -19,6 +19,9 @@
 #include "../preload/pe.h"
 #include "../proto/profile.h"
 
+/* Why signal-based profiles (CPU, wall, stacks) cannot run now, or NULL. */
+const char *pe_sampler_unavailable(void);
+
 /* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
 int pe_sampler_init(void);
 

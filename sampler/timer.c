@@ -196,6 +196,21 @@ out:
     return rc;
 }
 
+int
+pe_cpu_sig_program_owns(void)
+{
+    struct sigaction cur;
+    int owns;
+
+    slock();
+    if (sig_owned)
+        owns = is_handler(&prog_act[prog_cur]);
+    else
+        owns = real_sigaction(PE_SAMPLER_SIG, NULL, &cur) == 0 && is_handler(&cur);
+    sunlock();
+    return owns;
+}
+
 void
 pe_cpu_sig_release(void)
 {

@@ -84,6 +84,18 @@ st=$(pe_get '/profile?duration=1' -o /dev/null -w '%{http_code}')
 check "abandoned profiles free their slots ($st)" [ "$st" = 200 ]
 pe_stop
 
+# The index says which capabilities cannot work right now, and why.
+PE_ENV="PROFEP_HEAP_RATE=0 PROFEP_MUTEX_RATE=0" pe_start $P/p_sleep 30 0 || exit 1
+pe_get /debug/pprof/ >$T/idx.html
+check "index marks heap endpoints unavailable with the reason" \
+    bash -c "grep -F '/debug/pprof/heap' $T/idx.html | grep -q 'unavailable: heap sampling is off'"
+check "index marks mutex/block unavailable with the reason" \
+    bash -c "grep -F '/debug/pprof/block' $T/idx.html | grep -q 'unavailable: lock contention profiling is off'"
+check "index does not mark what works (CPU)" \
+    bash -c "! grep -F '>/profile<' $T/idx.html | grep -q unavailable"
+check "unavailable heap answers 503" [ "$(pe_status /debug/pprof/heap)" = 503 ]
+pe_stop; PE_ENV=
+
 # Token.
 PE_ENV="PROFEP_TOKEN=s3cret" pe_start $P/p_sleep 30 0 || exit 1
 check "token: 401 without it" [ "$(pe_status /debug/pprof/)" = 401 ]

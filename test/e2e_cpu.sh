@@ -91,6 +91,9 @@ pe_start $P/p_cpu_sigprof 2 || exit 1
 body=$(curl -s -D $T/h503 "http://$PE_ADDR/profile?duration=1")
 check "program handles SIGPROF: 503" grep -q '^HTTP/1.1 503' $T/h503
 check "503 says SIGPROF is the program's ($body)" grep -qi 'SIGPROF' <<<"$body"
+pe_get /debug/pprof/ >$T/idx.html
+check "the index marks /profile unavailable: SIGPROF is the program's" \
+    bash -c "grep -F '>/profile<' $T/idx.html | grep -q 'unavailable: SIGPROF is handled by the program'"
 wait $PE_PID; PE_PID=
 check "program's SIGPROF handler still runs" grep -q 'handled=1' $PE_OUT
 

@@ -31,8 +31,7 @@ discard_write(pe_sink_t *sink, const void *buf, size_t len)
 static int
 quick_handler(pe_http_handler_t h)
 {
-    return h == pe_http_h_index || h == pe_http_h_cmdline || h == pe_http_h_symbol ||
-           h == pe_http_h_unavailable;
+    return h == pe_http_h_index || h == pe_http_h_cmdline || h == pe_http_h_symbol;
 }
 
 static void
