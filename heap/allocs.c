@@ -112,7 +112,7 @@ pe_heap_allocs_start(double p, int open_ended)
     /* u64 uniform <= threshold with probability p (p = 1: always). */
     pe_heap_allocs_threshold = p >= 1.0 ? UINT64_MAX : (uint64_t)(p * 18446744073709551616.0);
     __atomic_store_n(&pe_heap_allocs_on, 1, __ATOMIC_SEQ_CST);
-    __atomic_fetch_or(&pe_heap_hot, PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
     return 0;
 }
 
@@ -148,7 +148,7 @@ pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p, uin
     *n = 0;
     if (!__atomic_compare_exchange_n(&state, &want, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return -ENOENT;
-    __atomic_fetch_and(&pe_heap_hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&pe_heap_hot.hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
     wait_inflight();
     nused = __atomic_load_n(&used, __ATOMIC_ACQUIRE);
@@ -181,7 +181,7 @@ void
 pe_heap_allocs_atfork_child(void)
 {
     /* Nobody can read a recording in a dormant child; stop paying for it. */
-    __atomic_fetch_and(&pe_heap_hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&pe_heap_hot.hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
     pe_heap_allocs_inflight = 0;
     if (state != 0 && table)

@@ -23,7 +23,6 @@ int64_t pe_heap_rate_bytes;
 int pe_heap_gen = PE_HEAP_GEN_BOOT;
 uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
 
-uintptr_t pe_heap_pool_lo, pe_heap_pool_span = UINTPTR_MAX;
 static int available;
 static const char *reason = "heap profiling was not initialised";
 static uintptr_t self_lo, self_hi; /* our executable segment(s) */
@@ -100,28 +99,7 @@ pe_heap_trim(const uintptr_t *pcs, int n)
     return i;
 }
 
-int pe_heap_hot;
-
 /* ---- start-up ------------------------------------------------------------------- */
-
-/* Learn the bootstrap pool's bounds from pe_real_owns() (one 16-byte block of
-   the pool is spent on it), so free() can test them inline. */
-static void
-find_pool(void)
-{
-    char *p = pe_real_boot_alloc(1, 16), *lo, *hi;
-
-    if (!p || !pe_real_owns(p))
-        return; /* pool exhausted: free() keeps asking pe_real_owns() */
-    for (lo = p; pe_real_owns(lo - 16); lo -= 16)
-        ;
-    for (hi = p; pe_real_owns(hi + 16); hi += 16)
-        ;
-    /* Owned bytes are [lo - 15, hi + 31] at most: widen to be safe, the
-       exact test still runs for pointers inside. */
-    __atomic_store_n(&pe_heap_pool_lo, (uintptr_t)lo - 16, __ATOMIC_RELAXED);
-    __atomic_store_n(&pe_heap_pool_span, (uintptr_t)(hi - lo) + 64, __ATOMIC_RELEASE);
-}
 
 static void
 check_available(void)
@@ -175,7 +153,9 @@ pe_heap_init(int64_t rate_bytes)
         return available ? 0 : -ENOTSUP;
     inited = 1;
     find_self();
-    find_pool();
+    pe_heap_tag_key_init();
+    /* glibc keeps a header below every block: reading p - 8 is always safe. */
+    pe_heap_hot.page_start_ok = !pe_real_foreign_malloc;
     if ((err = pe_heap_stacks_init()) < 0 ||
         (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
         (err = pe_heap_allocs_init()) < 0) {
@@ -189,7 +169,7 @@ pe_heap_init(int64_t rate_bytes)
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
     if (rate_bytes > 0) /* never cleared: sampled blocks may stay live */
-        __atomic_fetch_or(&pe_heap_hot, PE_HEAP_HOT_SAMPLING, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_SAMPLING, __ATOMIC_RELAXED);
     /* Every thread redraws its countdown on its next slow path. */
     __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
     return 0;

@@ -18,11 +18,13 @@
  *
  * The interposers (hooks.c) call the inline fast paths below: an unsampled
  * allocation costs one subtraction and one branch, freeing an unsampled block
- * one L1/L2 load of a counting pre-filter.  Everything else happens off the
- * fast path, lock-free or under a try-lock, and never calls malloc.
+ * one load beside the word the real free reads (the tag check).  Everything
+ * else happens off the fast path, lock-free or under a try-lock, and never
+ * calls malloc.
  * Design notes: README "Design: heap sampling".
  *
- * Signal-safe: the hook entry points (pe_heap_on_*, pe_heap_*_slow) are;
+ * Signal-safe: the hook paths (inline helpers, pe_heap_*_slow) add nothing
+ * to the real allocator that a signal handler could deadlock on;
  * profile readers (snapshot, allocs_*, live_iterate) are not.
  */
 #ifndef PE_HEAP_H
@@ -73,89 +75,98 @@ extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
 
 /*
  * What the hooks must do at all, in one word they read first:
- *   PE_HEAP_HOT_SAMPLING  heap sampling on (PROFEP_HEAP_RATE > 0): sampled
- *                         blocks may be live, so free() consults the filters
+ *   PE_HEAP_HOT_SAMPLING  heap sampling on (PROFEP_HEAP_RATE > 0): tagged
+ *                         blocks may be live (never cleared once set)
  *   PE_HEAP_HOT_ALLOCS    an /allocs_profile recording runs
- *   PE_HEAP_HOT_POOL      the bootstrap pool handed out blocks (free() must
- *                         recognise them)
+ *   PE_HEAP_HOT_POOL      the bootstrap pool handed out (tagged) blocks
  * 0 (sampling off, nothing recording): malloc and free are a load and a jump
  * on top of the real function.
  */
 #define PE_HEAP_HOT_SAMPLING 1
 #define PE_HEAP_HOT_ALLOCS 2
 #define PE_HEAP_HOT_POOL 4
-extern int pe_heap_hot;
 
-/* The pre-filter: one bit per hash bucket of sampled live addresses, 8 KiB,
-   so that it stays in L1 (a 64 KiB byte array missed L1 on most frees). */
-#define PE_HEAP_FILTER_BITS 16
-extern uint8_t pe_heap_filter[(1u << PE_HEAP_FILTER_BITS) / 8];
+/*
+ * Sampled blocks carry a tag (heap/tag.c): we allocate them ourselves with
+ * room for a header in front, and the word just below the pointer we return
+ * holds  key ^ p.  The key has bit 63 set, so it can never equal what glibc
+ * keeps in that word of its own blocks (the chunk size); for an allocator
+ * without headers it is a 2^-64 coincidence, and the slow path checks a
+ * second word before believing it.  So free() of an unsampled block reads
+ * one word on the cache line the real free is about to read anyway, and no
+ * table: nothing shared is written when samples come and go.  Under another
+ * allocator (no headers) the page before a pointer at a page start may be
+ * unmapped: such pointers are never read below, and never tagged.
+ */
+typedef struct pe_heap_hot_s {
+    int hot;           /* PE_HEAP_HOT_* */
+    uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
+    uintptr_t key2;    /* second tag word's key */
+    int page_start_ok; /* glibc behind us: every block has a header below */
+} pe_heap_hot_t;
+/* Read by every malloc and free, written a handful of times: its own line. */
+extern pe_heap_hot_t pe_heap_hot __attribute__((aligned(64)));
 
-static inline uint32_t
-pe_heap_filter_idx(const void *p)
+PE_SIGSAFE static inline int
+pe_heap_hot_flags(void)
 {
-    return (uint32_t)(((uintptr_t)p * 0x9E3779B97F4A7C15ull) >> (64 - PE_HEAP_FILTER_BITS));
+    return __atomic_load_n(&pe_heap_hot.hot, __ATOMIC_RELAXED);
+}
+
+/* 1 when p (not NULL) may be one of ours (tagged or pool): the slow path
+   decides.  Only with pe_heap_hot_flags() non-zero. */
+PE_SIGSAFE static inline int
+pe_heap_maybe_tagged(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+
+    /* Below a page start: readable only when glibc's chunk header is there. */
+    if (PE_UNLIKELY((a & 4095) < 8) && !pe_heap_hot.page_start_ok)
+        return 0;
+    return *(const uintptr_t *)(a - 8) == (a ^ pe_heap_hot.key);
 }
 
 /*
- * In front of it, a page map: one bit per 4 KiB page (modulo a 128 MiB
- * window) that holds the start of a sampled live block.  It is indexed by
- * address, not by hash, so frees that are near each other in memory (the
- * common case) read the same few cache lines and stay in L1 even when the
- * program's working set evicts everything else; the hashed filter above is
- * read only for the ~1% of frees whose page holds a sample.  Measured on
- * bench_heap's 2-thread workload: the hashed filter's load alone missed L1 on
- * most frees and cost ~8% of the program's time.
+ * Count an allocation of `size` bytes down; 1 when it must take the slow
+ * path (its sample point is reached, or an /allocs_profile recording runs).
+ * An allocation that is not sampled costs this subtraction and one branch.
  */
-#define PE_HEAP_PAGE_BITS 15
-extern uint8_t pe_heap_pagemap[(1u << PE_HEAP_PAGE_BITS) / 8];
-
-static inline uint32_t
-pe_heap_page_idx(const void *p)
-{
-    return (uint32_t)((uintptr_t)p >> 12) & ((1u << PE_HEAP_PAGE_BITS) - 1);
-}
-
-static inline int
-pe_heap_filter_maybe(const void *p)
-{
-    uint32_t g = pe_heap_page_idx(p), i;
-
-    if (!((__atomic_load_n(&pe_heap_pagemap[g >> 3], __ATOMIC_RELAXED) >> (g & 7)) & 1))
-        return 0;
-    i = pe_heap_filter_idx(p);
-    return (__atomic_load_n(&pe_heap_filter[i >> 3], __ATOMIC_RELAXED) >> (i & 7)) & 1;
-}
-
-/* The bootstrap pool's range (preload/real.c), learnt at init so that free()
-   tests it inline; until then every pointer is "maybe" and pe_real_owns()
-   decides. */
-extern uintptr_t pe_heap_pool_lo, pe_heap_pool_span;
-
-/* Sampling decisions and recording, off the fast path.  p != NULL. */
-PE_SIGSAFE void pe_heap_alloc_slow(void *p, size_t size);
-PE_SIGSAFE void pe_heap_free_slow(void *p);
-
-/* After an allocation of `size` bytes returned p (p != NULL). */
-PE_SIGSAFE static inline void
-pe_heap_on_alloc(void *p, size_t size)
+PE_SIGSAFE static inline int
+pe_heap_countdown(int hot, size_t size)
 {
     int64_t c = pe_tls.heap_countdown - (int64_t)size;
 
     pe_tls.heap_countdown = c;
-    if (PE_UNLIKELY((c <= 0) |
-                    (__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED) & PE_HEAP_HOT_ALLOCS)))
-        pe_heap_alloc_slow(p, size);
+    return PE_UNLIKELY((c <= 0) | (hot & PE_HEAP_HOT_ALLOCS));
 }
 
-/* Before p (not NULL) goes back to the real free/realloc. */
-PE_SIGSAFE static inline void
-pe_heap_on_free(void *p)
-{
-    if ((__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED) & PE_HEAP_HOT_SAMPLING) &&
-        PE_UNLIKELY(pe_heap_filter_maybe(p)))
-        pe_heap_free_slow(p);
-}
+/* What the slow allocation path is asked to do (the real call it stands for). */
+typedef enum {
+    PE_HEAP_MALLOC,
+    PE_HEAP_CALLOC,
+    PE_HEAP_MEMALIGN,
+    PE_HEAP_ALIGNED_ALLOC,
+    PE_HEAP_POSIX_MEMALIGN, /* errno carries its error on NULL */
+    PE_HEAP_VALLOC,
+    PE_HEAP_PVALLOC,
+} pe_heap_kind_t;
+
+/*
+ * The allocation itself, for one that reached the slow path: decides whether
+ * to sample it, allocates (tagged when sampled, by the real call otherwise)
+ * and records.  Returns what the real call would (errno as it would leave it).
+ */
+void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size);
+/* realloc of a block pe_heap_maybe_tagged() flagged, or one whose new size
+   reached a sample point: the whole call. */
+void *pe_heap_realloc_slow(void *old, size_t size, int counted);
+/* free of a block pe_heap_maybe_tagged() flagged: the whole call. */
+void pe_heap_free_slow(void *p);
+/* malloc_usable_size of such a block. */
+size_t pe_heap_usable_slow(void *p);
+/* The first allocations of the process, before the real allocator is known:
+   tagged blocks from the static pool (NULL once it is resolved, or empty). */
+void *pe_heap_pool_alloc(size_t size, size_t align);
 
 /* ---- heap profile (http/h_heap.c) --------------------------------------------- */
 

@@ -65,6 +65,38 @@ uint32_t pe_heap_stacks_count(void);
 int pe_heap_stacks_read(uint32_t id, pe_heap_rec_t *rec);
 extern uint64_t pe_heap_stacks_full;
 
+/* ---- tag.c ------------------------------------------------------------------- */
+
+/* The header in front of a sampled block (layout: tag.c).  magic must stay
+   the last word: free() reads p - 8. */
+typedef struct pe_heap_tag_s {
+    uintptr_t base;  /* what the real allocator returned */
+    uint64_t size;   /* bytes asked for */
+    uint64_t cnt_fx; /* the sample's weight */
+    uint32_t stack;
+    uint32_t flags;  /* PE_HEAP_TAG_LIVE */
+    uintptr_t check; /* key2 ^ p */
+    uintptr_t magic; /* key ^ p */
+} pe_heap_tag_t;
+#define PE_HEAP_TAG_LIVE 1u /* in the live table (else only counted) */
+
+/* Draw the tag keys once (before the first tag). */
+void pe_heap_tag_key_init(void);
+/* Allocate size bytes as the real call `kind` would (zeroed, aligned), with
+   room for a tag in front; the tag is not valid until pe_heap_tag_set.
+   NULL when the real call failed or the alignment is not one we tag. */
+void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+/* Fill and validate p's tag. */
+void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t flags);
+/* p's tag if p is a tagged block, else NULL (the check of both words). */
+PE_SIGSAFE pe_heap_tag_t *pe_heap_tag_of(void *p);
+/* Invalidate the tag; returns the pointer to give back to the real free. */
+void *pe_heap_tag_release(pe_heap_tag_t *t);
+/* malloc_usable_size of a tagged block p. */
+size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
+/* Bytes asked for a bootstrap pool block. */
+size_t pe_heap_pool_size(const void *p);
+
 /* ---- live.c ------------------------------------------------------------------- */
 
 /* Map a table of `slots` (power of two) entries; holds at most slots/2. */
@@ -72,9 +104,9 @@ int pe_heap_live_init(size_t slots);
 /* Record a sampled block.  0, -ENOSPC (table at its bound) or -EBUSY (lock
    not obtained in time).  Caller holds the guard. */
 PE_SIGSAFE int pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_fx);
-/* Forget addr if it is live (filter already said "maybe").  Never blocks on
-   this thread's own lock: when the lock is busy, the address is queued and
-   the lock holder removes it before it lets go. */
+/* Forget addr (a live entry: its tag says so) and count it freed.  Never
+   blocks on this thread's own lock: when the lock is busy, the address is
+   queued and the lock holder removes it before it lets go. */
 PE_SIGSAFE void pe_heap_live_forget(uintptr_t addr);
 /* Number of live entries now. */
 uint64_t pe_heap_live_count(void);

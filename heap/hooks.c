@@ -1,10 +1,11 @@
 /*
  * hooks.c: the exported malloc-family interposers.  Each is thin: make sure
  * the real functions are resolved (serving the bootstrap pool meanwhile),
- * call the real function, then tell heap/ (a free tells first, so the address
- * cannot be handed out again before we forget it).  errno is left as the real
- * call left it.  malloc_usable_size is not interposed: libc still owns every
- * block and we never change its layout.
+ * count the allocation down and tail-call the real function; the few calls
+ * that reach a sample point, run under an /allocs_profile recording or touch
+ * a tagged block (heap.h) go to sample.c, which does the whole call.  errno
+ * is left as the real call left it.  malloc_usable_size is interposed for
+ * the tagged blocks only (their header sits in front of the caller's bytes).
  *
  * Signal-safe: as safe as the real allocator (glibc's is not, but programs
  * do it); nothing here adds a lock that could be held by this thread.
@@ -31,9 +32,9 @@ boot_alloc(size_t size, size_t align)
     pe_real_init();
     if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
         return NULL; /* resolved now: caller retries the real path */
-    p = pe_real_boot_alloc(size ? size : 1, align);
+    p = pe_heap_pool_alloc(size ? size : 1, align);
     if (p) /* from now on free() must look for pool blocks */
-        __atomic_fetch_or(&pe_heap_hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
+        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
     return p;
 }
 
@@ -60,27 +61,24 @@ page_size(void)
     return ps;
 }
 
+/* 1 when an allocation of size bytes must go to the slow path. */
+static inline int
+slow_alloc(size_t size)
+{
+    int hot = pe_heap_hot_flags();
+
+    return hot && pe_heap_countdown(hot, size);
+}
+
 /* ---- the family ------------------------------------------------------------------ */
 
 PE_EXPORT void *
 malloc(size_t size)
 {
-    void *p;
-
     BOOT(malloc, size, 16);
-    if (!__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED))
-        return pe_real.malloc(size); /* nothing to record: a tail call */
-    p = pe_real.malloc(size);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, size);
-    return p;
-}
-
-/* 1 if p is a bootstrap pool block: an inline range test, exact after init. */
-static inline int
-from_pool(const void *p)
-{
-    return PE_UNLIKELY((uintptr_t)p - pe_heap_pool_lo < pe_heap_pool_span) && pe_real_owns(p);
+    if (slow_alloc(size))
+        return pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, size);
+    return pe_real.malloc(size);
 }
 
 PE_EXPORT void
@@ -90,10 +88,9 @@ free(void *p)
 
     if (PE_UNLIKELY(p == NULL))
         return;
-    if (__atomic_load_n(&pe_heap_hot, __ATOMIC_RELAXED)) {
-        if (from_pool(p))
-            return; /* the bootstrap pool is static, never freed */
-        pe_heap_on_free(p);
+    if (pe_heap_hot_flags() && PE_UNLIKELY(pe_heap_maybe_tagged(p))) {
+        pe_heap_free_slow(p);
+        return;
     }
     real_free = pe_real.free;
     if (PE_UNLIKELY(real_free == NULL)) {
@@ -108,51 +105,33 @@ PE_EXPORT void *
 calloc(size_t n, size_t m)
 {
     size_t size;
-    void *p;
 
     if (PE_UNLIKELY(__builtin_mul_overflow(n, m, &size))) {
         errno = ENOMEM;
         return NULL;
     }
     BOOT(calloc, size, 16); /* the pool is static: already zero */
-    p = pe_real.calloc(n, m);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, size);
-    return p;
-}
-
-/* realloc of a pool block: copy what the pool can hold into a real block. */
-static void *
-realloc_from_pool(void *old, size_t size)
-{
-    void *p = malloc(size ? size : 1);
-    size_t i;
-
-    if (p)
-        for (i = 0; i < size && pe_real_owns((char *)old + i); i++)
-            ((char *)p)[i] = ((char *)old)[i];
-    return p;
+    if (slow_alloc(size))
+        return pe_heap_alloc_slow(PE_HEAP_CALLOC, 16, size);
+    return pe_real.calloc(n, m);
 }
 
 static void *
 realloc_impl(void *old, size_t size)
 {
-    void *p;
+    int hot;
 
     if (old == NULL)
         return malloc(size);
-    if (from_pool(old))
-        return realloc_from_pool(old, size);
     if (PE_UNLIKELY(!pe_real.realloc))
         pe_real_init();
-    /* realloc = free(old) + malloc(new): forget old first, the real call may
-       hand its address to another thread.  A failed realloc keeps old alive
-       but untracked (rare; it only drops one sample). */
-    pe_heap_on_free(old);
-    p = pe_real.realloc(old, size);
-    if (p != NULL)
-        pe_heap_on_alloc(p, size);
-    return p;
+    if ((hot = pe_heap_hot_flags())) {
+        if (PE_UNLIKELY(pe_heap_maybe_tagged(old)))
+            return pe_heap_realloc_slow(old, size, 0);
+        if (pe_heap_countdown(hot, size))
+            return pe_heap_realloc_slow(old, size, 1);
+    }
+    return pe_real.realloc(old, size);
 }
 
 PE_EXPORT void *
@@ -175,10 +154,23 @@ reallocarray(void *old, size_t n, size_t m)
     return realloc_impl(old, size);
 }
 
+PE_EXPORT size_t
+malloc_usable_size(void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (pe_heap_hot_flags() && PE_UNLIKELY(pe_heap_maybe_tagged(p)))
+        return pe_heap_usable_slow(p);
+    if (PE_UNLIKELY(!pe_real.malloc_usable_size))
+        pe_real_init();
+    return pe_real.malloc_usable_size ? pe_real.malloc_usable_size(p) : 0;
+}
+
 PE_EXPORT int
 posix_memalign(void **out, size_t align, size_t size)
 {
     int saved = errno, r;
+    void *p;
 
     if (PE_UNLIKELY(!pe_real.posix_memalign)) {
         void *b;
@@ -192,9 +184,13 @@ posix_memalign(void **out, size_t align, size_t size)
             return 0;
         }
     }
-    r = pe_real.posix_memalign(out, align, size);
-    if (r == 0 && *out)
-        pe_heap_on_alloc(*out, size);
+    if (!slow_alloc(size))
+        return pe_real.posix_memalign(out, align, size);
+    errno = 0;
+    p = pe_heap_alloc_slow(PE_HEAP_POSIX_MEMALIGN, align, size);
+    r = p ? 0 : (errno ? errno : ENOMEM);
+    if (p)
+        *out = p;
     errno = saved; /* POSIX: the error is returned, errno untouched */
     return r;
 }
@@ -202,44 +198,34 @@ posix_memalign(void **out, size_t align, size_t size)
 PE_EXPORT void *
 aligned_alloc(size_t align, size_t size)
 {
-    void *p;
-
     BOOT(aligned_alloc, size, align);
-    p = pe_real.aligned_alloc(align, size);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, size);
-    return p;
+    if (slow_alloc(size))
+        return pe_heap_alloc_slow(PE_HEAP_ALIGNED_ALLOC, align, size);
+    return pe_real.aligned_alloc(align, size);
 }
 
 PE_EXPORT void *
 memalign(size_t align, size_t size)
 {
-    void *p;
-
     BOOT(memalign, size, align);
-    p = pe_real.memalign(align, size);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, size);
-    return p;
+    if (slow_alloc(size))
+        return pe_heap_alloc_slow(PE_HEAP_MEMALIGN, align, size);
+    return pe_real.memalign(align, size);
 }
 
 PE_EXPORT void *
 valloc(size_t size)
 {
-    void *p;
-
     BOOT(valloc, size, page_size());
-    p = pe_real.valloc(size);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, size);
-    return p;
+    if (slow_alloc(size))
+        return pe_heap_alloc_slow(PE_HEAP_VALLOC, page_size(), size);
+    return pe_real.valloc(size);
 }
 
 PE_EXPORT void *
 pvalloc(size_t size)
 {
     size_t ps = page_size(), rounded;
-    void *p;
 
     /* pvalloc rounds the size up to a whole page (0 -> one page). */
     if (__builtin_add_overflow(size ? size : 1, ps - 1, &rounded)) {
@@ -248,8 +234,7 @@ pvalloc(size_t size)
     }
     rounded &= ~(ps - 1);
     BOOT(pvalloc, rounded, ps);
-    p = pe_real.pvalloc(size);
-    if (PE_LIKELY(p != NULL))
-        pe_heap_on_alloc(p, rounded);
-    return p;
+    if (slow_alloc(rounded))
+        return pe_heap_alloc_slow(PE_HEAP_PVALLOC, ps, rounded);
+    return pe_real.pvalloc(size);
 }

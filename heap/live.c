@@ -1,19 +1,14 @@
 /*
- * live.c: the live table, the sampled blocks not yet freed, with the counting
- * pre-filter that lets free() of an unsampled block skip it.
+ * live.c: the live table, the sampled blocks not yet freed, for the heap
+ * snapshot and the profile's in-use totals.  free() never searches it: a
+ * block's tag (tag.c) says whether it is here.
  *
- *   filter[]  2^16 bits (8 KiB, L1-resident), indexed by a multiplicative
- *             hash of the address: 0 means "certainly not sampled" (one load
- *             in free).  Behind each bit a 16-bit count of live entries in its
- *             bucket, touched only under the lock, clears the bit at zero.
- *   slots[]   linear probing on a second hash of the address, at most half
- *             full.  Deletion shifts the following entries back (Knuth 6.4
+ *   slots[]   linear probing on a hash of the address, at most half full.
+ *             Deletion shifts the following entries back (Knuth 6.4
  *             algorithm R), so there are never tombstones and probe lengths do
  *             not grow under churn.
  *
- * Writers (insert, remove) hold one spin lock, taken with a bounded try; a
- * seqlock counter lets free() look an address up without the lock, so a
- * pre-filter false positive costs a few loads and no atomic write.  A free
+ * Writers (insert, remove) hold one spin lock, taken with a bounded try.  A free
  * that finds the lock busy (another thread, or a signal handler that
  * interrupted this very thread inside the lock) never waits: it queues the
  * address in pending[], and whoever holds the lock drains the queue before
@@ -32,7 +27,7 @@
 #include "heap_int.h"
 
 typedef struct live_ent_s {
-    uintptr_t addr; /* 0 = empty; relaxed atomics (read without the lock) */
+    uintptr_t addr; /* 0 = empty */
     uint64_t size;
     uint64_t cnt_fx;
     uint32_t stack;
@@ -41,14 +36,9 @@ typedef struct live_ent_s {
 
 #define PE_HEAP_PENDING 512
 
-uint8_t pe_heap_filter[(1u << PE_HEAP_FILTER_BITS) / 8] __attribute__((aligned(64)));
-static uint16_t filter_count[1u << PE_HEAP_FILTER_BITS]; /* under the lock only */
-uint8_t pe_heap_pagemap[(1u << PE_HEAP_PAGE_BITS) / 8] __attribute__((aligned(64)));
-static uint16_t page_count[1u << PE_HEAP_PAGE_BITS]; /* under the lock only */
 static live_ent_t *slots;
 static uint64_t mask, count, cap_live;
 static int lock_word;
-static unsigned seq;
 static uintptr_t pending[PE_HEAP_PENDING];
 static int npending;
 uint64_t pe_heap_lost_frees;
@@ -142,46 +132,9 @@ pe_heap_live_reset_lock(void)
     /* Fork child: whoever held it is gone; the structure is consistent
        because prepare took the lock before fork. */
     __atomic_store_n(&lock_word, 0, __ATOMIC_SEQ_CST);
-    if (seq & 1)
-        seq++;
 }
 
 /* ---- table operations (lock held) ------------------------------------------------- */
-
-/* The bit is set while its bucket's count is non-zero; a count that reaches
-   its maximum stays there (the bit then stays set: only slower, never wrong). */
-static inline void
-bits_inc(uint16_t *counts, uint8_t *bits, uint32_t i)
-{
-    if (counts[i] == UINT16_MAX)
-        return;
-    if (counts[i]++ == 0)
-        __atomic_fetch_or(&bits[i >> 3], (uint8_t)(1u << (i & 7)), __ATOMIC_RELEASE);
-}
-
-static inline void
-bits_dec(uint16_t *counts, uint8_t *bits, uint32_t i)
-{
-    if (counts[i] == UINT16_MAX || counts[i] == 0)
-        return;
-    if (--counts[i] == 0)
-        __atomic_fetch_and(&bits[i >> 3], (uint8_t) ~(1u << (i & 7)), __ATOMIC_RELEASE);
-}
-
-/* Both filters (heap.h) count the live samples behind each of their bits. */
-static inline void
-filter_inc(uintptr_t a)
-{
-    bits_inc(page_count, pe_heap_pagemap, pe_heap_page_idx((void *)a));
-    bits_inc(filter_count, pe_heap_filter, pe_heap_filter_idx((void *)a));
-}
-
-static inline void
-filter_dec(uintptr_t a)
-{
-    bits_dec(page_count, pe_heap_pagemap, pe_heap_page_idx((void *)a));
-    bits_dec(filter_count, pe_heap_filter, pe_heap_filter_idx((void *)a));
-}
 
 static void
 remove_locked(uintptr_t addr)
@@ -192,15 +145,12 @@ remove_locked(uintptr_t addr)
     for (;; i = (i + 1) & mask) {
         uintptr_t a = slots[i].addr;
         if (!a)
-            return; /* not live (a filter false positive, or already gone) */
+            return; /* not live (already gone) */
         if (a == addr)
             break;
     }
     e = &slots[i];
     pe_heap_stacks_account(e->stack, 1, e->cnt_fx, e->size);
-    filter_dec(addr);
-    __atomic_store_n(&seq, seq + 1, __ATOMIC_RELAXED); /* odd: readers retry */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     /* Backward shift: move later entries of the cluster into the hole when
        their home position does not lie cyclically in (i, j]. */
     for (j = i;;) {
@@ -217,8 +167,6 @@ remove_locked(uintptr_t addr)
         i = j;
     }
     __atomic_store_n(&slots[i].addr, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&seq, seq + 1, __ATOMIC_RELEASE);
     count--;
 }
 
@@ -243,45 +191,16 @@ pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_
     slots[i].size = size;
     slots[i].cnt_fx = cnt_fx;
     slots[i].stack = stack;
-    filter_inc(addr);
     __atomic_store_n(&slots[i].addr, addr, __ATOMIC_RELEASE);
     count++;
     unlock();
     return 0;
 }
 
-/* Lock-free lookup: 1 present, 0 absent, -1 could not tell (writer active). */
-static int
-peek(uintptr_t addr)
-{
-    for (int tries = 0; tries < 4; tries++) {
-        unsigned s1 = __atomic_load_n(&seq, __ATOMIC_ACQUIRE), s2;
-        int found = 0;
-        uint64_t i, n = 0;
-
-        if (s1 & 1)
-            continue;
-        for (i = home(addr); n <= mask; i = (i + 1) & mask, n++) {
-            uintptr_t a = __atomic_load_n(&slots[i].addr, __ATOMIC_RELAXED);
-            if (!a)
-                break;
-            if (a == addr) {
-                found = 1;
-                break;
-            }
-        }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        s2 = __atomic_load_n(&seq, __ATOMIC_RELAXED);
-        if (s1 == s2)
-            return found;
-    }
-    return -1;
-}
-
 PE_SIGSAFE void
 pe_heap_live_forget(uintptr_t addr)
 {
-    if (!slots || peek(addr) == 0)
+    if (!slots)
         return;
     /* Only a thread that was not already inside us may wait for the lock:
        with the guard set before ours, the holder may be our own frame. */

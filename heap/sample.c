@@ -1,9 +1,11 @@
 /*
  * sample.c: the sampling decisions taken off the hooks' fast path: the
  * per-thread xorshift generator, the exponential byte interval, the weight
- * of a sample, and the two slow paths (an allocation that reached its sample
- * point or runs under an /allocs_profile recording; a free the pre-filter
- * could not rule out).  Tables live in stacks.c, live.c and allocs.c.
+ * of a sample, and the slow paths of the hooks: an allocation that reached
+ * its sample point or runs under an /allocs_profile recording (allocated
+ * here, tagged when sampled: tag.c), and a free, realloc or
+ * malloc_usable_size of a block the tag check flagged.  Tables live in
+ * stacks.c, live.c and allocs.c.
  *
  * Sampling math (Go runtime/malloc.go nextSample; NOTES §4): the countdown
  * c ~ Exp(R) is memoryless, so an allocation of s bytes meets c <= s with
@@ -14,16 +16,20 @@
  * also draws a fresh interval rather than sampling the next allocation
  * (jemalloc's note: that would bias towards what follows re-entry).
  *
- * Signal-safe: yes (no locks taken without a try; no malloc; errno kept).
+ * Signal-safe: as the real allocator, which the slow paths call; nothing
+ * else here takes a lock without a try or allocates; errno kept.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/real.h"
 #include "../sampler/unwind.h"
 #include "heap_int.h"
 
@@ -102,30 +108,28 @@ redraw(pe_tls_t *t, int64_t rate)
     t->heap_countdown = pe_heap_draw(&t->rng, rate);
 }
 
-static int
-take_stack(uintptr_t *pcs, uint32_t *id)
+static uint32_t
+take_stack(void)
 {
+    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
     int n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0), start;
 
-    if (n <= 0) {
-        *id = PE_HEAP_NO_STACK;
-        return 0;
-    }
+    if (n <= 0)
+        return PE_HEAP_NO_STACK;
     start = pe_heap_trim(pcs, n);
-    *id = pe_heap_stacks_intern(pcs + start, n - start);
-    return 1;
+    return pe_heap_stacks_intern(pcs + start, n - start);
 }
 
-PE_SIGSAFE void
-pe_heap_alloc_slow(void *p, size_t size)
+#define WANT_HEAP 1   /* a heap sample */
+#define WANT_ALLOCS 2 /* an /allocs_profile record (pe_heap_allocs_inflight held) */
+
+/* What to record for an allocation of `size` bytes that reached the slow path. */
+static int
+decide(size_t size, int64_t *rate_out)
 {
     pe_tls_t *t = &pe_tls;
-    int gen = __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED);
+    int gen = __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED), want = 0;
     int64_t rate = __atomic_load_n(&pe_heap_rate_bytes, __ATOMIC_RELAXED);
-    int heap_sample = 0, allocs_sample = 0, saved_errno;
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
-    uint32_t id = PE_HEAP_NO_STACK;
-    int have_stack = 0;
 
     if (PE_UNLIKELY(t->heap_seeded_gen != gen)) {
         /* First allocation of this thread since start-up or a rate change:
@@ -133,67 +137,223 @@ pe_heap_alloc_slow(void *p, size_t size)
         t->heap_seeded_gen = gen;
         if (gen == PE_HEAP_GEN_BOOT) { /* before pe_heap_init: nothing recorded yet */
             t->heap_countdown = 1 << 20;
-            return;
+            return 0;
         }
         redraw(t, rate);
         t->heap_countdown -= (int64_t)size;
     }
     if (t->heap_countdown <= 0) {
         redraw(t, rate);
-        heap_sample = rate > 0;
+        want = rate > 0 ? WANT_HEAP : 0;
     }
     if (PE_UNLIKELY(t->internal)) {
         /* The library's own threads: never recorded, rarely back here. */
         t->heap_countdown = INT64_MAX / 2;
-        return;
+        return 0;
     }
     if (t->guard)
-        return; /* re-entered: the sample is skipped, the interval already redrawn */
-
-    saved_errno = errno;
-    pe_guard_enter();
+        return 0; /* re-entered: the sample is skipped, the interval already redrawn */
     if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_SEQ_CST)) {
             if (PE_UNLIKELY(t->rng == 0))
                 pe_heap_rng_seed(&t->rng);
-            if (pe_heap_rng_next(&t->rng) <= pe_heap_allocs_threshold) {
-                have_stack = take_stack(pcs, &id);
-                pe_heap_allocs_record(id, size);
-                allocs_sample = 1;
-            }
+            if (pe_heap_rng_next(&t->rng) <= pe_heap_allocs_threshold)
+                want |= WANT_ALLOCS;
         }
-        __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
+        if (!(want & WANT_ALLOCS))
+            __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
     }
-    if (heap_sample) {
-        uint64_t w = pe_heap_weight_fx(size, rate);
-        int r;
-
-        if (!allocs_sample)
-            have_stack = take_stack(pcs, &id);
-        (void)have_stack;
-        pe_heap_stacks_account(id, 0, w, size);
-        __atomic_fetch_add(&pe_heap_nsamples, 1, __ATOMIC_RELAXED);
-        r = pe_heap_live_insert((uintptr_t)p, size, id, w);
-        if (r < 0) {
-            /* Not tracked: it can never be seen freed, so it counts as
-               allocated but not in use. */
-            pe_heap_stacks_account(id, 1, w, size);
-            __atomic_fetch_add(r == -EBUSY ? &pe_heap_dropped_busy : &pe_heap_dropped_live, 1,
-                               __ATOMIC_RELAXED);
-        }
-    }
-    pe_guard_exit();
-    errno = saved_errno;
+    *rate_out = rate;
+    return want;
 }
 
-PE_SIGSAFE void
-pe_heap_free_slow(void *p)
+/* The real call the slow path stands for, untagged. */
+static void *
+plain_alloc(pe_heap_kind_t kind, size_t align, size_t size)
+{
+    void *p = NULL;
+    int r;
+
+    switch (kind) {
+    case PE_HEAP_MALLOC: return pe_real.malloc(size);
+    case PE_HEAP_CALLOC: return pe_real.calloc(1, size);
+    case PE_HEAP_MEMALIGN: return pe_real.memalign(align, size);
+    case PE_HEAP_ALIGNED_ALLOC: return pe_real.aligned_alloc(align, size);
+    case PE_HEAP_POSIX_MEMALIGN:
+        if ((r = pe_real.posix_memalign(&p, align, size)) != 0) {
+            errno = r;
+            return NULL;
+        }
+        return p;
+    case PE_HEAP_VALLOC: return pe_real.valloc(size);
+    case PE_HEAP_PVALLOC: return pe_real.pvalloc(size);
+    }
+    return NULL;
+}
+
+/* A tagged block p of `size` bytes was allocated: record it, fill its tag. */
+static uint32_t
+record_sample(void *p, size_t size, int64_t rate)
+{
+    uint64_t w = pe_heap_weight_fx(size, rate);
+    uint32_t id = take_stack(), flags = PE_HEAP_TAG_LIVE;
+    int r;
+
+    pe_heap_stacks_account(id, 0, w, size);
+    __atomic_fetch_add(&pe_heap_nsamples, 1, __ATOMIC_RELAXED);
+    r = pe_heap_live_insert((uintptr_t)p, size, id, w);
+    if (r < 0) {
+        /* Counted, and its free will be (the tag says how), but the heap
+           snapshot will not list it. */
+        flags = 0;
+        __atomic_fetch_add(r == -EBUSY ? &pe_heap_dropped_busy : &pe_heap_dropped_live, 1,
+                           __ATOMIC_RELAXED);
+    }
+    pe_heap_tag_set(p, id, size, w, flags);
+    return id;
+}
+
+static void
+record_allocs(uint32_t id, int have_id, size_t size)
+{
+    if (!have_id)
+        id = take_stack();
+    pe_heap_allocs_record(id, size);
+    __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
+void *
+pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
+{
+    int64_t rate = 0;
+    int want = decide(size, &rate), saved_errno, err;
+    uint32_t id = PE_HEAP_NO_STACK;
+    void *p = NULL;
+
+    if (!want)
+        return plain_alloc(kind, align, size);
+    saved_errno = errno;
+    pe_guard_enter();
+    if (want & WANT_HEAP) {
+        p = pe_heap_tag_alloc(kind, align, size);
+        if (p)
+            id = record_sample(p, size, rate);
+    }
+    err = saved_errno;
+    if (!p) { /* not sampled after all (no memory for the tag, odd alignment) */
+        errno = saved_errno;
+        p = plain_alloc(kind, align, size);
+        err = errno;
+    }
+    if (want & WANT_ALLOCS) {
+        if (p)
+            record_allocs(id, id != PE_HEAP_NO_STACK, size);
+        else
+            __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
+    }
+    pe_guard_exit();
+    errno = err;
+    return p;
+}
+
+/* Forget a tagged block and return what the real free must be given. */
+static void *
+untag(pe_heap_tag_t *t, void *p)
 {
     int saved_errno = errno;
+    void *base;
 
     pe_guard_enter();
-    pe_heap_live_forget((uintptr_t)p);
+    if (t->flags & PE_HEAP_TAG_LIVE)
+        pe_heap_live_forget((uintptr_t)p); /* counts it freed */
+    else
+        pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
+    base = pe_heap_tag_release(t);
     pe_guard_exit();
     errno = saved_errno;
+    return base;
+}
+
+void
+pe_heap_free_slow(void *p)
+{
+    pe_heap_tag_t *t;
+
+    if (pe_real_owns(p))
+        return; /* the bootstrap pool is static, never freed */
+    t = pe_heap_tag_of(p);
+    pe_real.free(t ? untag(t, p) : p);
+}
+
+size_t
+pe_heap_usable_slow(void *p)
+{
+    pe_heap_tag_t *t;
+
+    if (pe_real_owns(p))
+        return pe_heap_pool_size(p);
+    if ((t = pe_heap_tag_of(p)))
+        return pe_heap_tag_usable(t, p);
+    return pe_real.malloc_usable_size(p);
+}
+
+static size_t
+min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+void *
+pe_heap_realloc_slow(void *old, size_t size, int counted)
+{
+    pe_heap_tag_t *t;
+    int64_t rate = 0;
+    int want, saved_errno;
+    uint32_t id = PE_HEAP_NO_STACK;
+    void *p;
+
+    if (pe_real_owns(old)) {
+        /* Out of the pool into a real block (through malloc: it may be sampled). */
+        if ((p = malloc(size ? size : 1)))
+            memcpy(p, old, min_size(size, pe_heap_pool_size(old)));
+        return p;
+    }
+    if ((t = pe_heap_tag_of(old))) {
+        /* A sampled block moves: the new one gets its own sampling decision
+           (through malloc), as realloc = free + malloc in the profile. */
+        if (size == 0) /* the real realloc decides what size 0 means */
+            return pe_real.realloc(untag(t, old), 0);
+        if (!(p = malloc(size)))
+            return NULL; /* old stays as it was */
+        memcpy(p, old, min_size(size, pe_heap_tag_usable(t, old)));
+        free(old);
+        return p;
+    }
+    if (!counted && !pe_heap_countdown(pe_heap_hot_flags(), size))
+        return pe_real.realloc(old, size);
+    if (!(want = decide(size, &rate)))
+        return pe_real.realloc(old, size);
+    saved_errno = errno;
+    pe_guard_enter();
+    p = NULL;
+    if ((want & WANT_HEAP) && size && (p = pe_heap_tag_alloc(PE_HEAP_MALLOC, 16, size))) {
+        memcpy(p, old, min_size(size, pe_real.malloc_usable_size(old)));
+        pe_real.free(old);
+        id = record_sample(p, size, rate);
+        errno = saved_errno;
+    } else {
+        errno = saved_errno;
+        p = pe_real.realloc(old, size);
+    }
+    saved_errno = errno;
+    if (want & WANT_ALLOCS) {
+        if (p)
+            record_allocs(id, id != PE_HEAP_NO_STACK, size);
+        else
+            __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
+    }
+    pe_guard_exit();
+    errno = saved_errno;
+    return p;
 }

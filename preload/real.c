@@ -82,6 +82,7 @@ pe_real_init(void)
     RESOLVE(valloc);
     RESOLVE(pvalloc);
     RESOLVE(reallocarray);
+    RESOLVE(malloc_usable_size);
     RESOLVE(pthread_create);
     RESOLVE(dlopen);
     RESOLVE(dlclose);

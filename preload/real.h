@@ -31,6 +31,7 @@ typedef struct pe_real_s {
     void *(*valloc)(size_t);
     void *(*pvalloc)(size_t);
     void *(*reallocarray)(void *, size_t, size_t);
+    size_t (*malloc_usable_size)(void *);
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void *(*dlopen)(const char *, int);
     int (*dlclose)(void *);

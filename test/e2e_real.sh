@@ -37,6 +37,21 @@ check "gzip output identical with the library" [ "$a" = "$b" ]
 a=$(/usr/bin/python3 -c 'import hashlib; print(hashlib.sha256(bytes(range(256))*4096).hexdigest(), sorted({i % 97 for i in range(10**5)})[:5])')
 b=$(PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB /usr/bin/python3 -c 'import hashlib; print(hashlib.sha256(bytes(range(256))*4096).hexdigest(), sorted({i % 97 for i in range(10**5)})[:5])' 2>/dev/null)
 check "python3 output identical with the library" [ "$a" = "$b" ]
+# Every allocation sampled (PROFEP_HEAP_RATE=1): every block the interpreters
+# allocate carries our tag, through their realloc, calloc and
+# malloc_usable_size; the output must not change.
+py='import json, re, collections
+d = {str(i): [i] * (i % 50) for i in range(20000)}
+s = json.dumps(d)
+c = collections.Counter(re.findall(r"\d+", s))
+print(len(s), sum(c.values()), c.most_common(2), bytearray(b"x" * 100000).count(b"x"))'
+a=$(/usr/bin/python3 -c "$py")
+b=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_HEAP_RATE=1 LD_PRELOAD=$LIB /usr/bin/python3 -c "$py" 2>/dev/null)
+check "python3 output identical with every allocation sampled" [ -n "$a" -a "$a" = "$b" ]
+pl='my %h; $h{$_} = "x" x ($_ % 300) for 1 .. 200000; my $t = 0; $t += length $h{$_} for keys %h; my $s = ""; $s .= "ab" for 1 .. 100000; print "$t ", length $s, "\n"'
+a=$(/usr/bin/perl -e "$pl")
+b=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_HEAP_RATE=1 LD_PRELOAD=$LIB /usr/bin/perl -e "$pl" 2>/dev/null)
+check "perl output identical with every allocation sampled" [ -n "$a" -a "$a" = "$b" ]
 
 # Heap: python3 holding ~64 MiB in bytearrays shows up in the live heap.
 pe_start /usr/bin/python3 -c '

@@ -2,7 +2,7 @@
  * p_heap_cases.c: workloads with known allocation behaviour for the heap
  * profile, one per mode (argv[1]); each allocates from named noinline sites,
  * checks that the allocator's semantics are intact (contents kept by realloc,
- * calloc zeroed, alignments, errno), prints "KEY N" ground-truth lines and
+ * calloc zeroed, alignments, malloc_usable_size, errno), prints "KEY N" ground-truth lines and
  * "ready", then waits until stdin is closed (or 60 s) so a test can fetch.
  *
  *   realloc  chains 16 B -> 64 KiB by realloc (moving), keeps a quarter
@@ -83,7 +83,7 @@ mode_realloc(void)
         size_t have = 0;
         for (size_t n = 16; n <= 65536; n *= 2) {
             unsigned char *q = site_realloc(p, n);
-            EXPECT(q != NULL);
+            EXPECT(q != NULL && malloc_usable_size(q) >= n);
             for (size_t i = 0; i < have; i += 61)
                 if (q[i] != (unsigned char)(i * 7 + chain))
                     bad = 1;
@@ -204,7 +204,9 @@ mode_aligned(void)
                 break;
             }
             EXPECT(q != NULL && ((uintptr_t)q & (a - 1)) == 0);
-            memset(q, 1, n < 64 ? n : 64);
+            /* Every usable byte is ours to write (sampled blocks have a header). */
+            EXPECT(malloc_usable_size(q) >= n);
+            memset(q, 1, malloc_usable_size(q));
             free(q);
             b[k] += n;
         }

@@ -1,0 +1,173 @@
+/*
+ * tag.c: the layout of the blocks we allocate ourselves, so that free() can
+ * tell them from the real allocator's by reading one word (heap.h).
+ *
+ * A sampled block:
+ *
+ *     base                          p - 48                   p
+ *     | padding (aligned only) ... | pe_heap_tag_t (48 B)    | the caller's bytes
+ *
+ * base is what the real allocator returned for size + off bytes (off = 48,
+ * or 48 rounded up to the alignment asked for), p = base + off is what the
+ * caller gets.  The tag's last word (p - 8) is key ^ p, the one before it
+ * key2 ^ p; both are cleared before base goes back, so a stale tag never
+ * outlives its block.  The header also carries what the profile needs when
+ * the block is freed (stack, size, weight), so a free does not have to find
+ * it in a table.
+ *
+ * A bootstrap pool block (before the real allocator is resolved) has a
+ * 16-byte prefix { size, key ^ p }; the slow path recognises it by its
+ * address first.
+ *
+ * Signal-safe: as the real allocator; no locks.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/real.h"
+#include "heap_int.h"
+
+pe_heap_hot_t pe_heap_hot __attribute__((aligned(64)));
+
+void
+pe_heap_tag_key_init(void)
+{
+    struct timespec ts;
+    uint64_t x;
+
+    if (__atomic_load_n(&pe_heap_hot.key, __ATOMIC_ACQUIRE))
+        return;
+    /* Not a secret against an attacker, only against coincidence: no
+       program's data should equal key ^ p by chance. */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40) ^
+        (uintptr_t)&ts ^ __builtin_ia32_rdtsc();
+    pe_heap_rng_seed(&x);
+    pe_heap_hot.key2 = pe_heap_rng_next(&x) | (1ull << 63);
+    __atomic_store_n(&pe_heap_hot.key, pe_heap_rng_next(&x) | (1ull << 63), __ATOMIC_RELEASE);
+}
+
+static inline pe_heap_tag_t *
+tag_at(void *p)
+{
+    return (pe_heap_tag_t *)((char *)p - sizeof(pe_heap_tag_t));
+}
+
+/* Bytes in front of the caller's pointer for an alignment of `align`. */
+static inline size_t
+tag_offset(size_t align)
+{
+    size_t off = sizeof(pe_heap_tag_t);
+
+    return align <= 16 ? off : (off + align - 1) & ~(align - 1);
+}
+
+void *
+pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
+{
+    size_t off, total;
+    void *base = NULL;
+    char *p;
+
+    if (kind == PE_HEAP_MALLOC || kind == PE_HEAP_CALLOC)
+        align = 16;
+    /* Alignments the real call would refuse or round are left to it. */
+    if (align & (align - 1) || align > ((size_t)1 << 20))
+        return NULL;
+    off = tag_offset(align);
+    if (__builtin_add_overflow(size, off, &total))
+        return NULL;
+    if (align <= 16)
+        base = kind == PE_HEAP_CALLOC ? pe_real.calloc(1, total) : pe_real.malloc(total);
+    else if (pe_real.posix_memalign(&base, align, total) != 0)
+        base = NULL;
+    if (!base)
+        return NULL;
+    p = (char *)base + off;
+    if (((uintptr_t)p & 4095) < 8 && !pe_heap_hot.page_start_ok) {
+        pe_real.free(base); /* free() could not read its tag */
+        return NULL;
+    }
+    tag_at(p)->base = (uintptr_t)base;
+    return p;
+}
+
+void
+pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t flags)
+{
+    pe_heap_tag_t *t = tag_at(p);
+    uintptr_t a = (uintptr_t)p;
+
+    t->size = size;
+    t->cnt_fx = cnt_fx;
+    t->stack = stack;
+    t->flags = flags;
+    t->check = a ^ pe_heap_hot.key2;
+    __atomic_store_n(&t->magic, a ^ pe_heap_hot.key, __ATOMIC_RELEASE);
+}
+
+PE_SIGSAFE pe_heap_tag_t *
+pe_heap_tag_of(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    pe_heap_tag_t *t;
+
+    if (!p || (((a & 4095) < 8) && !pe_heap_hot.page_start_ok))
+        return NULL;
+    t = tag_at(p);
+    if (t->magic != (a ^ pe_heap_hot.key) || t->check != (a ^ pe_heap_hot.key2))
+        return NULL;
+    return t;
+}
+
+void *
+pe_heap_tag_release(pe_heap_tag_t *t)
+{
+    void *base = (void *)t->base;
+
+    t->check = 0;
+    __atomic_store_n(&t->magic, 0, __ATOMIC_RELAXED);
+    return base;
+}
+
+size_t
+pe_heap_tag_usable(pe_heap_tag_t *t, void *p)
+{
+    size_t u = pe_real.malloc_usable_size ? pe_real.malloc_usable_size((void *)t->base) : 0;
+    size_t off = (uintptr_t)p - t->base;
+
+    return u > off + t->size ? u - off : t->size;
+}
+
+/* ---- the bootstrap pool ------------------------------------------------------------ */
+
+void *
+pe_heap_pool_alloc(size_t size, size_t align)
+{
+    size_t pre = align < 16 ? 16 : align;
+    char *b, *p;
+
+    if (align >= 4096)
+        return NULL; /* would sit on a page start, where free() does not look */
+    pe_heap_tag_key_init();
+    /* One spare prefix so that p can move off a page start. */
+    b = pe_real_boot_alloc(size + 2 * pre, pre);
+    if (!b)
+        return NULL;
+    p = b + pre;
+    if (((uintptr_t)p & 4095) < 8)
+        p += pre;
+    ((uint64_t *)p)[-2] = size;
+    ((uintptr_t *)p)[-1] = (uintptr_t)p ^ pe_heap_hot.key;
+    return p;
+}
+
+size_t
+pe_heap_pool_size(const void *p)
+{
+    return ((const uint64_t *)p)[-2];
+}
