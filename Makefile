@@ -86,6 +86,11 @@ $(BUILD)/%.o: %.c | $(GEN_H)
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# The malloc-family fast paths are a few instructions and a tail call: no frame
+# to set up (nothing unwinds through them by frame pointer; stacks start at
+# their caller).
+$(BUILD)/heap/hooks.o: ALL_CFLAGS += -fomit-frame-pointer
+
 $(BUILD)/gen/profile.pb.o: $(GEN_C)
 	$(call msg,CC,$<)
 	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c -o $@ $<

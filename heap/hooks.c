@@ -51,6 +51,23 @@ boot_alloc(size_t size, size_t align)
         }                                                                                          \
     } while (0)
 
+/* malloc and free keep their start-up cases out of line, so that their fast
+   paths need no stack frame: a check or two and a tail call. */
+static __attribute__((noinline, cold)) void *
+malloc_unresolved(size_t size)
+{
+    BOOT(malloc, size, 16);
+    return malloc(size);
+}
+
+static __attribute__((noinline, cold)) void
+free_unresolved(void *p)
+{
+    pe_real_init();
+    if (pe_real.free)
+        pe_real.free(p); /* else (cannot happen in practice): leak rather than crash */
+}
+
 static size_t
 page_size(void)
 {
@@ -75,16 +92,19 @@ slow_alloc(size_t size)
 PE_EXPORT void *
 malloc(size_t size)
 {
-    BOOT(malloc, size, 16);
+    void *(*real_malloc)(size_t) = pe_real.malloc;
+
+    if (PE_UNLIKELY(!real_malloc))
+        return malloc_unresolved(size);
     if (slow_alloc(size))
         return pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, size);
-    return pe_real.malloc(size);
+    return real_malloc(size);
 }
 
 PE_EXPORT void
 free(void *p)
 {
-    void (*real_free)(void *);
+    void (*real_free)(void *) = pe_real.free;
 
     if (PE_UNLIKELY(p == NULL))
         return;
@@ -92,11 +112,9 @@ free(void *p)
         pe_heap_free_slow(p);
         return;
     }
-    real_free = pe_real.free;
     if (PE_UNLIKELY(real_free == NULL)) {
-        pe_real_init();
-        if (!(real_free = pe_real.free))
-            return; /* cannot happen in practice: leak rather than crash */
+        free_unresolved(p);
+        return;
     }
     real_free(p);
 }
