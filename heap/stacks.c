@@ -8,11 +8,15 @@
  *   ents[]     fixed records, handed out by fetch-add, published by the CAS
  *              that puts their id in a bucket
  *   frames[]   one arena of pcs, handed out by fetch-add
+ *   totals[]   per stripe (guard.h) and stack, the running totals on one
+ *              cache line: a thread adds to its own stripe's line only, so
+ *              two threads sampling the same stack do not pass a line back
+ *              and forth; readers sum the stripes
  *
  * Insertion is lock-free: two threads racing to add the same new stack both
  * fill a record, one CAS wins and the loser's record stays unpublished (a
  * wasted slot, counted against the bound).  Nothing is ever removed, so ids
- * stay valid for the life of the process.  All three arrays are mapped with
+ * stay valid for the life of the process.  All the arrays are mapped with
  * MAP_NORESERVE up front: pages never touched cost nothing.
  *
  * Signal-safe: intern and account are; init and readers are not needed there.
@@ -31,14 +35,19 @@ typedef struct stack_ent_s {
     uint32_t off;       /* first frame in frames[] */
     uint16_t n;         /* frames */
     uint16_t published; /* 1 once its id is in a bucket */
-    /* estimates (fixed point) and raw sampled values; relaxed atomics */
+} stack_ent_t;
+
+/* One stripe's totals for one stack: estimates (fixed point) and raw sampled
+   values; relaxed atomics. */
+typedef struct stack_totals_s {
     uint64_t acnt, abytes, fcnt, fbytes;
     uint64_t raw_an, raw_ab, raw_fn, raw_fb;
-} stack_ent_t;
+} __attribute__((aligned(64))) stack_totals_t;
 
 static uint32_t *buckets;
 static stack_ent_t *ents;
 static uintptr_t *frames;
+static stack_totals_t *totals; /* [stripe * PE_HEAP_STACKS + id] */
 static uint32_t next_ent, next_frame;
 uint64_t pe_heap_stacks_full;
 
@@ -50,7 +59,8 @@ pe_heap_stacks_init(void)
     buckets = pe_heap_map_hashed(PE_HEAP_BUCKETS * sizeof(*buckets));
     ents = pe_heap_map(PE_HEAP_STACKS * sizeof(*ents));
     frames = pe_heap_map(PE_HEAP_FRAMES_CAP * sizeof(*frames));
-    if (!buckets || !ents || !frames)
+    totals = pe_heap_map((size_t)PE_STRIPES * PE_HEAP_STACKS * sizeof(*totals));
+    if (!buckets || !ents || !frames || !totals)
         return -ENOMEM;
     /* id 0: the "[unknown]" pseudo-stack, no frames, never in a bucket */
     ents[0].published = 1;
@@ -123,12 +133,12 @@ pe_heap_stacks_intern(const uintptr_t *pcs, int n)
 PE_SIGSAFE void
 pe_heap_stacks_account(uint32_t id, int freed, uint64_t cnt_fx, uint64_t size)
 {
-    stack_ent_t *e;
+    stack_totals_t *e;
     uint64_t bytes = pe_heap_bytes_fx(cnt_fx, size);
 
-    if (!ents)
+    if (!totals || id >= PE_HEAP_STACKS)
         return;
-    e = &ents[id];
+    e = &totals[(size_t)pe_stripe() * PE_HEAP_STACKS + id];
     if (!freed) {
         __atomic_fetch_add(&e->acnt, cnt_fx, __ATOMIC_RELAXED);
         __atomic_fetch_add(&e->abytes, bytes, __ATOMIC_RELAXED);
@@ -159,29 +169,37 @@ sub0(uint64_t a, uint64_t b)
 int
 pe_heap_stacks_read(uint32_t id, pe_heap_rec_t *rec)
 {
-    stack_ent_t *e;
-    uint64_t fc, fb, fn, fr;
+    uint64_t fc = 0, fb = 0, fn = 0, fr = 0, ac = 0, ab = 0, an = 0, ar = 0;
 
     if (!ents || id >= pe_heap_stacks_count())
         return 0;
-    e = &ents[id];
-    if (!__atomic_load_n(&e->published, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&ents[id].published, __ATOMIC_ACQUIRE))
         return 0;
     /* Read frees before allocs: a block freed after we read its alloc can
        then never make inuse negative. */
-    fc = __atomic_load_n(&e->fcnt, __ATOMIC_ACQUIRE);
-    fb = __atomic_load_n(&e->fbytes, __ATOMIC_ACQUIRE);
-    fn = __atomic_load_n(&e->raw_fn, __ATOMIC_ACQUIRE);
-    fr = __atomic_load_n(&e->raw_fb, __ATOMIC_ACQUIRE);
+    for (int s = 0; s < PE_STRIPES; s++) {
+        stack_totals_t *e = &totals[(size_t)s * PE_HEAP_STACKS + id];
+        fc += __atomic_load_n(&e->fcnt, __ATOMIC_ACQUIRE);
+        fb += __atomic_load_n(&e->fbytes, __ATOMIC_ACQUIRE);
+        fn += __atomic_load_n(&e->raw_fn, __ATOMIC_ACQUIRE);
+        fr += __atomic_load_n(&e->raw_fb, __ATOMIC_ACQUIRE);
+    }
+    for (int s = 0; s < PE_STRIPES; s++) {
+        stack_totals_t *e = &totals[(size_t)s * PE_HEAP_STACKS + id];
+        ac += __atomic_load_n(&e->acnt, __ATOMIC_ACQUIRE);
+        ab += __atomic_load_n(&e->abytes, __ATOMIC_ACQUIRE);
+        an += __atomic_load_n(&e->raw_an, __ATOMIC_ACQUIRE);
+        ar += __atomic_load_n(&e->raw_ab, __ATOMIC_ACQUIRE);
+    }
     rec->stack = id;
-    rec->alloc_cnt_fx = __atomic_load_n(&e->acnt, __ATOMIC_ACQUIRE);
-    rec->alloc_bytes_fx = __atomic_load_n(&e->abytes, __ATOMIC_ACQUIRE);
-    rec->raw_alloc_n = __atomic_load_n(&e->raw_an, __ATOMIC_ACQUIRE);
-    rec->raw_alloc_b = __atomic_load_n(&e->raw_ab, __ATOMIC_ACQUIRE);
-    rec->inuse_cnt_fx = sub0(rec->alloc_cnt_fx, fc);
-    rec->inuse_bytes_fx = sub0(rec->alloc_bytes_fx, fb);
-    rec->raw_inuse_n = sub0(rec->raw_alloc_n, fn);
-    rec->raw_inuse_b = sub0(rec->raw_alloc_b, fr);
+    rec->alloc_cnt_fx = ac;
+    rec->alloc_bytes_fx = ab;
+    rec->raw_alloc_n = an;
+    rec->raw_alloc_b = ar;
+    rec->inuse_cnt_fx = sub0(ac, fc);
+    rec->inuse_bytes_fx = sub0(ab, fb);
+    rec->raw_inuse_n = sub0(an, fn);
+    rec->raw_inuse_b = sub0(ar, fr);
     return 1;
 }
 

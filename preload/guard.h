@@ -26,9 +26,11 @@ typedef struct pe_tls_s {
     pid_t tid;         /* cached gettid(); reset in fork children */
     int unwind_primed; /* libunwind's per-thread state set up outside a handler */
     /* heap sampling (heap/sample.c) */
-    int64_t heap_countdown; /* bytes left until the next heap sample */
-    uint64_t rng;           /* xorshift state, 0 = not seeded */
-    int heap_seeded_gen;    /* rate generation the countdown was drawn for */
+    int64_t heap_countdown;    /* bytes left until the next heap sample */
+    uint64_t rng;              /* xorshift state, 0 = not seeded */
+    int heap_seeded_gen;       /* rate generation the countdown was drawn for */
+    uint32_t heap_live_cursor; /* where this thread looks for a free live slot */
+    unsigned stripe;           /* pe_stripe() + 1, 0 = not assigned yet */
     /* lock contention (sampler/mutex.c) */
     int64_t mutex_countdown; /* waits left until the next sampled one; 0 = not drawn yet */
     uint64_t mutex_rng;      /* xorshift state for those draws, 0 = not seeded */
@@ -53,6 +55,24 @@ static inline int
 pe_guard_active(void)
 {
     return pe_tls.guard != 0 || pe_tls.internal != 0;
+}
+
+/*
+ * Counters that every thread bumps (per-stack heap totals, unwinder pins) are
+ * split into PE_STRIPES copies, each on its own cache line, and a thread
+ * bumps only its own: two threads sampling the same stack would otherwise
+ * pass the line back and forth on every sample.  Readers sum the copies.
+ * Stripes are dealt round-robin, so the first PE_STRIPES threads never share.
+ */
+#define PE_STRIPES 8
+PE_SIGSAFE unsigned pe_stripe_assign(void);
+
+PE_SIGSAFE static inline unsigned
+pe_stripe(void)
+{
+    unsigned s = pe_tls.stripe;
+
+    return PE_LIKELY(s) ? s - 1 : pe_stripe_assign();
 }
 
 /* This thread's tid, cached (async-signal-safe). */

@@ -40,7 +40,8 @@ int pe_unwind_dlclose_busy;
 
 /*
  * Loaded-object snapshot: two mmap'd buffers; `snap_cur` names the one readers
- * use.  A reader pins a buffer by incrementing snap_readers[b] and re-checking
+ * use.  A reader pins a buffer by incrementing its stripe's count for it
+ * (guard.h: no cache line shared between sampling threads) and re-checking
  * snap_cur; the rebuilder (outside signal context, under snap_lock) writes the
  * other buffer only once its reader count is 0, then flips snap_cur.
  * dlclose waits for both counts to drain before the object is unmapped.
@@ -56,7 +57,10 @@ typedef struct snap_buf_s {
 
 static snap_buf_t *snap[2];
 static int snap_cur;
-static int snap_readers[2];
+/* readers of buffer b on stripe s: snap_readers[s].n[b] */
+static struct {
+    int n[2];
+} __attribute__((aligned(PE_CACHELINE))) snap_readers[PE_STRIPES];
 static int snap_lock;       /* spin lock between rebuilders (never taken in a handler) */
 static PE_TLS int snap_pin; /* buffer pinned by this thread + 1, 0 = none */
 
@@ -109,29 +113,32 @@ hash_str(const char *s)
 PE_SIGSAFE static void
 snap_pin_enter(void)
 {
+    int *n = snap_readers[pe_stripe()].n;
+
     for (;;) {
         int b = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
-        __atomic_add_fetch(&snap_readers[b], 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&n[b], 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST) == b) {
             snap_pin = b + 1;
             return;
         }
-        __atomic_sub_fetch(&snap_readers[b], 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&n[b], 1, __ATOMIC_SEQ_CST);
     }
 }
 
 PE_SIGSAFE static void
 snap_pin_exit(void)
 {
-    __atomic_sub_fetch(&snap_readers[snap_pin - 1], 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&snap_readers[pe_stripe()].n[snap_pin - 1], 1, __ATOMIC_SEQ_CST);
     snap_pin = 0;
 }
 
 static void
 wait_readers(int b)
 {
-    while (__atomic_load_n(&snap_readers[b], __ATOMIC_SEQ_CST) != 0)
-        sched_yield();
+    for (int s = 0; s < PE_STRIPES; s++)
+        while (__atomic_load_n(&snap_readers[s].n[b], __ATOMIC_SEQ_CST) != 0)
+            sched_yield();
 }
 
 /* Address range of an object, from its PT_LOAD headers. */
