@@ -21,7 +21,7 @@
 
 int64_t pe_heap_rate_bytes;
 int pe_heap_gen = PE_HEAP_GEN_BOOT;
-uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
+uint64_t pe_heap_dropped_live;
 
 static int available;
 static const char *reason = "heap profiling was not initialised";
@@ -195,36 +195,11 @@ pe_heap_rate(void)
 
 /* ---- fork ------------------------------------------------------------------------- */
 
-static int fork_locked;
-
-void
-pe_heap_atfork_prepare(void)
-{
-    if (!inited)
-        return;
-    pe_heap_live_lock();
-    fork_locked = 1;
-}
-
-void
-pe_heap_atfork_parent(void)
-{
-    if (fork_locked) {
-        fork_locked = 0;
-        pe_heap_live_unlock();
-    }
-}
-
 void
 pe_heap_atfork_child(void)
 {
     if (!inited)
         return;
-    pe_heap_live_reset_lock();
-    if (fork_locked) {
-        fork_locked = 0;
-        pe_guard_exit();
-    }
     pe_heap_allocs_atfork_child();
     /* A fork child is dormant (SPEC): no server will read its profile, so
        sampling stops; its threads redraw to "never" on their next slow path. */
@@ -258,10 +233,12 @@ void
 pe_heap_get_stats(pe_heap_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
-    st->samples = __atomic_load_n(&pe_heap_nsamples, __ATOMIC_RELAXED);
+    for (uint32_t id = 0, n = pe_heap_stacks_count(); id < n; id++) {
+        pe_heap_rec_t r;
+        if (pe_heap_stacks_read(id, &r))
+            st->samples += r.raw_alloc_n;
+    }
     st->dropped_live = __atomic_load_n(&pe_heap_dropped_live, __ATOMIC_RELAXED);
-    st->dropped_busy = __atomic_load_n(&pe_heap_dropped_busy, __ATOMIC_RELAXED);
-    st->lost_frees = __atomic_load_n(&pe_heap_lost_frees, __ATOMIC_RELAXED);
     st->stacks = pe_heap_stacks_count();
     st->stacks_full = __atomic_load_n(&pe_heap_stacks_full, __ATOMIC_RELAXED);
     st->live = pe_heap_live_count();

@@ -54,11 +54,8 @@
  */
 int pe_heap_init(int64_t rate_bytes);
 
-/* pthread_atfork: prepare takes our one lock (so no child inherits it held),
-   parent releases it, child resets it and turns recording off (a fork child
-   is dormant: nothing could read its profile). */
-void pe_heap_atfork_prepare(void);
-void pe_heap_atfork_parent(void);
+/* Fork child: recording stops (a fork child is dormant: nothing could read
+   its profile).  heap/ holds no lock a child could inherit. */
 void pe_heap_atfork_child(void);
 
 /* 1 when heap profiling works in this process; 0 with a reason otherwise
@@ -103,9 +100,10 @@ typedef struct pe_heap_hot_s {
     uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
     uintptr_t key2;    /* second tag word's key */
     int page_start_ok; /* glibc behind us: every block has a header below */
-} pe_heap_hot_t;
-/* Read by every malloc and free, written a handful of times: its own line. */
-extern pe_heap_hot_t pe_heap_hot __attribute__((aligned(64)));
+} __attribute__((aligned(64))) pe_heap_hot_t;
+/* Read by every malloc and free, written a handful of times: a line of its
+   own (the type's alignment pads it, so nothing written often shares it). */
+extern pe_heap_hot_t pe_heap_hot;
 
 PE_SIGSAFE static inline int
 pe_heap_hot_flags(void)
@@ -195,10 +193,10 @@ int pe_heap_snapshot(pe_heap_rec_t **out, int *n);
  */
 int pe_heap_stack(uint32_t id, uintptr_t *pcs, int max);
 
-/* Counters for the profile comments: samples dropped because a table was full
-   or busy, and frees lost because the pending queue overflowed. */
+/* Counters for the profile comments: samples the live table could not list
+   (still counted in the profile), stacks that found the stack table full. */
 typedef struct pe_heap_stats_s {
-    uint64_t samples, dropped_live, dropped_busy, lost_frees, stacks, stacks_full, live;
+    uint64_t samples, dropped_live, stacks, stacks_full, live;
     uint64_t live_cap;
 } pe_heap_stats_t;
 void pe_heap_get_stats(pe_heap_stats_t *st);

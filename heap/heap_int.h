@@ -24,7 +24,7 @@ extern int64_t pe_heap_rate_bytes; /* 0 = heap sampling off */
    was drawn for.  PE_HEAP_GEN_BOOT: before pe_heap_init, nothing recorded. */
 #define PE_HEAP_GEN_BOOT 1
 extern int pe_heap_gen;
-extern uint64_t pe_heap_nsamples, pe_heap_dropped_live, pe_heap_dropped_busy;
+extern uint64_t pe_heap_dropped_live;
 
 /* mmap `bytes` of zeroed MAP_NORESERVE memory; NULL on failure. */
 void *pe_heap_map(size_t bytes);
@@ -74,11 +74,10 @@ typedef struct pe_heap_tag_s {
     uint64_t size;   /* bytes asked for */
     uint64_t cnt_fx; /* the sample's weight */
     uint32_t stack;
-    uint32_t flags;  /* PE_HEAP_TAG_LIVE */
+    uint32_t slot;   /* live table slot (1-based), 0 = not listed */
     uintptr_t check; /* key2 ^ p */
     uintptr_t magic; /* key ^ p */
 } pe_heap_tag_t;
-#define PE_HEAP_TAG_LIVE 1u /* in the live table (else only counted) */
 
 /* Draw the tag keys once (before the first tag). */
 void pe_heap_tag_key_init(void);
@@ -87,7 +86,7 @@ void pe_heap_tag_key_init(void);
    NULL when the real call failed or the alignment is not one we tag. */
 void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
 /* Fill and validate p's tag. */
-void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t flags);
+void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t slot);
 /* p's tag if p is a tagged block, else NULL (the check of both words). */
 PE_SIGSAFE pe_heap_tag_t *pe_heap_tag_of(void *p);
 /* Invalidate the tag; returns the pointer to give back to the real free. */
@@ -99,24 +98,18 @@ size_t pe_heap_pool_size(const void *p);
 
 /* ---- live.c ------------------------------------------------------------------- */
 
-/* Map a table of `slots` (power of two) entries; holds at most slots/2. */
+/* Map a table of `slots` (power of two) entries. */
 int pe_heap_live_init(size_t slots);
-/* Record a sampled block.  0, -ENOSPC (table at its bound) or -EBUSY (lock
-   not obtained in time).  Caller holds the guard. */
-PE_SIGSAFE int pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_fx);
-/* Forget addr (a live entry: its tag says so) and count it freed.  Never
-   blocks on this thread's own lock: when the lock is busy, the address is
-   queued and the lock holder removes it before it lets go. */
-PE_SIGSAFE void pe_heap_live_forget(uintptr_t addr);
-/* Number of live entries now. */
+/* List a sampled block; returns its slot (1-based, kept in its tag) or 0 when
+   no empty slot was found near this thread's cursor (not listed). */
+PE_SIGSAFE uint32_t pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack,
+                                        uint64_t cnt_fx);
+/* Unlist addr from its slot (a no-op if the slot holds something else). */
+PE_SIGSAFE void pe_heap_live_remove(uint32_t slot, uintptr_t addr);
+/* Entries listed now (a scan), and the table's size. */
 uint64_t pe_heap_live_count(void);
 uint64_t pe_heap_live_capacity(void);
-extern uint64_t pe_heap_lost_frees;
-/* Lock for fork and readers (spins; never call from a hook). */
-void pe_heap_live_lock(void);
-void pe_heap_live_unlock(void);
-void pe_heap_live_reset_lock(void);
-/* Copy every live entry into a malloc'd array (lock held inside). */
+/* Copy every listed entry into a malloc'd array (any thread, no lock). */
 int pe_heap_live_copy(pe_heap_live_t **out, size_t *n);
 
 /* ---- allocs.c ----------------------------------------------------------------- */

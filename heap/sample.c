@@ -197,20 +197,13 @@ static uint32_t
 record_sample(void *p, size_t size, int64_t rate)
 {
     uint64_t w = pe_heap_weight_fx(size, rate);
-    uint32_t id = take_stack(), flags = PE_HEAP_TAG_LIVE;
-    int r;
+    uint32_t id = take_stack(), slot;
 
     pe_heap_stacks_account(id, 0, w, size);
-    __atomic_fetch_add(&pe_heap_nsamples, 1, __ATOMIC_RELAXED);
-    r = pe_heap_live_insert((uintptr_t)p, size, id, w);
-    if (r < 0) {
-        /* Counted, and its free will be (the tag says how), but the heap
-           snapshot will not list it. */
-        flags = 0;
-        __atomic_fetch_add(r == -EBUSY ? &pe_heap_dropped_busy : &pe_heap_dropped_live, 1,
-                           __ATOMIC_RELAXED);
-    }
-    pe_heap_tag_set(p, id, size, w, flags);
+    slot = pe_heap_live_insert((uintptr_t)p, size, id, w);
+    if (!slot) /* counted, and its free will be, but the snapshot will not list it */
+        __atomic_fetch_add(&pe_heap_dropped_live, 1, __ATOMIC_RELAXED);
+    pe_heap_tag_set(p, id, size, w, slot);
     return id;
 }
 
@@ -265,10 +258,8 @@ untag(pe_heap_tag_t *t, void *p)
     void *base;
 
     pe_guard_enter();
-    if (t->flags & PE_HEAP_TAG_LIVE)
-        pe_heap_live_forget((uintptr_t)p); /* counts it freed */
-    else
-        pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
+    pe_heap_live_remove(t->slot, (uintptr_t)p);
+    pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
     base = pe_heap_tag_release(t);
     pe_guard_exit();
     errno = saved_errno;

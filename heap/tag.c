@@ -31,7 +31,7 @@
 #include "../preload/real.h"
 #include "heap_int.h"
 
-pe_heap_hot_t pe_heap_hot __attribute__((aligned(64)));
+pe_heap_hot_t pe_heap_hot;
 
 void
 pe_heap_tag_key_init(void)
@@ -97,7 +97,7 @@ pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
 }
 
 void
-pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t flags)
+pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t slot)
 {
     pe_heap_tag_t *t = tag_at(p);
     uintptr_t a = (uintptr_t)p;
@@ -105,7 +105,7 @@ pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_
     t->size = size;
     t->cnt_fx = cnt_fx;
     t->stack = stack;
-    t->flags = flags;
+    t->slot = slot;
     t->check = a ^ pe_heap_hot.key2;
     __atomic_store_n(&t->magic, a ^ pe_heap_hot.key, __ATOMIC_RELEASE);
 }

@@ -159,10 +159,10 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
     pe_heap_get_stats(&st);
     pe_sink_printf(&resp.sink,
                    "\n# profendpoints heap sampling\n# rate = %" PRId64 "\n# samples = %" PRIu64
-                   "\n# live_tracked = %" PRIu64 " (bound %" PRIu64 ")\n# dropped = %" PRIu64
-                   "\n# stacks = %" PRIu64 "\n",
-                   pe_heap_rate(), st.samples, st.live, st.live_cap,
-                   st.dropped_live + st.dropped_busy + st.stacks_full, st.stacks);
+                   "\n# live_listed = %" PRIu64 " (table of %" PRIu64 ")\n# unlisted = %" PRIu64
+                   "\n# stacks = %" PRIu64 " (%" PRIu64 " samples found the table full)\n",
+                   pe_heap_rate(), st.samples, st.live, st.live_cap, st.dropped_live, st.stacks,
+                   st.stacks_full);
     append_maps(&resp.sink);
     return pe_http_end(&resp);
 }
@@ -192,13 +192,12 @@ build_heap(pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns)
         }
     }
     pe_heap_get_stats(&st);
-    if (st.dropped_live || st.dropped_busy || st.stacks_full || st.lost_frees)
+    if (st.dropped_live || st.stacks_full)
         pe_prof_comment(p,
-                        "heap sampling: %" PRIu64 " samples, %" PRIu64 " not tracked live (table "
-                        "bound %" PRIu64 "), %" PRIu64 " busy, %" PRIu64 " without a stack slot, "
-                        "%" PRIu64 " frees lost",
-                        st.samples, st.dropped_live, st.live_cap, st.dropped_busy, st.stacks_full,
-                        st.lost_frees);
+                        "heap sampling: %" PRIu64 " samples, %" PRIu64 " not listed for the heap "
+                        "snapshot (table of %" PRIu64 "; still counted here), %" PRIu64
+                        " without a stack slot",
+                        st.samples, st.dropped_live, st.live_cap, st.stacks_full);
     return p;
 }
 

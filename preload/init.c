@@ -46,23 +46,11 @@ pe_init_thread_exit_hook(void)
 /* ---- fork ----------------------------------------------------------------------- */
 
 static void
-atfork_prepare(void)
-{
-    pe_heap_atfork_prepare();
-}
-
-static void
-atfork_parent(void)
-{
-    pe_heap_atfork_parent();
-}
-
-static void
 atfork_child(void)
 {
     /* Our threads did not survive the fork: the child runs no server and no
        timers (SPEC: a fork child stays dormant), but its allocations still
-       go through the heap hooks, which must find no lock held. */
+       go through the heap hooks (lock-free: nothing to find held). */
     pe_heap_atfork_child();
     pe_threads_atfork_child();
     pe_http_atfork_child();
@@ -132,7 +120,7 @@ pe_init(void)
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
     (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    pthread_atfork(NULL, NULL, atfork_child);
     pe_init_set_active();
     if (!pe_cfg.server_off && pe_http_start() < 0)
         pe_init_go_dormant();

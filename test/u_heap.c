@@ -2,11 +2,12 @@
  * u_heap.c: unit tests of heap/ without interposition: the sampling math on
  * synthetic allocation streams (unbiased totals within a few percent, Go's
  * inclusion probability), the stack table, the live table under churn (no
- * slow-down, no lost or stale entries), and the
+ * slow-down, no lost or stale entries, no torn reads), and the
  * /allocs_profile recording's states.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -150,37 +151,39 @@ static void
 test_live(void)
 {
     uintptr_t live[LIVE];
+    uint32_t slot[LIVE];
     uint64_t rng = 77;
-    uintptr_t sa[1] = {0xabc};
-    uint32_t st = pe_heap_stacks_intern(sa, 1);
     double t0, t1 = 0, t2 = 0, t3, first, last;
     pe_heap_live_t *v;
     size_t n;
     int ok = 1, i;
-    pe_heap_rec_t rec;
 
     /* fill, check, empty */
     for (i = 0; i < LIVE; i++) {
         live[i] = 0x10000000 + (uintptr_t)i * 48;
-        if (pe_heap_live_insert(live[i], 64, st, PE_HEAP_CNT_ONE) != 0)
+        if (!(slot[i] = pe_heap_live_insert(live[i], 64, 3, PE_HEAP_CNT_ONE)))
             ok = 0;
     }
     CHECK(ok);
     CHECK(pe_heap_live_count() == LIVE);
     CHECK(pe_heap_live_copy(&v, &n) == 0 && n == LIVE);
+    CHECK(v[0].size == 64 && v[0].stack == 3 && v[0].weight == 1.0);
     free(v);
     for (i = 0; i < LIVE; i++)
-        pe_heap_live_forget(live[i]);
+        pe_heap_live_remove(slot[i], live[i]);
     CHECK(pe_heap_live_count() == 0);
-    /* Forgetting an unknown address is a no-op. */
-    pe_heap_live_forget(0x12345670);
+    /* A slot that holds something else is left alone. */
+    slot[0] = pe_heap_live_insert(0x5550, 8, 1, PE_HEAP_CNT_ONE);
+    pe_heap_live_remove(slot[0], 0x12345670);
+    CHECK(pe_heap_live_count() == 1);
+    pe_heap_live_remove(slot[0], 0x5550);
     CHECK(pe_heap_live_count() == 0);
 
     /* Churn: 4M replace operations at ~LIVE/4096 load; the last million must
-       not be slower than the first (no tombstone build-up). */
+       not be slower than the first. */
     for (i = 0; i < LIVE; i++) {
         live[i] = (pe_heap_rng_next(&rng) & 0xffffffffff0ull) | 0x10;
-        pe_heap_live_insert(live[i], 64, st, PE_HEAP_CNT_ONE);
+        slot[i] = pe_heap_live_insert(live[i], 64, 3, PE_HEAP_CNT_ONE);
     }
     t0 = now();
     for (int round = 0; round < 4; round++) {
@@ -188,9 +191,9 @@ test_live(void)
             t2 = now();
         for (int k = 0; k < 1000000; k++) {
             int j = (int)(pe_heap_rng_next(&rng) % LIVE);
-            pe_heap_live_forget(live[j]);
+            pe_heap_live_remove(slot[j], live[j]);
             live[j] = (pe_heap_rng_next(&rng) & 0xffffffffff0ull) | 0x10;
-            if (pe_heap_live_insert(live[j], 64, st, PE_HEAP_CNT_ONE) != 0)
+            if (!(slot[j] = pe_heap_live_insert(live[j], 64, 3, PE_HEAP_CNT_ONE)))
                 ok = 0;
         }
         if (round == 0)
@@ -204,7 +207,7 @@ test_live(void)
            last);
     printf("  live churn: first 1M remove+insert %.1f ms, last 1M %.1f ms\n", first, last);
     CHECK(pe_heap_live_count() == LIVE);
-    /* Exactly the expected set is live. */
+    /* Exactly the expected set is listed. */
     CHECK(pe_heap_live_copy(&v, &n) == 0 && n == LIVE);
     qsort(v, n, sizeof(*v), cmp_addr);
     for (i = 0; i < LIVE; i++) {
@@ -215,19 +218,76 @@ test_live(void)
     CHECK(ok);
     free(v);
     for (i = 0; i < LIVE; i++)
-        pe_heap_live_forget(live[i]);
+        pe_heap_live_remove(slot[i], live[i]);
     CHECK(pe_heap_live_count() == 0);
-    /* Accounting: every insert's weight was taken back by a removal. */
-    CHECK(pe_heap_stacks_read(st, &rec) == 0 || rec.inuse_cnt_fx == 0);
 
-    /* Bounded: the table refuses past half its slots. */
+    /* Bounded: inserts stop listing once the table is full. */
     for (i = 0; i < 5000; i++)
-        if (pe_heap_live_insert(0x20000000 + (uintptr_t)i * 64, 8, st, PE_HEAP_CNT_ONE) == -ENOSPC)
+        if (!pe_heap_live_insert(0x20000000 + (uintptr_t)i * 64, 8, 3, PE_HEAP_CNT_ONE))
             break;
     CHECKF(i == (int)pe_heap_live_capacity(), "refused at %d, capacity %llu", i,
            (unsigned long long)pe_heap_live_capacity());
-    for (int k = 0; k < i; k++)
-        pe_heap_live_forget(0x20000000 + (uintptr_t)k * 64);
+    CHECK(pe_heap_live_copy(&v, &n) == 0 && n == pe_heap_live_capacity());
+    for (size_t k = 0; k < n; k++)
+        pe_heap_live_remove(0, 0); /* slot 0 means "not listed": ignored */
+    for (size_t k = 0; k < n; k++) /* find each one's slot again by scanning */
+        for (uint32_t s = 1; s <= pe_heap_live_capacity(); s++)
+            pe_heap_live_remove(s, v[k].addr);
+    free(v);
+    CHECK(pe_heap_live_count() == 0);
+}
+
+/* Two writers churn while a reader copies: every entry read is whole (its
+   size and stack derive from its address), never a mix of two. */
+static volatile int live_stop;
+static void *
+live_writer(void *arg)
+{
+    uintptr_t base = (uintptr_t)arg, a[256];
+    uint32_t s[256] = {0};
+    uint64_t rng = base;
+
+    for (int i = 0; i < 256; i++)
+        a[i] = 0;
+    while (!live_stop) {
+        int j = (int)(pe_heap_rng_next(&rng) & 255);
+        if (a[j])
+            pe_heap_live_remove(s[j], a[j]);
+        a[j] = base + ((pe_heap_rng_next(&rng) & 0xffffff) << 4);
+        s[j] =
+            pe_heap_live_insert(a[j], a[j] & 0xfff0, (uint32_t)(a[j] >> 4) & 0xff, PE_HEAP_CNT_ONE);
+    }
+    for (int i = 0; i < 256; i++)
+        if (a[i])
+            pe_heap_live_remove(s[i], a[i]);
+    return NULL;
+}
+
+static void
+test_live_threads(void)
+{
+    pthread_t w[2];
+    int bad = 0, copies = 0;
+    double t0 = now();
+
+    live_stop = 0;
+    pthread_create(&w[0], NULL, live_writer, (void *)(uintptr_t)0x100000000ull);
+    pthread_create(&w[1], NULL, live_writer, (void *)(uintptr_t)0x200000000ull);
+    while (now() - t0 < 0.5) {
+        pe_heap_live_t *v;
+        size_t n;
+        if (pe_heap_live_copy(&v, &n) != 0)
+            break;
+        for (size_t k = 0; k < n; k++)
+            if (v[k].size != (v[k].addr & 0xfff0) || v[k].stack != ((v[k].addr >> 4) & 0xff))
+                bad++;
+        free(v);
+        copies++;
+    }
+    live_stop = 1;
+    pthread_join(w[0], NULL);
+    pthread_join(w[1], NULL);
+    CHECKF(bad == 0, "%d torn entries in %d copies", bad, copies);
     CHECK(pe_heap_live_count() == 0);
 }
 
@@ -273,6 +333,7 @@ main(void)
     test_sampling_math();
     test_stacks();
     test_live();
+    test_live_threads();
     test_allocs();
     return pe_test_done();
 }
