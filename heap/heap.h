@@ -211,9 +211,9 @@ typedef struct pe_heap_live_s {
 } pe_heap_live_t;
 
 /*
- * Call cb for every live sampled block, from a copy taken at one instant
- * under the live table's lock (so the set is consistent, and cb may be slow
- * or allocate).  Stops early when cb returns non-zero and returns that value;
+ * Call cb for every live sampled block, from a copy taken first without a
+ * lock (each entry whole; blocks allocated or freed during the copy may or
+ * may not be in it), so cb may be slow or allocate.  Stops early when cb returns non-zero and returns that value;
  * else 0, or -ENOMEM.  Not from signal handlers; not from inside cb.
  */
 int pe_heap_live_iterate(int (*cb)(const pe_heap_live_t *blk, void *arg), void *arg);
