@@ -105,7 +105,7 @@ perf_ipp() {
         a=$(run_perf $c "$n1")
         b=$(run_perf $c "$n2")
         awk -v c=$c -v a="$a" -v b="$b" -v d=$((n2 - n1)) \
-            'BEGIN { if (a == "" || b == "") printf "  %-5s ?\n", c; else printf "  %-5s %.2f\n", c, (b - a) / d }'
+            'BEGIN { if (a == "" || b == "") printf "  %-5s ?\n", c; else printf "  %-5s %.4g\n", c, (b - a) / d }'
     done
 }
 run_perf() { # config iterations -> the event's count over the whole process (one mutex loop)

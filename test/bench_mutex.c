@@ -16,7 +16,8 @@
  *
  * Runs of hook and libc alternate in one process, so their ratio, taken run by
  * run, is free of what differs between processes (load on a shared machine,
- * the CPU a process lands on, address layout).  The same for a rwlock's
+ * the CPU a process lands on, address layout).  The same for a recursive
+ * mutex (a kind the library does not take inline) and for a rwlock's
  * wrlock+unlock and rdlock+unlock.  Times are the thread's CPU time
  * (preemption does not count), in ns per lock+unlock pair; each line gives the
  * minimum and the median over the runs, and for hook the median and the
@@ -45,6 +46,7 @@
 typedef int (*lock_fn)(void *);
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rec = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 
 static double
@@ -66,6 +68,19 @@ mutex_plt(long n)
         pthread_mutex_lock(&mu);
         __asm__ volatile("" ::: "memory");
         pthread_mutex_unlock(&mu);
+    }
+    return (now() - t0) / (double)n;
+}
+
+__attribute__((noinline)) static double
+recursive_plt(long n)
+{
+    double t0 = now();
+
+    for (long i = 0; i < n; i++) {
+        pthread_mutex_lock(&rec);
+        __asm__ volatile("" ::: "memory");
+        pthread_mutex_unlock(&rec);
     }
     return (now() - t0) / (double)n;
 }
@@ -106,6 +121,19 @@ mutex_ptr(long n, lock_fn lock)
         lock(&mu);
         __asm__ volatile("" ::: "memory");
         pthread_mutex_unlock(&mu);
+    }
+    return (now() - t0) / (double)n;
+}
+
+__attribute__((noinline)) static double
+recursive_ptr(long n, lock_fn lock)
+{
+    double t0 = now();
+
+    for (long i = 0; i < n; i++) {
+        lock(&rec);
+        __asm__ volatile("" ::: "memory");
+        pthread_mutex_unlock(&rec);
     }
     return (now() - t0) / (double)n;
 }
@@ -160,8 +188,8 @@ sym(void *libc, const char *name, const char *version)
 
 /* One family (mutex, wrlock, rdlock): REPEATS alternating runs of plt, libc and hook. */
 static void
-family(const char *name, long n, int reps, double (*plt)(long),
-       double (*ptr)(long, lock_fn), lock_fn libc_fn, lock_fn hook_fn)
+family(const char *name, long n, int reps, double (*plt)(long), double (*ptr)(long, lock_fn),
+       lock_fn libc_fn, lock_fn hook_fn)
 {
     static double v_plt[MAX_REPS], v_libc[MAX_REPS], v_hook[MAX_REPS], v_ratio[MAX_REPS];
     double pmin, pmed, lmin, lmed, hmin, hmed, rmin, rmed;
@@ -209,6 +237,9 @@ main(int argc, char **argv)
     }
 
     family("mutex", n, reps, mutex_plt, mutex_ptr, sym(libc, "pthread_mutex_lock", "GLIBC_2.2.5"),
+           (lock_fn)dlsym(RTLD_DEFAULT, "pthread_mutex_lock"));
+    family("recursive", n, reps, recursive_plt, recursive_ptr,
+           sym(libc, "pthread_mutex_lock", "GLIBC_2.2.5"),
            (lock_fn)dlsym(RTLD_DEFAULT, "pthread_mutex_lock"));
     family("wrlock", n, reps, wrlock_plt, rwlock_ptr,
            sym(libc, "pthread_rwlock_wrlock", "GLIBC_2.34"),
