@@ -323,6 +323,47 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     return rc;
 }
 
+int pe_mutex_inline_state;
+
+/*
+ * Lock and unlock a mutex of ours with glibc's functions, and take it inline
+ * once, checking each field mutex.h's inline acquisition relies on: a default
+ * mutex's kind is 0 and stays 0 when locked (forced lock elision would set a
+ * flag there on the first lock), glibc's lock leaves the lock word at 1, our
+ * tid as the owner and one user, its unlock clears them, and after our inline
+ * take glibc's try-lock sees the mutex held, its unlock frees it and destroy
+ * accepts it.  Any difference turns the inline path off for good.  Before
+ * pe_real is resolved nothing is decided (the caller takes the try-lock path).
+ */
+PE_SIGSAFE void
+pe_mutex_inline_decide(void)
+{
+    int ok = 0;
+#if defined(__GLIBC__) && defined(__x86_64__)
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    int (*lock)(pthread_mutex_t *) = __atomic_load_n(&pe_real.pthread_mutex_lock, __ATOMIC_RELAXED);
+    pid_t tid = pe_gettid();
+
+    if (!lock)
+        return; /* before the real functions are known: undecided, ask again later */
+    if (tid > 0 && m.__data.__kind == 0 && lock(&m) == 0) {
+        ok = m.__data.__lock == 1 && m.__data.__owner == tid && m.__data.__nusers == 1 &&
+             m.__data.__kind == 0;
+        ok &= pthread_mutex_unlock(&m) == 0;
+        ok &= m.__data.__lock == 0 && m.__data.__owner == 0 && m.__data.__nusers == 0;
+        if (ok && pe_mutex_take(&m, tid)) {
+            ok = pthread_mutex_trylock(&m) == EBUSY && pthread_mutex_destroy(&m) == EBUSY;
+            ok &= pthread_mutex_unlock(&m) == 0;
+            ok &= m.__data.__lock == 0 && m.__data.__nusers == 0 && m.__data.__owner == 0 &&
+                  pthread_mutex_destroy(&m) == 0;
+        } else {
+            ok = 0;
+        }
+    }
+#endif
+    __atomic_store_n(&pe_mutex_inline_state, ok ? 1 : -1, __ATOMIC_RELAXED);
+}
+
 void *
 pe_mutex_next(const char *name)
 {

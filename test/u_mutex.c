@@ -2,13 +2,16 @@
  * u_mutex.c: lock contention sampling without the interposers: the geometric
  * draw's mean, the timed slow path (what it records, what it does not, errno
  * and answers untouched), sampling at 1 in N, dormancy, the stack's shape,
- * recording from a signal handler while the thread records, and a full table.
+ * recording from a signal handler while the thread records, a full table, and
+ * the inline acquisition of a default mutex against glibc's own functions.
  */
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,6 +304,108 @@ test_full(void)
            (unsigned long long)at[0], (unsigned long long)at[1]);
 }
 
+/* ---- the inline acquisition of a default mutex ------------------------------------ */
+
+static int waiter_rc = -1;
+
+static void *
+waiter(void *arg)
+{
+    waiter_rc = pthread_mutex_lock(arg); /* glibc's: waits on the futex we hold */
+    if (waiter_rc == 0)
+        pthread_mutex_unlock(arg);
+    return NULL;
+}
+
+/* A mutex of `type` (-1: none set) with `robust`/`protocol`/`pshared` as given; 1 if made. */
+static int
+make(pthread_mutex_t *m, int type, int robust, int protocol, int pshared)
+{
+    pthread_mutexattr_t a;
+    int ok;
+
+    pthread_mutexattr_init(&a);
+    ok = (type < 0 || pthread_mutexattr_settype(&a, type) == 0) &&
+         (!robust || pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) == 0) &&
+         pthread_mutexattr_setprotocol(&a, protocol) == 0 &&
+         (!pshared || pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) == 0) &&
+         pthread_mutex_init(m, &a) == 0;
+    pthread_mutexattr_destroy(&a);
+    return ok;
+}
+
+static void
+test_inline(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, k;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    pid_t tid = pe_gettid();
+    struct timespec ts;
+    pthread_t t;
+
+    CHECK(tid == (pid_t)syscall(SYS_gettid));
+    pe_mutex_inline_decide();
+    CHECKF(pe_mutex_inline_state == 1, "glibc %s x86-64: the inline path is %d",
+           gnu_get_libc_version(), pe_mutex_inline_state);
+    if (pe_mutex_inline_state != 1)
+        return;
+
+    /* Taken inline, the mutex is glibc's held mutex in every field glibc reads. */
+    CHECK(pe_mutex_inline_ok(&m, tid));
+    CHECK(!pe_mutex_inline_ok(&m, 0)); /* tid not known yet: the try-lock path */
+    CHECK(pe_mutex_take(&m, tid) == 1);
+    CHECK(m.__data.__lock == 1 && m.__data.__owner == tid && m.__data.__nusers == 1);
+    CHECK(pthread_mutex_trylock(&m) == EBUSY);
+    CHECK(pe_mutex_take(&m, tid) == 0); /* held: a contention, nothing changed */
+    CHECK(m.__data.__lock == 1 && m.__data.__nusers == 1);
+    CHECK(pthread_mutex_destroy(&m) == EBUSY); /* glibc counts the user */
+    ts = in_ms(0);
+    CHECK(pthread_mutex_timedlock(&m, &ts) == ETIMEDOUT);
+    CHECK(pthread_mutex_unlock(&m) == 0);
+    CHECK(m.__data.__lock == 0 && m.__data.__owner == 0 && m.__data.__nusers == 0);
+
+    /* A waiter in glibc's lock (futex) is woken by glibc's unlock of our take. */
+    CHECK(pe_mutex_take(&m, tid) == 1);
+    pthread_create(&t, NULL, waiter, &m);
+    while (__atomic_load_n(&m.__data.__lock, __ATOMIC_RELAXED) != 2) /* it waits */
+        usleep(1000);
+    CHECK(pthread_mutex_unlock(&m) == 0);
+    pthread_join(t, NULL);
+    CHECK(waiter_rc == 0);
+
+    /* A condition wait gives it back and takes it again (glibc's own bookkeeping). */
+    CHECK(pe_mutex_take(&m, tid) == 1);
+    ts = in_ms(5);
+    CHECK(pthread_cond_timedwait(&cv, &m, &ts) == ETIMEDOUT);
+    CHECK(pthread_mutex_trylock(&m) == EBUSY && m.__data.__nusers == 1);
+    CHECK(pthread_mutex_unlock(&m) == 0);
+    for (int i = 0; i < 1000; i++) {
+        CHECK(pe_mutex_take(&m, tid) == 1);
+        pthread_mutex_unlock(&m);
+    }
+    CHECK(pthread_mutex_destroy(&m) == 0);
+
+    /* The kinds: default and normal, private or shared, inline; every other kind not. */
+    CHECK(make(&k, -1, 0, PTHREAD_PRIO_NONE, 0) && pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, PTHREAD_MUTEX_NORMAL, 0, PTHREAD_PRIO_NONE, 0) && pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, PTHREAD_MUTEX_DEFAULT, 0, PTHREAD_PRIO_NONE, 1) && pe_mutex_inline_ok(&k, tid));
+    CHECK(pe_mutex_take(&k, tid) == 1 && pthread_mutex_unlock(&k) == 0);
+    CHECK(make(&k, PTHREAD_MUTEX_RECURSIVE, 0, PTHREAD_PRIO_NONE, 0) &&
+          !pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, PTHREAD_MUTEX_ERRORCHECK, 0, PTHREAD_PRIO_NONE, 0) &&
+          !pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, PTHREAD_MUTEX_ADAPTIVE_NP, 0, PTHREAD_PRIO_NONE, 0) &&
+          !pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, -1, 1, PTHREAD_PRIO_NONE, 0) && !pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, -1, 0, PTHREAD_PRIO_INHERIT, 0) && !pe_mutex_inline_ok(&k, tid));
+    CHECK(make(&k, -1, 0, PTHREAD_PRIO_PROTECT, 0) && !pe_mutex_inline_ok(&k, tid));
+
+    /* Off: nothing is inline. */
+    pe_mutex_inline_state = -1;
+    CHECK(!pe_mutex_inline_ok(&m, tid));
+    pe_mutex_inline_state = 1;
+}
+
 int
 main(void)
 {
@@ -314,5 +419,6 @@ main(void)
     test_rate();
     test_signal();
     test_full();
+    test_inline();
     return pe_test_done();
 }
