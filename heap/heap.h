@@ -213,8 +213,8 @@ typedef struct pe_heap_live_s {
 /*
  * Call cb for every live sampled block, from a copy taken first without a
  * lock (each entry whole; blocks allocated or freed during the copy may or
- * may not be in it), so cb may be slow or allocate.  Stops early when cb returns non-zero and returns that value;
- * else 0, or -ENOMEM.  Not from signal handlers; not from inside cb.
+ * may not be in it), so cb may be slow or allocate.  Stops early when cb returns non-zero and
+ * returns that value; else 0, or -ENOMEM.  Not from signal handlers; not from inside cb.
  */
 int pe_heap_live_iterate(int (*cb)(const pe_heap_live_t *blk, void *arg), void *arg);
 
