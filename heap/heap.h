@@ -100,6 +100,10 @@ typedef struct pe_heap_hot_s {
     uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
     uintptr_t key2;    /* second tag word's key */
     int page_start_ok; /* glibc behind us: every block has a header below */
+    /* copies of pe_real.malloc and .free (NULL until resolved), so that the
+       fast paths touch this one line of ours and no other */
+    void *(*real_malloc)(size_t);
+    void (*real_free)(void *);
 } __attribute__((aligned(64))) pe_heap_hot_t;
 /* Read by every malloc and free, written a handful of times: a line of its
    own (the type's alignment pads it, so nothing written often shares it). */

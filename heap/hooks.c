@@ -57,6 +57,7 @@ static __attribute__((noinline, cold)) void *
 malloc_unresolved(size_t size)
 {
     BOOT(malloc, size, 16);
+    __atomic_store_n(&pe_heap_hot.real_malloc, pe_real.malloc, __ATOMIC_RELEASE);
     return malloc(size);
 }
 
@@ -64,8 +65,10 @@ static __attribute__((noinline, cold)) void
 free_unresolved(void *p)
 {
     pe_real_init();
-    if (pe_real.free)
-        pe_real.free(p); /* else (cannot happen in practice): leak rather than crash */
+    if (!pe_real.free)
+        return; /* cannot happen in practice: leak rather than crash */
+    __atomic_store_n(&pe_heap_hot.real_free, pe_real.free, __ATOMIC_RELEASE);
+    pe_real.free(p);
 }
 
 static size_t
@@ -92,7 +95,7 @@ slow_alloc(size_t size)
 PE_EXPORT void *
 malloc(size_t size)
 {
-    void *(*real_malloc)(size_t) = pe_real.malloc;
+    void *(*real_malloc)(size_t) = pe_heap_hot.real_malloc;
 
     if (PE_UNLIKELY(!real_malloc))
         return malloc_unresolved(size);
@@ -104,7 +107,7 @@ malloc(size_t size)
 PE_EXPORT void
 free(void *p)
 {
-    void (*real_free)(void *) = pe_real.free;
+    void (*real_free)(void *) = pe_heap_hot.real_free;
 
     if (PE_UNLIKELY(p == NULL))
         return;
