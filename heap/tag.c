@@ -75,8 +75,10 @@ pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
 
     if (kind == PE_HEAP_MALLOC || kind == PE_HEAP_CALLOC)
         align = 16;
-    /* Alignments the real call would refuse or round are left to it. */
-    if (align & (align - 1) || align > ((size_t)1 << 20))
+    /* Alignments the real call would refuse or round are left to it
+       (posix_memalign: a power of two, at least a pointer's size). */
+    if (align == 0 || (align & (align - 1)) || align > ((size_t)1 << 20) ||
+        (kind == PE_HEAP_POSIX_MEMALIGN && align < sizeof(void *)))
         return NULL;
     off = tag_offset(align);
     if (__builtin_add_overflow(size, off, &total))

@@ -214,6 +214,8 @@ mode_aligned(void)
     /* posix_memalign reports the error and leaves errno alone. */
     errno = 1234;
     EXPECT(posix_memalign(&p, 3, 64) == EINVAL && errno == 1234 && p == (void *)1);
+    EXPECT(posix_memalign(&p, 0, 64) == EINVAL && errno == 1234 && p == (void *)1);
+    EXPECT(posix_memalign(&p, sizeof(void *) / 2, 64) == EINVAL && p == (void *)1);
     out("posix_memalign_bytes", b[0]);
     out("aligned_alloc_bytes", b[1]);
     out("memalign_bytes", b[2]);
