@@ -11,7 +11,7 @@ P=$BUILD/test
 # cum delay (ns) of function $2 in profile file $1, by go tool pprof -top
 cum_ns() {
     go tool pprof -top -unit=ns -nodefraction=0 -nodecount=200 -sample_index=delay "$1" 2>/dev/null |
-        awk -v fn="$2" '$NF == fn { v = $4; sub(/ns$/, "", v); printf "%d\n", v + 0; found = 1 }
+        awk -v fn="$2" '$NF == fn { v = $4; sub(/ns$/, "", v); printf "%.0f\n", v + 0; found = 1 }
                         END { if (!found) print 0 }'
 }
 cum_count() {
