@@ -90,6 +90,11 @@ mutex_other(int op, pthread_mutex_t *m, const struct timespec *abstime, uintptr_
             return 0;
         return mutex_held(op, m, abstime, ra, leaf);
     }
+    if (PE_UNLIKELY(pe_mutex_bypass())) {
+        if (op == PE_MUTEX_OP_LOCK)
+            return PE_MUTEX_REAL(pthread_mutex_lock)(m);
+        return PE_MUTEX_REAL(pthread_mutex_timedlock)(m, abstime);
+    }
     rc = pthread_mutex_trylock(m);
     if (PE_LIKELY(rc != EBUSY))
         return rc;
@@ -122,8 +127,9 @@ pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
     return mutex_other(PE_MUTEX_OP_TIMEDLOCK, m, abstime, RA(), HERE());
 }
 
-PE_EXPORT int
-pthread_rwlock_rdlock(pthread_rwlock_t *l)
+/* The rwlock's try path: step aside, try once, then count a contention event. */
+__attribute__((noinline)) static int
+rdlock_other(pthread_rwlock_t *l, uintptr_t ra, uintptr_t leaf)
 {
     int rc;
 
@@ -134,7 +140,17 @@ pthread_rwlock_rdlock(pthread_rwlock_t *l)
         return rc;
     if (PE_LIKELY(pe_mutex_skip()))
         return PE_MUTEX_REAL(pthread_rwlock_rdlock)(l);
-    return pe_mutex_sampled(PE_MUTEX_OP_RDLOCK, l, NULL, NULL, RA(), HERE());
+    return pe_mutex_sampled(PE_MUTEX_OP_RDLOCK, l, NULL, NULL, ra, leaf);
+}
+
+PE_EXPORT int
+pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    int (*real)(pthread_rwlock_t *) = pe_real.pthread_rwlock_rdlock;
+
+    if (PE_LIKELY(pe_mutex_rd_free(l)) && PE_LIKELY(real != NULL))
+        return real(l);
+    return rdlock_other(l, RA(), HERE());
 }
 
 PE_EXPORT int

@@ -400,6 +400,24 @@ test_inline(void)
     CHECK(make(&k, -1, 0, PTHREAD_PRIO_INHERIT, 0) && !pe_mutex_inline_ok(&k, tid));
     CHECK(make(&k, -1, 0, PTHREAD_PRIO_PROTECT, 0) && !pe_mutex_inline_ok(&k, tid));
 
+    /* The read-lock guess: free while only readers hold it, not while a writer does. */
+    {
+        pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+        pthread_rwlockattr_t ra;
+
+        CHECK(pe_mutex_rd_free(&l));
+        CHECK(pthread_rwlock_rdlock(&l) == 0 && pe_mutex_rd_free(&l));
+        CHECK(pthread_rwlock_unlock(&l) == 0 && pe_mutex_rd_free(&l));
+        CHECK(pthread_rwlock_wrlock(&l) == 0 && !pe_mutex_rd_free(&l));
+        CHECK(pthread_rwlock_unlock(&l) == 0); /* left in its write phase: the try path */
+        CHECK(pthread_rwlock_rdlock(&l) == 0 && pthread_rwlock_unlock(&l) == 0);
+        CHECK(pe_mutex_rd_free(&l)); /* read phase again */
+        pthread_rwlockattr_init(&ra);
+        pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        CHECK(pthread_rwlock_init(&l, &ra) == 0 && !pe_mutex_rd_free(&l)); /* readers queue */
+        pthread_rwlockattr_destroy(&ra);
+    }
+
     /* Off: nothing is inline. */
     pe_mutex_inline_state = -1;
     CHECK(!pe_mutex_inline_ok(&m, tid));
