@@ -12,7 +12,9 @@
  *                     blocking call
  *   due            -> pe_mutex_sampled(): clock, real call, clock, record
  *
- * rwlocks always take the second line (their protocol is glibc's alone).
+ * rwlocks are never taken inline (their protocol is glibc's alone): wrlock
+ * takes the try-lock line; rdlock calls the real rdlock at once when
+ * pe_mutex_rd_free() sees no writer, and the try-lock line otherwise.
  *
  * Condition waits cannot be tried: every one is an event (one decrement when
  * not due).  Events are sampled independently with probability 1/N (N =

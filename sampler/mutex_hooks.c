@@ -7,12 +7,14 @@
  * A default mutex is taken inline, by the one compare-and-swap glibc's own
  * lock starts with (mutex.h says what it sets and how it is checked at run
  * time); it answers 0 exactly when glibc's lock would have taken the mutex at
- * once.  Other mutexes and rwlocks go through the real try-lock, whose answer
- * is returned as is unless it is EBUSY (0; EOWNERDEAD from a robust mutex
- * whose owner died, with the lock taken exactly as the real lock would take
- * it; EAGAIN for a recursive mutex's count or the readers' count overflowing;
- * EINVAL for a bad object or a priority ceiling below the caller's priority:
- * the real lock answers the same in each case).  When the mutex is held (a
+ * once.  A read lock that no writer holds or waits for (mutex.h,
+ * pe_mutex_rd_free) goes straight to the real rdlock.  Other mutexes and
+ * rwlock calls go through the real try-lock, whose answer is returned as is
+ * unless it is EBUSY (0; EOWNERDEAD from a robust mutex whose owner died, with
+ * the lock taken exactly as the real lock would take it; EAGAIN for a
+ * recursive mutex's count or the readers' count overflowing; EINVAL for a bad
+ * object or a priority ceiling below the caller's priority: the real lock
+ * answers the same in each case).  When the mutex is held (a
  * failed swap, or EBUSY) the real blocking call runs and its answer is
  * returned: EDEADLK for an error-checking mutex the caller already owns,
  * ETIMEDOUT, the normal mutex's self-deadlock, priority inheritance in the
