@@ -87,6 +87,9 @@ void pe_heap_tag_key_init(void);
 void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
 /* Fill and validate p's tag. */
 void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t slot);
+/* After the real realloc moved a tagged block: its new base (p's tag is
+   not valid until pe_heap_tag_set). */
+void pe_heap_tag_moved(void *p, void *base);
 /* p's tag if p is a tagged block, else NULL (the check of both words). */
 PE_SIGSAFE pe_heap_tag_t *pe_heap_tag_of(void *p);
 /* Invalidate the tag; returns the pointer to give back to the real free. */

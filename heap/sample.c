@@ -259,11 +259,71 @@ untag(pe_heap_tag_t *t, void *p)
 
     pe_guard_enter();
     pe_heap_live_remove(t->slot, (uintptr_t)p);
-    pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
+    if (t->cnt_fx) /* weight 0: a block that stayed tagged through realloc */
+        pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
     base = pe_heap_tag_release(t);
     pe_guard_exit();
     errno = saved_errno;
     return base;
+}
+
+/*
+ * realloc of a tagged block: the real realloc resizes the whole block, header
+ * included (in place, or by mremap for big blocks: we never copy a big
+ * buffer ourselves).  The tag is cleared first, so a move leaves no valid
+ * tag behind in freed memory, and put back if the realloc fails.  In the profile it is free +
+ * malloc: the old sample is counted freed and the new size gets its own sampling decision.  When it
+ * is not sampled the block keeps a tag of weight 0, which counts for nothing.
+ */
+static void *
+realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
+{
+    size_t off = (uintptr_t)old - t->base, total;
+    uint32_t old_slot = t->slot, old_stack = t->stack, id = PE_HEAP_NO_STACK;
+    uint64_t old_cnt = t->cnt_fx, old_size = t->size;
+    uintptr_t magic, check;
+    int64_t rate = 0;
+    int want = 0, saved_errno;
+    char *nb, *p;
+
+    /* Under another allocator the block may land with p on a page start,
+       where free() does not look for tags: keep 16 bytes spare to shift it. */
+    size_t spare = pe_heap_hot.page_start_ok ? 0 : 16;
+
+    if (__builtin_add_overflow(size, off + spare, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    magic = t->magic;
+    check = t->check;
+    pe_heap_tag_release(t);
+    if (!(nb = pe_real.realloc((void *)t->base, total))) {
+        t->check = check; /* old is as it was: tag it again */
+        __atomic_store_n(&t->magic, magic, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    p = nb + off;
+    if (spare && ((uintptr_t)p & 4095) < 8) {
+        memmove(p + spare, p, size);
+        p += spare;
+    }
+    if (pe_heap_countdown(pe_heap_hot_flags(), size))
+        want = decide(size, &rate);
+    saved_errno = errno;
+    pe_guard_enter();
+    pe_heap_live_remove(old_slot, (uintptr_t)old);
+    if (old_cnt)
+        pe_heap_stacks_account(old_stack, 1, old_cnt, old_size);
+    pe_heap_tag_moved(p, nb);
+    if (want & WANT_HEAP)
+        id = record_sample(p, size, rate);
+    else
+        pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
+    if (want & WANT_ALLOCS)
+        record_allocs(id, id != PE_HEAP_NO_STACK, size);
+    pe_guard_exit();
+    errno = saved_errno;
+    return p;
 }
 
 void
@@ -295,9 +355,14 @@ min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* An unsampled block that a realloc samples is copied into a tagged one only
+   up to this size: beyond it the real realloc keeps its own way (mremap). */
+#define TAG_COPY_MAX ((size_t)64 << 10)
+
 void *
 pe_heap_realloc_slow(void *old, size_t size, int counted)
 {
+    size_t keep;
     pe_heap_tag_t *t;
     int64_t rate = 0;
     int want, saved_errno;
@@ -311,15 +376,9 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
         return p;
     }
     if ((t = pe_heap_tag_of(old))) {
-        /* A sampled block moves: the new one gets its own sampling decision
-           (through malloc), as realloc = free + malloc in the profile. */
         if (size == 0) /* the real realloc decides what size 0 means */
             return pe_real.realloc(untag(t, old), 0);
-        if (!(p = malloc(size)))
-            return NULL; /* old stays as it was */
-        memcpy(p, old, min_size(size, pe_heap_tag_usable(t, old)));
-        free(old);
-        return p;
+        return realloc_tagged(t, old, size);
     }
     if (!counted && !pe_heap_countdown(pe_heap_hot_flags(), size))
         return pe_real.realloc(old, size);
@@ -328,14 +387,26 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
     saved_errno = errno;
     pe_guard_enter();
     p = NULL;
-    if ((want & WANT_HEAP) && size && (p = pe_heap_tag_alloc(PE_HEAP_MALLOC, 16, size))) {
-        memcpy(p, old, min_size(size, pe_real.malloc_usable_size(old)));
+    keep = want & WANT_HEAP ? min_size(size, pe_real.malloc_usable_size(old)) : 0;
+    if ((want & WANT_HEAP) && size && keep <= TAG_COPY_MAX &&
+        (p = pe_heap_tag_alloc(PE_HEAP_MALLOC, 16, size))) {
+        /* To carry a tag the block must move: we copy what it holds. */
+        memcpy(p, old, keep);
         pe_real.free(old);
         id = record_sample(p, size, rate);
         errno = saved_errno;
     } else {
         errno = saved_errno;
         p = pe_real.realloc(old, size);
+        if (p && (want & WANT_HEAP) && size) {
+            /* Too big to copy (an unsampled big block is rare: it is sampled
+               with probability 1 - exp(-size/rate) when it is made): counted
+               as allocated, but it cannot be seen freed, so not in use. */
+            uint64_t w = pe_heap_weight_fx(size, rate);
+            id = take_stack();
+            pe_heap_stacks_account(id, 0, w, size);
+            pe_heap_stacks_account(id, 1, w, size);
+        }
     }
     saved_errno = errno;
     if (want & WANT_ALLOCS) {

@@ -13,7 +13,9 @@
  * key2 ^ p; both are cleared before base goes back, so a stale tag never
  * outlives its block.  The header also carries what the profile needs when
  * the block is freed (stack, size, weight), so a free does not have to find
- * it in a table.
+ * it in a table.  A tag of weight 0 marks a block that is ours in layout but
+ * not a sample (a sampled block that realloc kept, whose new size was not
+ * sampled): it counts for nothing.
  *
  * A bootstrap pool block (before the real allocator is resolved) has a
  * 16-byte prefix { size, key ^ p }; the slow path recognises it by its
@@ -80,6 +82,12 @@ pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
     if (align == 0 || (align & (align - 1)) || align > ((size_t)1 << 20) ||
         (kind == PE_HEAP_POSIX_MEMALIGN && align < sizeof(void *)))
         return NULL;
+    /* Under another allocator only the plain 48-byte offset: a resized block
+       whose pointer lands on a page start must be shifted (sample.c), and
+       with 48 bytes that can only happen to small blocks (big ones sit on
+       64-byte boundaries at least).  Its aligned allocations go unsampled. */
+    if (align > 16 && !pe_heap_hot.page_start_ok)
+        return NULL;
     off = tag_offset(align);
     if (__builtin_add_overflow(size, off, &total))
         return NULL;
@@ -110,6 +118,12 @@ pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_
     t->slot = slot;
     t->check = a ^ pe_heap_hot.key2;
     __atomic_store_n(&t->magic, a ^ pe_heap_hot.key, __ATOMIC_RELEASE);
+}
+
+void
+pe_heap_tag_moved(void *p, void *base)
+{
+    tag_at(p)->base = (uintptr_t)base;
 }
 
 PE_SIGSAFE pe_heap_tag_t *

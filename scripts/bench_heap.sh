@@ -8,13 +8,13 @@
 #               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
 # Workloads (test/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
 # (process CPU seconds), "pair" one thread of malloc(64)+free (ns per pair).
-# Each configuration runs BENCH_RUNS times (default 7), interleaved; the
+# Each configuration runs BENCH_RUNS times (default 11), interleaved; the
 # minimum is reported (the least disturbed run), the median in brackets.
 # Never pass/fail.  Our server runs (port 0) as it would in production.
 set -u
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
-RUNS=${BENCH_RUNS:-7}
+RUNS=${BENCH_RUNS:-11}
 OPS=${BENCH_OPS:-10000000}
 PAIRS=${BENCH_PAIRS:-50000000}
 LIB=$BUILD/libprofendpoints.so
@@ -79,7 +79,15 @@ for c in $configs; do
         "$(awk -v a="$p" -v b="$bp" 'BEGIN { printf "%+.2f ns", a - b }')" "$mtmed" \
         "$(awk -v a="$mtmed" -v b="$bmtmed" 'BEGIN { printf "%.3f", a / b }')" "$pmed"
 done
-read -r omt _ <<<"$(stat "$T/ours_off.mt")"
-read -r smt _ <<<"$(stat "$T/shim.mt")"
-awk -v a="$omt" -v b="$smt" 'BEGIN { printf "ours_off vs shim (mt): %+.1f%%\n", (a / b - 1) * 100 }'
+# The parts of our cost: being an interposer at all (the shim), our fast
+# paths with sampling off, and sampling itself (ours vs ours_off).
+read -r omt omtmed <<<"$(stat "$T/ours_off.mt")"
+read -r smt smtmed <<<"$(stat "$T/shim.mt")"
+read -r umt umtmed <<<"$(stat "$T/ours.mt")"
+awk -v a="$omt" -v b="$smt" -v am="$omtmed" -v bm="$smtmed" \
+    'BEGIN { printf "ours_off vs shim (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
+awk -v a="$umt" -v b="$smt" -v am="$umtmed" -v bm="$smtmed" \
+    'BEGIN { printf "ours vs shim (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
+awk -v a="$umt" -v b="$omt" -v am="$umtmed" -v bm="$omtmed" \
+    'BEGIN { printf "ours vs ours_off (mt), the cost of sampling: %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e_heap_cases.sh: the malloc family under the library, one workload mode of
-# p_heap_cases each: realloc that moves, calloc (zeroed), the aligned
+# p_heap_cases each: realloc that moves, a buffer grown to 4 GiB, calloc (zeroed), the aligned
 # allocators (aligned), a threaded program, a fork child that allocates, and a
 # signal handler that allocates; and C++ new attributed to its caller.  Each must keep its semantics and exit 0, and
 # the heap profile must attribute its bytes to the named sites.
@@ -63,6 +63,17 @@ if run_case fork PROFEP_HEAP_RATE=4096; then
     stop_prog fork
 fi
 
+# A buffer grown by realloc to 4 GiB: sampled big blocks are resized by the
+# real realloc, header and all (mremap), never copied by us; the profile
+# still holds the one live 4 GiB block.
+if run_case grow; then
+    pass "grow: peak resident $(val grow hwm_kb) KiB while growing a buffer to 4 GiB"
+    v=$(flat "$T/grow.pb.gz" inuse_space site_grow)
+    within "$v" "$(val grow live_bytes)" 1 && pass "grow: site_grow inuse $v" ||
+        fail "grow: site_grow inuse $v vs true $(val grow live_bytes)"
+    stop_prog grow
+fi
+
 # Every allocation sampled (rate 1): every block carries our tag in front, so
 # realloc, calloc, the aligned family and malloc_usable_size all go through
 # the tagged paths, threads free each other's tagged blocks, and the heap
@@ -80,6 +91,18 @@ for m in realloc calloc aligned threads; do
     fi
 done
 
+# Differential: a fixed random sequence of malloc-family calls (odd, zero,
+# invalid and impossible sizes and alignments, realloc growing and shrinking,
+# malloc_usable_size) must print the same trace with the library as without,
+# at every rate (rate 1: every block tagged).
+D=$BUILD/test/p_heap_diff
+"$D" >"$T/diff.0" 2>&1
+for r in 1 4096 524288; do
+    PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=$r LD_PRELOAD=$LIB "$D" >"$T/diff.$r" 2>&1
+    cmp -s "$T/diff.0" "$T/diff.$r" && pass "malloc family: same $(wc -l <"$T/diff.0")-line trace at rate $r" ||
+        fail "malloc family: trace differs at rate $r: $(diff "$T/diff.0" "$T/diff.$r" | head -5)"
+done
+
 # Another allocator behind us (no headers: a pointer at a page start is never
 # read below).  pvalloc is left out: jemalloc lacks it, glibc's would answer.
 JE=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
@@ -92,6 +115,12 @@ if [ -n "$JE" ]; then
                 fail "jemalloc behind us, rate 1, $m: semantics broken: $(cat "$T/je_$m.err")"
             stop_prog "je_$m"
         fi
+    done
+    LD_PRELOAD=$JE "$D" 200000 foreign >"$T/jdiff.0" 2>&1
+    for r in 1 524288; do
+        PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=$r LD_PRELOAD="$LIB" "$D" 200000 foreign >"$T/jdiff.$r" 2>&1
+        cmp -s "$T/jdiff.0" "$T/jdiff.$r" && pass "jemalloc behind us: same malloc-family trace at rate $r" ||
+            fail "jemalloc behind us: trace differs at rate $r: $(diff "$T/jdiff.0" "$T/jdiff.$r" | head -5)"
     done
     LIB=$LIB_SAVE
 else

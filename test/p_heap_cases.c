@@ -13,6 +13,8 @@
  *   signal   a timer signal handler that allocates and frees on the main
  *            thread while it allocates (run over an async-signal-safe
  *            allocator: glibc's own malloc is not safe in handlers)
+ *   grow     one buffer grown by realloc to 4 GiB, touching one byte per step
+ *            (resident memory must stay small: no copy of big blocks)
  *   loop     two sites, 7:3 calls, until stdin closes (for /allocs_profile)
  * Exit status 0 when every semantic check held.
  */
@@ -453,6 +455,55 @@ site_loop_b(size_t n)
     return malloc(n);
 }
 
+/* ---- grow --------------------------------------------------------------------- */
+
+static long
+hwm_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+__attribute__((noinline)) void *
+site_grow(void *p, size_t n)
+{
+    return realloc(p, n);
+}
+
+/* One buffer grown by realloc from 1 MiB to 4 GiB, only its last byte written
+   at each size: glibc moves big blocks with mremap, so neither time nor
+   resident memory grows with the size.  A profiler that copied sampled
+   blocks itself would touch all 4 GiB. */
+static void
+mode_grow(void)
+{
+    char *p = NULL;
+    unsigned long long bytes = 0;
+
+    for (size_t n = 1 << 20; n <= ((size_t)4 << 30); n *= 2) {
+        char *q = site_grow(p, n);
+        EXPECT(q != NULL);
+        if (!q)
+            break;
+        EXPECT(!p || q[n / 2 - 1] == 7);
+        q[n - 1] = 7;
+        p = q;
+        bytes += n;
+    }
+    out("grow_bytes", bytes);
+    out("live_bytes", (size_t)4 << 30);
+    out("hwm_kb", (unsigned long long)hwm_kb());
+    EXPECT(hwm_kb() < 256 * 1024);
+}
+
 static double
 now_s(void)
 {
@@ -510,6 +561,8 @@ main(int argc, char **argv)
         mode_fork();
     else if (!strcmp(m, "signal"))
         mode_signal();
+    else if (!strcmp(m, "grow"))
+        mode_grow();
     else if (!strcmp(m, "loop"))
         return mode_loop();
     else {
