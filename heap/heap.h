@@ -129,9 +129,19 @@ pe_heap_maybe_tagged(const void *p)
 }
 
 /*
+ * Blocks bigger than this are always tagged, with weight 0 when not sampled:
+ * a sampled block can only be resized in place (realloc, mremap) if it
+ * already has its header, and a big buffer that started unsampled and then
+ * grew by realloc would otherwise never be seen in use.  Smaller blocks that
+ * a realloc samples are copied into a tagged block (at most this much).
+ */
+#define PE_HEAP_TAG_ALWAYS ((size_t)64 << 10)
+
+/*
  * Count an allocation of `size` bytes down; 1 when it must take the slow
- * path (its sample point is reached, or an /allocs_profile recording runs).
- * An allocation that is not sampled costs this subtraction and one branch.
+ * path (its sample point is reached, an /allocs_profile recording runs, or
+ * it is big).  An allocation that is not sampled costs this subtraction and
+ * one branch.
  */
 PE_SIGSAFE static inline int
 pe_heap_countdown(int hot, size_t size)
@@ -139,7 +149,7 @@ pe_heap_countdown(int hot, size_t size)
     int64_t c = pe_tls.heap_countdown - (int64_t)size;
 
     pe_tls.heap_countdown = c;
-    return PE_UNLIKELY((c <= 0) | (hot & PE_HEAP_HOT_ALLOCS));
+    return PE_UNLIKELY((c <= 0) | (hot & PE_HEAP_HOT_ALLOCS) | (size > PE_HEAP_TAG_ALWAYS));
 }
 
 /* What the slow allocation path is asked to do (the real call it stands for). */

@@ -168,6 +168,15 @@ decide(size_t size, int64_t *rate_out)
     return want;
 }
 
+/* Big blocks are tagged even when not sampled (heap.h) while sampling is on
+   and this thread is one whose allocations count. */
+static inline int
+big_tags(void)
+{
+    return __atomic_load_n(&pe_heap_rate_bytes, __ATOMIC_RELAXED) > 0 && !pe_tls.internal &&
+           !pe_tls.guard && __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED) != PE_HEAP_GEN_BOOT;
+}
+
 /* The real call the slow path stands for, untagged. */
 static void *
 plain_alloc(pe_heap_kind_t kind, size_t align, size_t size)
@@ -224,7 +233,7 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
-    if (!want)
+    if (!want && (size <= PE_HEAP_TAG_ALWAYS || !big_tags()))
         return plain_alloc(kind, align, size);
     saved_errno = errno;
     pe_guard_enter();
@@ -232,6 +241,10 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
         p = pe_heap_tag_alloc(kind, align, size);
         if (p)
             id = record_sample(p, size, rate);
+    } else if (size > PE_HEAP_TAG_ALWAYS && big_tags()) {
+        p = pe_heap_tag_alloc(kind, align, size);
+        if (p) /* tagged, not a sample: weight 0 */
+            pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
     }
     err = saved_errno;
     if (!p) { /* not sampled after all (no memory for the tag, odd alignment) */
@@ -355,14 +368,15 @@ min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* An unsampled block that a realloc samples is copied into a tagged one only
-   up to this size: beyond it the real realloc keeps its own way (mremap). */
-#define TAG_COPY_MAX ((size_t)64 << 10)
+/* An untagged block that a realloc samples (or makes big) is copied into a
+   tagged one only up to this size; bigger ones are tagged from birth. */
+#define TAG_COPY_MAX PE_HEAP_TAG_ALWAYS
 
 void *
 pe_heap_realloc_slow(void *old, size_t size, int counted)
 {
     size_t keep;
+    int big;
     pe_heap_tag_t *t;
     int64_t rate = 0;
     int want, saved_errno;
@@ -382,26 +396,31 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
     }
     if (!counted && !pe_heap_countdown(pe_heap_hot_flags(), size))
         return pe_real.realloc(old, size);
-    if (!(want = decide(size, &rate)))
+    want = decide(size, &rate);
+    big = size > PE_HEAP_TAG_ALWAYS && big_tags();
+    if (!want && !big)
         return pe_real.realloc(old, size);
     saved_errno = errno;
     pe_guard_enter();
     p = NULL;
-    keep = want & WANT_HEAP ? min_size(size, pe_real.malloc_usable_size(old)) : 0;
-    if ((want & WANT_HEAP) && size && keep <= TAG_COPY_MAX &&
+    keep = min_size(size, pe_real.malloc_usable_size(old));
+    if (((want & WANT_HEAP) || big) && size && keep <= TAG_COPY_MAX &&
         (p = pe_heap_tag_alloc(PE_HEAP_MALLOC, 16, size))) {
         /* To carry a tag the block must move: we copy what it holds. */
         memcpy(p, old, keep);
         pe_real.free(old);
-        id = record_sample(p, size, rate);
+        if (want & WANT_HEAP)
+            id = record_sample(p, size, rate);
+        else
+            pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
         errno = saved_errno;
     } else {
         errno = saved_errno;
         p = pe_real.realloc(old, size);
         if (p && (want & WANT_HEAP) && size) {
-            /* Too big to copy (an unsampled big block is rare: it is sampled
-               with probability 1 - exp(-size/rate) when it is made): counted
-               as allocated, but it cannot be seen freed, so not in use. */
+            /* Too big to copy: a big block untagged (made before start-up, or
+               aligned under another allocator): counted as allocated, but it
+               cannot be seen freed, so not in use. */
             uint64_t w = pe_heap_weight_fx(size, rate);
             id = take_stack();
             pe_heap_stacks_account(id, 0, w, size);
