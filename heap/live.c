@@ -11,8 +11,8 @@
  * lines, and a cursor walks forward so a long run touches few new pages);
  * it fills the entry and publishes the address last.  A remove clears the
  * address.  Readers take an entry when its address reads the same before
- * and after its fields.  A claim that finds no empty slot within a short
- * probe drops the sample from the table (counted); the block is still
+ * and after its fields.  A claim that finds no empty slot within a few short
+ * runs of probes drops the sample from the table (counted); the block is still
  * counted in the profile.  No lock means nothing to hold across fork and
  * nothing a signal handler could deadlock on.
  *
@@ -33,7 +33,8 @@ typedef struct live_ent_s {
 } live_ent_t;
 
 #define CLAIMED 1u
-#define PROBES 64 /* slots tried per insert before the sample is not listed */
+#define PROBES 256 /* slots tried per insert before the sample is not listed */
+#define RUN 64     /* ... in runs of this many, each from a new place */
 
 static live_ent_t *slots;
 static uint32_t nslots; /* a power of two */
@@ -63,6 +64,10 @@ pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_
         t->heap_live_cursor = ((uint32_t)pe_gettid() * 0x9E3779B9u) | 1;
     i = t->heap_live_cursor;
     for (int n = 0; n < PROBES; n++, i++) {
+        /* A long run of long-lived entries (a program's start-up): jump
+           past it to an unrelated place, a few times, before giving up. */
+        if (n && (n & (RUN - 1)) == 0)
+            i = (i + 0x9E3779B9u * (uint32_t)n) | 1;
         live_ent_t *e = &slots[i & mask];
         uintptr_t zero = 0;
 
