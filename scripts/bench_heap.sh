@@ -7,7 +7,8 @@
 #   jemalloc    Debian's libjemalloc2 with MALLOC_CONF=prof:true,lg_prof_sample:19
 #               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
 # Workloads (test/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
-# (process CPU seconds), "pair" one thread of malloc(64)+free (ns per pair).
+# (process CPU seconds), "pair" one thread of malloc(64)+free (ns per pair),
+# "ab" the mt workload against glibc's own functions inside one process.
 # Each configuration runs BENCH_RUNS times (default 11), interleaved; the
 # minimum is reported (the least disturbed run), the median in brackets.
 # Never pass/fail.  Our server runs (port 0) as it would in production.
@@ -90,4 +91,11 @@ awk -v a="$umt" -v b="$smt" -v am="$umtmed" -v bm="$smtmed" \
     'BEGIN { printf "ours vs shim (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 awk -v a="$umt" -v b="$omt" -v am="$umtmed" -v bm="$omtmed" \
     'BEGIN { printf "ours vs ours_off (mt), the cost of sampling: %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
+# In one process, no process-to-process noise: the mt workload in rounds that
+# alternate glibc's own __libc_malloc/__libc_free with malloc/free as linked
+# (bench_heap ab).  1.00 without a preload; the ratio is the interposer's cost.
+echo "in-process A/B (bench_heap ab: linked malloc/free vs glibc's own, per-round thread CPU ratio, median [min] of 12 rounds):"
+for c in base shim ours_off ours; do
+    printf '  %-10s %s\n' "$c" "$(run "$c" ab 2000000 12 | awk '{ printf "%.3f [%.3f]", $2, $4 }')"
+done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
