@@ -100,8 +100,9 @@ typedef struct pe_heap_hot_s {
     uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
     uintptr_t key2;    /* second tag word's key */
     int page_start_ok; /* glibc behind us: every block has a header below */
-    /* copies of pe_real.malloc and .free (NULL until resolved), so that the
-       fast paths touch this one line of ours and no other */
+    /* copies of pe_real.malloc and .free (until they are resolved: our
+       functions that resolve them), so that the fast paths touch this one
+       line of ours and no other */
     void *(*real_malloc)(size_t);
     void (*real_free)(void *);
 } __attribute__((aligned(64))) pe_heap_hot_t;
@@ -116,7 +117,7 @@ pe_heap_hot_flags(void)
 }
 
 /* 1 when p (not NULL) may be one of ours (tagged or pool): the slow path
-   decides.  Only with pe_heap_hot_flags() non-zero. */
+   decides.  Safe on any block the real allocator handed out. */
 PE_SIGSAFE static inline int
 pe_heap_maybe_tagged(const void *p)
 {
@@ -179,6 +180,9 @@ size_t pe_heap_usable_slow(void *p);
 /* The first allocations of the process, before the real allocator is known:
    tagged blocks from the static pool (NULL once it is resolved, or empty). */
 void *pe_heap_pool_alloc(size_t size, size_t align);
+/* The same, resolving the real functions first: NULL when that worked (the
+   caller calls the real function) or the pool is exhausted. */
+void *pe_heap_boot_alloc(size_t size, size_t align);
 
 /* ---- heap profile (http/h_heap.c) --------------------------------------------- */
 

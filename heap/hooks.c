@@ -22,21 +22,7 @@
 
 /* ---- start-up path ------------------------------------------------------------- */
 
-/* Before pe_real is resolved (first allocation of the process, or dlsym's own
-   calloc while resolving), memory comes from the static pool. */
-static void *
-boot_alloc(size_t size, size_t align)
-{
-    void *p;
-
-    pe_real_init();
-    if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
-        return NULL; /* resolved now: caller retries the real path */
-    p = pe_heap_pool_alloc(size ? size : 1, align);
-    if (p) /* from now on free() must look for pool blocks */
-        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
-    return p;
-}
+#define boot_alloc pe_heap_boot_alloc
 
 /* Test the very pointer we are about to call (one load, no separate flag). */
 #define BOOT(field, size, align)                                                                   \
@@ -51,24 +37,14 @@ boot_alloc(size_t size, size_t align)
         }                                                                                          \
     } while (0)
 
-/* malloc and free keep their start-up cases out of line, so that their fast
-   paths need no stack frame: a check or two and a tail call. */
-static __attribute__((noinline, cold)) void *
-malloc_unresolved(size_t size)
+/* malloc's slow path, also while the real functions are not known yet (the
+   hot line's pointer then resolves them: tag.c). */
+static __attribute__((noinline)) void *
+malloc_slow(size_t size)
 {
-    BOOT(malloc, size, 16);
-    __atomic_store_n(&pe_heap_hot.real_malloc, pe_real.malloc, __ATOMIC_RELEASE);
-    return malloc(size);
-}
-
-static __attribute__((noinline, cold)) void
-free_unresolved(void *p)
-{
-    pe_real_init();
-    if (!pe_real.free)
-        return; /* cannot happen in practice: leak rather than crash */
-    __atomic_store_n(&pe_heap_hot.real_free, pe_real.free, __ATOMIC_RELEASE);
-    pe_real.free(p);
+    if (PE_UNLIKELY(!pe_real.malloc))
+        return pe_heap_hot.real_malloc(size);
+    return pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, size);
 }
 
 static size_t
@@ -95,31 +71,23 @@ slow_alloc(size_t size)
 PE_EXPORT void *
 malloc(size_t size)
 {
-    void *(*real_malloc)(size_t) = pe_heap_hot.real_malloc;
-
-    if (PE_UNLIKELY(!real_malloc))
-        return malloc_unresolved(size);
     if (slow_alloc(size))
-        return pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, size);
-    return real_malloc(size);
+        return malloc_slow(size);
+    return pe_heap_hot.real_malloc(size);
 }
 
 PE_EXPORT void
 free(void *p)
 {
-    void (*real_free)(void *) = pe_heap_hot.real_free;
-
     if (PE_UNLIKELY(p == NULL))
         return;
-    if (pe_heap_hot_flags() && PE_UNLIKELY(pe_heap_maybe_tagged(p))) {
+    /* No test of the hot flags first: with none set there is no tag to
+       find, and the word is read either way (by us or by the real free). */
+    if (PE_UNLIKELY(pe_heap_maybe_tagged(p))) {
         pe_heap_free_slow(p);
         return;
     }
-    if (PE_UNLIKELY(real_free == NULL)) {
-        free_unresolved(p);
-        return;
-    }
-    real_free(p);
+    pe_heap_hot.real_free(p);
 }
 
 PE_EXPORT void *

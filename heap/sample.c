@@ -346,8 +346,10 @@ pe_heap_free_slow(void *p)
 
     if (pe_real_owns(p))
         return; /* the bootstrap pool is static, never freed */
-    t = pe_heap_tag_of(p);
-    pe_real.free(t ? untag(t, p) : p);
+    if ((t = pe_heap_tag_of(p)))
+        pe_real.free(untag(t, p));
+    else
+        pe_heap_hot.real_free(p); /* (not resolved yet: it resolves) */
 }
 
 size_t

@@ -33,8 +33,6 @@
 #include "../preload/real.h"
 #include "heap_int.h"
 
-pe_heap_hot_t pe_heap_hot;
-
 void
 pe_heap_tag_key_init(void)
 {
@@ -160,6 +158,48 @@ pe_heap_tag_usable(pe_heap_tag_t *t, void *p)
 }
 
 /* ---- the bootstrap pool ------------------------------------------------------------ */
+
+void *
+pe_heap_boot_alloc(size_t size, size_t align)
+{
+    void *p;
+
+    pe_real_init();
+    if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
+        return NULL; /* resolved now: caller retries the real path */
+    p = pe_heap_pool_alloc(size ? size : 1, align);
+    if (p) /* from now on free() must look for pool blocks */
+        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
+    return p;
+}
+
+/* Where the hot line's malloc and free pointers lead until the real functions
+   are known: resolve them (the pool meanwhile), then step aside for good. */
+static void *
+resolve_malloc(size_t size)
+{
+    void *p = pe_heap_boot_alloc(size, 16);
+
+    if (p || !pe_real.malloc) {
+        if (!p)
+            errno = ENOMEM;
+        return p;
+    }
+    __atomic_store_n(&pe_heap_hot.real_malloc, pe_real.malloc, __ATOMIC_RELEASE);
+    return pe_real.malloc(size);
+}
+
+static void
+resolve_free(void *p)
+{
+    pe_real_init();
+    if (!pe_real.free)
+        return; /* cannot happen in practice: leak rather than crash */
+    __atomic_store_n(&pe_heap_hot.real_free, pe_real.free, __ATOMIC_RELEASE);
+    pe_real.free(p);
+}
+
+pe_heap_hot_t pe_heap_hot = {.real_malloc = resolve_malloc, .real_free = resolve_free};
 
 void *
 pe_heap_pool_alloc(size_t size, size_t align)
