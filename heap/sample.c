@@ -230,10 +230,11 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
 {
     int64_t rate = 0;
     int want = decide(size, &rate), saved_errno, err;
+    int big = size > PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
-    if (!want && (size <= PE_HEAP_TAG_ALWAYS || !big_tags()))
+    if (!want && !big)
         return plain_alloc(kind, align, size);
     saved_errno = errno;
     pe_guard_enter();
@@ -241,7 +242,7 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
         p = pe_heap_tag_alloc(kind, align, size);
         if (p)
             id = record_sample(p, size, rate);
-    } else if (size > PE_HEAP_TAG_ALWAYS && big_tags()) {
+    } else if (big) {
         p = pe_heap_tag_alloc(kind, align, size);
         if (p) /* tagged, not a sample: weight 0 */
             pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
