@@ -71,13 +71,15 @@ int64_t pe_heap_rate(void);
 extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
 
 /*
- * What the hooks must do at all, in one word they read first:
+ * What the allocating hooks (and realloc, malloc_usable_size) must do at
+ * all, in one word they read first:
  *   PE_HEAP_HOT_SAMPLING  heap sampling on (PROFEP_HEAP_RATE > 0): tagged
  *                         blocks may be live (never cleared once set)
  *   PE_HEAP_HOT_ALLOCS    an /allocs_profile recording runs
  *   PE_HEAP_HOT_POOL      the bootstrap pool handed out (tagged) blocks
- * 0 (sampling off, nothing recording): malloc and free are a load and a jump
- * on top of the real function.
+ * 0 (sampling off, nothing recording): malloc is a load and a jump on top of
+ * the real function.  free does not read it: it checks for a tag always
+ * (nine instructions), which costs less than the test when sampling is on.
  */
 #define PE_HEAP_HOT_SAMPLING 1
 #define PE_HEAP_HOT_ALLOCS 2

@@ -22,13 +22,11 @@
 
 /* ---- start-up path ------------------------------------------------------------- */
 
-#define boot_alloc pe_heap_boot_alloc
-
 /* Test the very pointer we are about to call (one load, no separate flag). */
 #define BOOT(field, size, align)                                                                   \
     do {                                                                                           \
         if (PE_UNLIKELY(!pe_real.field)) {                                                         \
-            void *b_ = boot_alloc((size), (align));                                                \
+            void *b_ = pe_heap_boot_alloc((size), (align));                                        \
             if (b_ || !pe_real.field) {                                                            \
                 if (!b_)                                                                           \
                     errno = ENOMEM;                                                                \
@@ -165,7 +163,7 @@ posix_memalign(void **out, size_t align, size_t size)
         void *b;
         if (align < sizeof(void *) || (align & (align - 1)))
             return EINVAL;
-        b = boot_alloc(size, align);
+        b = pe_heap_boot_alloc(size, align);
         if (b || !pe_real.posix_memalign) {
             if (!b)
                 return ENOMEM;

@@ -216,12 +216,26 @@ record_sample(void *p, size_t size, int64_t rate)
     return id;
 }
 
-static void
-record_allocs(uint32_t id, int have_id, size_t size)
+/* Tag a block we allocated: a sample when decided so (its stack id), else
+   weight 0 (PE_HEAP_NO_STACK). */
+static uint32_t
+tag_block(void *p, int want, size_t size, int64_t rate)
 {
-    if (!have_id)
-        id = take_stack();
-    pe_heap_allocs_record(id, size);
+    if (want & WANT_HEAP)
+        return record_sample(p, size, rate);
+    pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
+    return PE_HEAP_NO_STACK;
+}
+
+/* The /allocs_profile side of a call that returned p: record it (with the
+   heap sample's stack when there was one) and let the recording go. */
+static void
+finish_allocs(int want, const void *p, uint32_t id, size_t size)
+{
+    if (!(want & WANT_ALLOCS))
+        return;
+    if (p)
+        pe_heap_allocs_record(id != PE_HEAP_NO_STACK ? id : take_stack(), size);
     __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -238,14 +252,10 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
         return plain_alloc(kind, align, size);
     saved_errno = errno;
     pe_guard_enter();
-    if (want & WANT_HEAP) {
+    if ((want & WANT_HEAP) || big) {
         p = pe_heap_tag_alloc(kind, align, size);
         if (p)
-            id = record_sample(p, size, rate);
-    } else if (big) {
-        p = pe_heap_tag_alloc(kind, align, size);
-        if (p) /* tagged, not a sample: weight 0 */
-            pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
+            id = tag_block(p, want, size, rate);
     }
     err = saved_errno;
     if (!p) { /* not sampled after all (no memory for the tag, odd alignment) */
@@ -253,12 +263,7 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
         p = plain_alloc(kind, align, size);
         err = errno;
     }
-    if (want & WANT_ALLOCS) {
-        if (p)
-            record_allocs(id, id != PE_HEAP_NO_STACK, size);
-        else
-            __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
-    }
+    finish_allocs(want, p, id, size);
     pe_guard_exit();
     errno = err;
     return p;
@@ -285,15 +290,16 @@ untag(pe_heap_tag_t *t, void *p)
  * realloc of a tagged block: the real realloc resizes the whole block, header
  * included (in place, or by mremap for big blocks: we never copy a big
  * buffer ourselves).  The tag is cleared first, so a move leaves no valid
- * tag behind in freed memory, and put back if the realloc fails.  In the profile it is free +
- * malloc: the old sample is counted freed and the new size gets its own sampling decision.  When it
- * is not sampled the block keeps a tag of weight 0, which counts for nothing.
+ * tag behind in freed memory, and put back if the realloc fails.  In the
+ * profile it is free + malloc: the old sample is counted freed and the new
+ * size gets its own sampling decision.  When it is not sampled the block
+ * keeps a tag of weight 0, which counts for nothing.
  */
 static void *
 realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
 {
     size_t off = (uintptr_t)old - t->base, total;
-    uint32_t old_slot = t->slot, old_stack = t->stack, id = PE_HEAP_NO_STACK;
+    uint32_t old_slot = t->slot, old_stack = t->stack;
     uint64_t old_cnt = t->cnt_fx, old_size = t->size;
     uintptr_t magic, check;
     int64_t rate = 0;
@@ -329,12 +335,7 @@ realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
     if (old_cnt)
         pe_heap_stacks_account(old_stack, 1, old_cnt, old_size);
     pe_heap_tag_moved(p, nb);
-    if (want & WANT_HEAP)
-        id = record_sample(p, size, rate);
-    else
-        pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
-    if (want & WANT_ALLOCS)
-        record_allocs(id, id != PE_HEAP_NO_STACK, size);
+    finish_allocs(want, p, tag_block(p, want, size, rate), size);
     pe_guard_exit();
     errno = saved_errno;
     return p;
@@ -412,10 +413,7 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
         /* To carry a tag the block must move: we copy what it holds. */
         memcpy(p, old, keep);
         pe_real.free(old);
-        if (want & WANT_HEAP)
-            id = record_sample(p, size, rate);
-        else
-            pe_heap_tag_set(p, PE_HEAP_NO_STACK, size, 0, 0);
+        id = tag_block(p, want, size, rate);
         errno = saved_errno;
     } else {
         errno = saved_errno;
@@ -431,12 +429,7 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
         }
     }
     saved_errno = errno;
-    if (want & WANT_ALLOCS) {
-        if (p)
-            record_allocs(id, id != PE_HEAP_NO_STACK, size);
-        else
-            __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
-    }
+    finish_allocs(want, p, id, size);
     pe_guard_exit();
     errno = saved_errno;
     return p;
