@@ -39,6 +39,21 @@ work_alloc(size_t n)
     return malloc(n);
 }
 
+/* The workload's next step: which of the 4096 slots to replace, and the new
+   block's size (16 B..1 KiB, 1 in 64 of 4..68 KiB). */
+static inline size_t
+next_step(uint64_t *x, int *slot)
+{
+    uint64_t v = *x;
+
+    v ^= v << 13;
+    v ^= v >> 7;
+    v ^= v << 17;
+    *x = v;
+    *slot = (int)(v & 4095);
+    return (v >> 20) & 63 ? 16 + ((v >> 32) & 1023) : 4096 + ((v >> 32) & 65535);
+}
+
 static void *
 worker(void *arg)
 {
@@ -46,13 +61,8 @@ worker(void *arg)
     uint64_t x = 88172645463325252ull ^ (uintptr_t)arg;
 
     for (long i = 0; i < ops; i++) {
-        size_t n;
         int j;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        j = (int)(x & 4095);
-        n = (x >> 20) & 63 ? 16 + ((x >> 32) & 1023) : 4096 + ((x >> 32) & 65535);
+        size_t n = next_step(&x, &j);
         free(slots[j]);
         slots[j] = work_alloc(n);
         *(volatile char *)slots[j] = 1;
@@ -102,13 +112,8 @@ ab_worker(void *arg)
             pthread_barrier_wait(&ab_bar);
             t0 = clk(CLOCK_THREAD_CPUTIME_ID);
             for (long i = 0; i < ab_ops; i++) {
-                size_t n;
                 int j;
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                j = (int)(x & 4095);
-                n = (x >> 20) & 63 ? 16 + ((x >> 32) & 1023) : 4096 + ((x >> 32) & 65535);
+                size_t n = next_step(&x, &j);
                 f->release(slots[j]);
                 slots[j] = ab_alloc(f, n);
                 *(volatile char *)slots[j] = 1;
