@@ -12,7 +12,10 @@
  *
  * The hook side checks pe_heap_allocs_on around an in-flight counter; stop
  * clears the flag and waits (bounded) for in-flight recorders to leave
- * before it reads the table.
+ * before it reads the table.  Start parks every published thread's
+ * countdown at 0 (heap.h), so that their next call reaches the slow path
+ * and sees the flag; a thread that is not published (the registry's
+ * overflow, threads that predate us) sees it within PE_HEAP_CHUNK bytes.
  *
  * Signal-safe: pe_heap_allocs_record is; start/stop are not.
  */
@@ -22,6 +25,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "../preload/threads.h"
 #include "heap_int.h"
 
 #define PE_HEAP_ASLOTS (1u << 16)
@@ -95,6 +99,26 @@ clear_table(void)
     over_n = over_b = 0;
 }
 
+static void
+park(pe_tls_t *t)
+{
+    __atomic_store_n(&t->heap_countdown, 0, __ATOMIC_RELAXED);
+}
+
+/* Send every thread to the slow path on its next call.  A thread that was
+   between reading and writing its countdown (a few instructions of malloc,
+   or its slow path) can write over our 0: a second pass a little later
+   catches those. */
+static void
+park_all(void)
+{
+    struct timespec ts = {0, 200000};
+
+    pe_threads_each_tls(park);
+    nanosleep(&ts, NULL);
+    pe_threads_each_tls(park);
+}
+
 int
 pe_heap_allocs_start(double p, int open_ended)
 {
@@ -112,7 +136,7 @@ pe_heap_allocs_start(double p, int open_ended)
     /* u64 uniform <= threshold with probability p (p = 1: always). */
     pe_heap_allocs_threshold = p >= 1.0 ? UINT64_MAX : (uint64_t)(p * 18446744073709551616.0);
     __atomic_store_n(&pe_heap_allocs_on, 1, __ATOMIC_SEQ_CST);
-    __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
+    park_all();
     return 0;
 }
 
@@ -148,7 +172,7 @@ pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p, uin
     *n = 0;
     if (!__atomic_compare_exchange_n(&state, &want, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return -ENOENT;
-    __atomic_fetch_and(&pe_heap_hot.hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
+    /* Threads see the flag on their next call and go back to sampling. */
     __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
     wait_inflight();
     nused = __atomic_load_n(&used, __ATOMIC_ACQUIRE);
@@ -181,7 +205,6 @@ void
 pe_heap_allocs_atfork_child(void)
 {
     /* Nobody can read a recording in a dormant child; stop paying for it. */
-    __atomic_fetch_and(&pe_heap_hot.hot, ~PE_HEAP_HOT_ALLOCS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
     pe_heap_allocs_inflight = 0;
     if (state != 0 && table)

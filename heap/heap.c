@@ -168,10 +168,10 @@ pe_heap_init(int64_t rate_bytes)
         return -ENOTSUP;
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
-    if (rate_bytes > 0) /* never cleared: sampled blocks may stay live */
-        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_SAMPLING, __ATOMIC_RELAXED);
-    /* Every thread redraws its countdown on its next slow path. */
+    /* Every thread draws a fresh countdown on its next slow path; this one
+       (the only one, as a rule, this early) on its next allocation. */
     __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
+    pe_tls.heap_countdown = 0;
     return 0;
 }
 
@@ -205,6 +205,7 @@ pe_heap_atfork_child(void)
        sampling stops; its threads redraw to "never" on their next slow path. */
     __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+    pe_tls.heap_countdown = 0;
 }
 
 /* ---- read-out ------------------------------------------------------------------------ */

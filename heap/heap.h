@@ -71,34 +71,19 @@ int64_t pe_heap_rate(void);
 extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
 
 /*
- * What the allocating hooks (and realloc, malloc_usable_size) must do at
- * all, in one word they read first:
- *   PE_HEAP_HOT_SAMPLING  heap sampling on (PROFEP_HEAP_RATE > 0): tagged
- *                         blocks may be live (never cleared once set)
- *   PE_HEAP_HOT_ALLOCS    an /allocs_profile recording runs
- *   PE_HEAP_HOT_POOL      the bootstrap pool handed out (tagged) blocks
- * 0 (sampling off, nothing recording): malloc is a load and a jump on top of
- * the real function.  free does not read it: it checks for a tag always
- * (nine instructions), which costs less than the test when sampling is on.
- */
-#define PE_HEAP_HOT_SAMPLING 1
-#define PE_HEAP_HOT_ALLOCS 2
-#define PE_HEAP_HOT_POOL 4
-
-/*
  * Sampled blocks carry a tag (heap/tag.c): we allocate them ourselves with
  * room for a header in front, and the word just below the pointer we return
- * holds  key ^ p.  The key has bit 63 set, so it can never equal what glibc
- * keeps in that word of its own blocks (the chunk size); for an allocator
- * without headers it is a 2^-64 coincidence, and the slow path checks a
- * second word before believing it.  So free() of an unsampled block reads
- * one word on the cache line the real free is about to read anyway, and no
- * table: nothing shared is written when samples come and go.  Under another
- * allocator (no headers) the page before a pointer at a page start may be
- * unmapped: such pointers are never read below, and never tagged.
+ * holds  key ^ p.  The key has bit 63 set, so that word is negative; glibc
+ * keeps its chunk size there in its own blocks, which never is.  So free()
+ * of an unsampled block tests the sign of one word on the cache line the
+ * real free is about to read anyway, and no table: nothing shared is written
+ * when samples come and go.  A negative word (under an allocator without
+ * headers, the caller's neighbour's data) is compared with key ^ p, and the
+ * slow path checks a second header word before believing it.  Under such an
+ * allocator the page before a pointer at a page start may be unmapped: such
+ * pointers are never read below, and never tagged.
  */
 typedef struct pe_heap_hot_s {
-    int hot;           /* PE_HEAP_HOT_* */
     uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
     uintptr_t key2;    /* second tag word's key */
     int page_start_ok; /* glibc behind us: every block has a header below */
@@ -112,10 +97,12 @@ typedef struct pe_heap_hot_s {
    own (the type's alignment pads it, so nothing written often shares it). */
 extern pe_heap_hot_t pe_heap_hot;
 
+/* 0 when p (not NULL, not at a page start) is certainly not ours: the word
+   below it is not negative.  Safe on any block glibc handed out. */
 PE_SIGSAFE static inline int
-pe_heap_hot_flags(void)
+pe_heap_tag_sign(const void *p)
 {
-    return __atomic_load_n(&pe_heap_hot.hot, __ATOMIC_RELAXED);
+    return *(const intptr_t *)((uintptr_t)p - 8) < 0;
 }
 
 /* 1 when p (not NULL) may be one of ours (tagged or pool): the slow path
@@ -132,31 +119,52 @@ pe_heap_maybe_tagged(const void *p)
 }
 
 /*
- * Blocks bigger than this are always tagged, with weight 0 when not sampled:
- * a sampled block can only be resized in place (realloc, mremap) if it
- * already has its header, and a big buffer that started unsampled and then
- * grew by realloc would otherwise never be seen in use.  Smaller blocks that
- * a realloc samples are copied into a tagged block (at most this much).
+ * Each thread counts the bytes it allocates down to its next sample point
+ * in pe_tls.heap_countdown, which holds at most PE_HEAP_CHUNK of the
+ * interval (the rest waits in heap_reserve).  Bigger allocations therefore
+ * always reach the slow path, and so does everything while the countdown
+ * is 0: a new thread, one that an /allocs_profile recording parked there
+ * (every call is then a candidate), or one whose sampling rate changed.
+ * The slow path sorts these out (sample.c).
+ *
+ * Blocks of PE_HEAP_CHUNK bytes and more are always tagged, with weight 0
+ * when not sampled: a sampled block can only be resized in place (realloc, mremap)
+ * if it already has its header, and a big buffer that started unsampled and
+ * then grew by realloc would otherwise never be seen in use.  Smaller blocks
+ * that a realloc samples or makes big are copied into a tagged block (at
+ * most twice this much: what a block just under it may hold).
+ * A thread that samples nothing reaches the slow path once per PE_HEAP_CHUNK
+ * bytes.
  */
-#define PE_HEAP_TAG_ALWAYS ((size_t)64 << 10)
+#define PE_HEAP_CHUNK ((uint64_t)1 << 20)
+#define PE_HEAP_TAG_ALWAYS PE_HEAP_CHUNK
 
-/*
- * Count an allocation of `size` bytes down; 1 when it must take the slow
- * path (its sample point is reached, an /allocs_profile recording runs, or
- * it is big).  An allocation that is not sampled costs this subtraction and
- * one branch.
- */
+/* Count an allocation of `size` bytes down; 1 when it must take the slow
+   path.  An allocation that is not sampled costs this subtraction and one
+   branch (the borrow: size >= countdown, unsigned, so impossible sizes of
+   2^63 and up go to the slow path too). */
 PE_SIGSAFE static inline int
-pe_heap_countdown(int hot, size_t size)
+pe_heap_countdown(size_t size)
 {
-    int64_t c = pe_tls.heap_countdown - (int64_t)size;
+#if defined(__x86_64__) && defined(__PIC__)
+    /* One read-modify-write of the thread's countdown and the borrow test,
+       which the compiler spells in three more instructions. */
+    __asm__ goto("movq pe_tls@gottpoff(%%rip), %%rax\n\t"
+                 "subq %0, %%fs:%c1(%%rax)\n\t"
+                 "jbe %l[slow]"
+                 :
+                 : "r"(size), "i"(__builtin_offsetof(pe_tls_t, heap_countdown))
+                 : "rax", "cc", "memory"
+                 : slow);
+    return 0;
+slow:
+    return 1;
+#else
+    uint64_t c = pe_tls.heap_countdown;
 
-    pe_tls.heap_countdown = c;
-    /* c <= 0, size > PE_HEAP_TAG_ALWAYS, or the ALLOCS flag, as one sign
-       test (fewer instructions than three compares; sizes of 2^63 and up
-       cannot be allocated and may go either way). */
-    return PE_UNLIKELY(((c - 1) | ((int64_t)PE_HEAP_TAG_ALWAYS - (int64_t)size) |
-                        -(int64_t)(hot & PE_HEAP_HOT_ALLOCS)) < 0);
+    pe_tls.heap_countdown = c - size;
+    return PE_UNLIKELY(c <= size);
+#endif
 }
 
 /* What the slow allocation path is asked to do (the real call it stands for). */
@@ -177,7 +185,7 @@ typedef enum {
  */
 void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size);
 /* realloc of a block pe_heap_maybe_tagged() flagged, or one whose new size
-   reached a sample point: the whole call. */
+   reached the slow path (counted: pe_heap_countdown said so): the whole call. */
 void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 /* free of a block pe_heap_maybe_tagged() flagged: the whole call. */
 void pe_heap_free_slow(void *p);

@@ -59,9 +59,7 @@ page_size(void)
 static inline int
 slow_alloc(size_t size)
 {
-    int hot = pe_heap_hot_flags();
-
-    return hot && pe_heap_countdown(hot, size);
+    return pe_heap_countdown(size);
 }
 
 /* ---- the family ------------------------------------------------------------------ */
@@ -74,15 +72,27 @@ malloc(size_t size)
     return pe_heap_hot.real_malloc(size);
 }
 
+/* free of NULL, of a pointer at a page start, or of one whose word below is
+   negative: rare enough for a call. */
+static __attribute__((noinline)) void
+free_unusual(void *p)
+{
+    if (p == NULL)
+        return;
+    if (pe_heap_maybe_tagged(p))
+        pe_heap_free_slow(p);
+    else
+        pe_heap_hot.real_free(p);
+}
+
 PE_EXPORT void
 free(void *p)
 {
-    if (PE_UNLIKELY(p == NULL))
-        return;
-    /* No test of the hot flags first: with none set there is no tag to
-       find, and the word is read either way (by us or by the real free). */
-    if (PE_UNLIKELY(pe_heap_maybe_tagged(p))) {
-        pe_heap_free_slow(p);
+    /* One test for NULL and a page start (where the word below may not be
+       readable), one for the sign of that word (heap.h): a tag's is
+       negative, glibc's chunk size never is. */
+    if (PE_UNLIKELY(((uintptr_t)p & 4088) == 0) || PE_UNLIKELY(pe_heap_tag_sign(p))) {
+        free_unusual(p);
         return;
     }
     pe_heap_hot.real_free(p);
@@ -106,18 +116,14 @@ calloc(size_t n, size_t m)
 static void *
 realloc_impl(void *old, size_t size)
 {
-    int hot;
-
     if (old == NULL)
         return malloc(size);
     if (PE_UNLIKELY(!pe_real.realloc))
         pe_real_init();
-    if ((hot = pe_heap_hot_flags())) {
-        if (PE_UNLIKELY(pe_heap_maybe_tagged(old)))
-            return pe_heap_realloc_slow(old, size, 0);
-        if (pe_heap_countdown(hot, size))
-            return pe_heap_realloc_slow(old, size, 1);
-    }
+    if (PE_UNLIKELY(pe_heap_maybe_tagged(old)))
+        return pe_heap_realloc_slow(old, size, 0);
+    if (pe_heap_countdown(size))
+        return pe_heap_realloc_slow(old, size, 1);
     return pe_real.realloc(old, size);
 }
 
@@ -146,7 +152,7 @@ malloc_usable_size(void *p)
 {
     if (p == NULL)
         return 0;
-    if (pe_heap_hot_flags() && PE_UNLIKELY(pe_heap_maybe_tagged(p)))
+    if (PE_UNLIKELY(pe_heap_maybe_tagged(p)))
         return pe_heap_usable_slow(p);
     if (PE_UNLIKELY(!pe_real.malloc_usable_size))
         pe_real_init();

@@ -65,12 +65,40 @@ pe_heap_rng_seed(uint64_t *s)
     *s = x ? x : 0x853c49e6748fea9bull;
 }
 
+/*
+ * -ln(u) for u in (0, 1], without a call into libm (cold by the time a
+ * sample comes, it cost ~50 ns a draw): u = m * 2^e with m in
+ * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
+ * whose series to s^11 is exact to ~1e-11.
+ */
+static inline double
+neg_log(double u)
+{
+    uint64_t bits;
+    double m, s, s2, ln_m;
+    int e;
+
+    memcpy(&bits, &u, sizeof(bits));
+    e = (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    memcpy(&m, &bits, sizeof(m));
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e++;
+    }
+    s = (m - 1.0) / (m + 1.0);
+    s2 = s * s;
+    ln_m = 2.0 * s *
+           (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
+    return -((double)e * 0.6931471805599453 + ln_m);
+}
+
 PE_SIGSAFE int64_t
 pe_heap_draw(uint64_t *rng, int64_t rate)
 {
-    /* u uniform in (0, 1]; -ln(u) ~ Exp(1). */
+    /* u uniform in (0, 1] (a normal double: no subnormal case); -ln(u) ~ Exp(1). */
     double u = (double)((pe_heap_rng_next(rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-    double v = -log(u) * (double)rate;
+    double v = neg_log(u) * (double)rate;
 
     if (v < 1.0)
         return 1;
@@ -79,33 +107,61 @@ pe_heap_draw(uint64_t *rng, int64_t rate)
     return (int64_t)v;
 }
 
+PE_SIGSAFE double
+pe_heap_neg_log(double u)
+{
+    return neg_log(u);
+}
+
 PE_SIGSAFE uint64_t
 pe_heap_weight_fx(uint64_t size, int64_t rate)
 {
-    double x, w;
+    double x, p, w;
 
     if (rate <= 1 || size == 0) /* rate 1: every byte sampled; size 0: never sampled */
         return PE_HEAP_CNT_ONE;
     x = (double)size / (double)rate;
     if (x > 40.0)
         return PE_HEAP_CNT_ONE;
-    w = -1.0 / expm1(-x); /* 1/(1-exp(-x)), accurate for small x */
+    /* p = 1 - exp(-x), accurate for small x: its series while x < 1/16 (the
+       usual case, no libm call; the error is below x^8/8!), else expm1. */
+    if (x < 0.0625)
+        p = x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7))))));
+    else
+        p = -expm1(-x);
+    w = 1.0 / p;
     return (uint64_t)(w * PE_HEAP_CNT_ONE + 0.5);
 }
 
 /* ---- slow paths -------------------------------------------------------------- */
 
+/* "Never": the interval of a thread that samples nothing. */
+#define NEVER (INT64_MAX / 4)
+
 /* A fresh interval for this thread (or "never" when sampling is off). */
-static inline void
-redraw(pe_tls_t *t, int64_t rate)
+static inline int64_t
+draw_interval(pe_tls_t *t, int64_t rate)
 {
-    if (rate <= 0) {
-        t->heap_countdown = INT64_MAX / 2;
-        return;
-    }
+    if (rate <= 0)
+        return NEVER;
     if (PE_UNLIKELY(t->rng == 0))
         pe_heap_rng_seed(&t->rng);
-    t->heap_countdown = pe_heap_draw(&t->rng, rate);
+    return pe_heap_draw(&t->rng, rate);
+}
+
+/* Hand the thread `left` bytes to its next sample point: up to a chunk into
+   the fast path's countdown, the rest in reserve; or, while a recording
+   runs, park the countdown at 0 so that every call comes here. */
+static inline void
+load_interval(pe_tls_t *t, int64_t left, int recording)
+{
+    uint64_t c = (uint64_t)left < PE_HEAP_CHUNK ? (uint64_t)left : PE_HEAP_CHUNK;
+
+    t->heap_recording = recording;
+    if (recording)
+        c = 0;
+    t->heap_reserve = left - (int64_t)c;
+    t->heap_countdown = c;
 }
 
 static uint32_t
@@ -123,37 +179,68 @@ take_stack(void)
 #define WANT_HEAP 1   /* a heap sample */
 #define WANT_ALLOCS 2 /* an /allocs_profile record (pe_heap_allocs_inflight held) */
 
-/* What to record for an allocation of `size` bytes that reached the slow path. */
+/*
+ * The countdown's slow step, for an allocation of `size` bytes that
+ * pe_heap_countdown has just counted down and sent here: 1 when it is a
+ * sample point.  The bytes left to the sample point before this call were
+ * countdown + size; a countdown of 0 means "not drawn yet" (a new thread,
+ * or `fresh`: the rate changed), "parked by this thread's recording" (the
+ * interval waits in reserve) or "parked by the recording's start on another
+ * thread" (the interval is lost and drawn afresh, which the exponential's
+ * lack of memory allows).  Then the next interval is loaded.
+ */
+PE_SIGSAFE int
+pe_heap_interval_step(pe_tls_t *t, size_t size, int64_t rate, int fresh, int recording)
+{
+    uint64_t before = t->heap_countdown + size, have;
+    int64_t left;
+    int sample = 0;
+
+    if (fresh)
+        have = (uint64_t)draw_interval(t, rate);
+    else if (before == 0 || before > PE_HEAP_CHUNK)
+        have = t->heap_recording ? (uint64_t)t->heap_reserve : (uint64_t)draw_interval(t, rate);
+    else
+        have = before + (uint64_t)t->heap_reserve;
+    if (size < have) {
+        left = (int64_t)(have - size);
+    } else {
+        left = draw_interval(t, rate); /* the sample point: a fresh interval, no carry */
+        sample = rate > 0;
+    }
+    load_interval(t, left, recording);
+    return sample;
+}
+
+/* What to record for an allocation of `size` bytes that reached the slow
+   path (after pe_heap_countdown). */
 static int
 decide(size_t size, int64_t *rate_out)
 {
     pe_tls_t *t = &pe_tls;
-    int gen = __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED), want = 0;
+    int gen = __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED), want = 0, fresh = 0, recording;
     int64_t rate = __atomic_load_n(&pe_heap_rate_bytes, __ATOMIC_RELAXED);
 
     if (PE_UNLIKELY(t->heap_seeded_gen != gen)) {
-        /* First allocation of this thread since start-up or a rate change:
-           draw a fresh interval, then judge this allocation against it. */
+        /* First allocation of this thread since start-up or a rate change. */
         t->heap_seeded_gen = gen;
+        fresh = 1;
         if (gen == PE_HEAP_GEN_BOOT) { /* before pe_heap_init: nothing recorded yet */
-            t->heap_countdown = 1 << 20;
+            load_interval(t, NEVER, 0);
             return 0;
         }
-        redraw(t, rate);
-        t->heap_countdown -= (int64_t)size;
-    }
-    if (t->heap_countdown <= 0) {
-        redraw(t, rate);
-        want = rate > 0 ? WANT_HEAP : 0;
     }
     if (PE_UNLIKELY(t->internal)) {
         /* The library's own threads: never recorded, rarely back here. */
-        t->heap_countdown = INT64_MAX / 2;
+        load_interval(t, NEVER, 0);
         return 0;
     }
+    recording = __atomic_load_n(&pe_heap_allocs_on, __ATOMIC_RELAXED);
+    if (pe_heap_interval_step(t, size, rate, fresh, recording))
+        want = WANT_HEAP;
     if (t->guard)
         return 0; /* re-entered: the sample is skipped, the interval already redrawn */
-    if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_RELAXED)) {
+    if (recording) {
         __atomic_fetch_add(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_SEQ_CST)) {
             if (PE_UNLIKELY(t->rng == 0))
@@ -244,7 +331,7 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
 {
     int64_t rate = 0;
     int want = decide(size, &rate), saved_errno, err;
-    int big = size > PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
+    int big = size >= PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
@@ -327,7 +414,7 @@ realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
         memmove(p + spare, p, size);
         p += spare;
     }
-    if (pe_heap_countdown(pe_heap_hot_flags(), size))
+    if (pe_heap_countdown(size))
         want = decide(size, &rate);
     saved_errno = errno;
     pe_guard_enter();
@@ -373,8 +460,9 @@ min_size(size_t a, size_t b)
 }
 
 /* An untagged block that a realloc samples (or makes big) is copied into a
-   tagged one only up to this size; bigger ones are tagged from birth. */
-#define TAG_COPY_MAX PE_HEAP_TAG_ALWAYS
+   tagged one only up to this size; bigger ones are tagged from birth (a
+   block under PE_HEAP_TAG_ALWAYS may hold a page or so more than that). */
+#define TAG_COPY_MAX (2 * PE_HEAP_TAG_ALWAYS)
 
 void *
 pe_heap_realloc_slow(void *old, size_t size, int counted)
@@ -398,10 +486,10 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
             return pe_real.realloc(untag(t, old), 0);
         return realloc_tagged(t, old, size);
     }
-    if (!counted && !pe_heap_countdown(pe_heap_hot_flags(), size))
+    if (!counted && !pe_heap_countdown(size))
         return pe_real.realloc(old, size);
     want = decide(size, &rate);
-    big = size > PE_HEAP_TAG_ALWAYS && big_tags();
+    big = size >= PE_HEAP_TAG_ALWAYS && big_tags();
     if (!want && !big)
         return pe_real.realloc(old, size);
     saved_errno = errno;

@@ -162,15 +162,10 @@ pe_heap_tag_usable(pe_heap_tag_t *t, void *p)
 void *
 pe_heap_boot_alloc(size_t size, size_t align)
 {
-    void *p;
-
     pe_real_init();
     if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
         return NULL; /* resolved now: caller retries the real path */
-    p = pe_heap_pool_alloc(size ? size : 1, align);
-    if (p) /* from now on free() must look for pool blocks */
-        __atomic_fetch_or(&pe_heap_hot.hot, PE_HEAP_HOT_POOL, __ATOMIC_SEQ_CST);
-    return p;
+    return pe_heap_pool_alloc(size ? size : 1, align);
 }
 
 /* Where the hot line's malloc and free pointers lead until the real functions

@@ -26,7 +26,9 @@ typedef struct pe_tls_s {
     pid_t tid;         /* cached gettid(); reset in fork children */
     int unwind_primed; /* libunwind's per-thread state set up outside a handler */
     /* heap sampling (heap/sample.c) */
-    int64_t heap_countdown;    /* bytes left until the next heap sample */
+    uint64_t heap_countdown;   /* fast-path part of it, 1..PE_HEAP_CHUNK; 0 = see slow path */
+    int64_t heap_reserve;      /* the rest of the interval to the next heap sample */
+    int heap_recording;        /* countdown parked at 0 by an /allocs_profile recording */
     uint64_t rng;              /* xorshift state, 0 = not seeded */
     int heap_seeded_gen;       /* rate generation the countdown was drawn for */
     uint32_t heap_live_cursor; /* where this thread looks for a free live slot */

@@ -39,8 +39,8 @@ pe_init_thread_exit_hook(void)
 {
     /* The key was created in the constructor, so its index is low and
        pthread_setspecific never allocates. */
-    if (exit_key_ok)
-        pthread_setspecific(exit_key, (void *)1);
+    if (exit_key_ok && pthread_setspecific(exit_key, (void *)1) == 0)
+        pe_threads_publish_tls(); /* it will unregister before its TLS goes */
 }
 
 /* ---- fork ----------------------------------------------------------------------- */
@@ -112,6 +112,9 @@ pe_init(void)
         goto out; /* dormant: not the program we were asked to watch */
     }
     pe_threads_register(NULL, 0);
+    /* The main thread's TLS stays until the process ends, even when it
+       calls pthread_exit. */
+    pe_threads_publish_tls();
     if (pthread_key_create(&exit_key, thread_exit) == 0)
         exit_key_ok = 1;
     if (pe_unwind_init() < 0)

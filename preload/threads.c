@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include "threads.h"
 
 static pe_thread_info_t slots[PE_THREADS_MAX];
+/* Walks of the published pe_tls pointers in progress (pe_threads_each_tls). */
+static int tls_walkers;
 
 static unsigned
 slot_hash(pid_t tid)
@@ -67,6 +70,7 @@ pe_threads_register(const uintptr_t *create_pcs, int ncreate)
         memcpy(s->create_pcs, create_pcs, (size_t)ncreate * sizeof(*create_pcs));
     s->ncreate = ncreate > 0 ? ncreate : 0;
     s->internal = pe_tls.internal;
+    __atomic_store_n(&s->tls, NULL, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->tid, tid, __ATOMIC_RELEASE);
 }
 
@@ -89,8 +93,36 @@ pe_threads_unregister(void)
 {
     pe_thread_info_t *s = find_slot(pe_gettid());
 
+    if (!s)
+        return;
+    /* Withdraw our pe_tls, then let any walk that may still hold it end
+       (Dekker: both sides are sequentially consistent) before this thread's
+       TLS can go away. */
+    __atomic_store_n(&s->tls, NULL, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&tls_walkers, __ATOMIC_SEQ_CST))
+        sched_yield();
+    __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+}
+
+void
+pe_threads_publish_tls(void)
+{
+    pe_thread_info_t *s = find_slot(pe_gettid());
+
     if (s)
-        __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->tls, &pe_tls, __ATOMIC_SEQ_CST);
+}
+
+void
+pe_threads_each_tls(void (*fn)(pe_tls_t *t))
+{
+    __atomic_fetch_add(&tls_walkers, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < PE_THREADS_MAX; i++) {
+        pe_tls_t *t = __atomic_load_n(&slots[i].tls, __ATOMIC_SEQ_CST);
+        if (t && !__atomic_load_n(&slots[i].internal, __ATOMIC_RELAXED))
+            fn(t);
+    }
+    __atomic_fetch_sub(&tls_walkers, 1, __ATOMIC_SEQ_CST);
 }
 
 PE_SIGSAFE int
@@ -127,9 +159,12 @@ pe_threads_atfork_child(void)
 
     pe_tls.tid = 0;
     self = pe_gettid();
+    tls_walkers = 0;
     for (i = 0; i < PE_THREADS_MAX; i++) {
-        if (slots[i].tid != self)
+        if (slots[i].tid != self) {
+            slots[i].tls = NULL;
             slots[i].tid = 0;
+        }
     }
 }
 

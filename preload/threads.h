@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include "guard.h"
 #include "pe.h"
 
 #define PE_THREADS_MAX 4096
@@ -22,6 +23,7 @@
 typedef struct pe_thread_info_s {
     pid_t tid;
     int internal;
+    pe_tls_t *tls; /* published by the thread itself (pe_threads_publish_tls) */
     int ncreate;
     uintptr_t create_pcs[PE_THREADS_CREATE_FRAMES]; /* return addresses, leaf first */
 } pe_thread_info_t;
@@ -32,6 +34,18 @@ void pe_threads_register(const uintptr_t *create_pcs, int ncreate);
 void pe_threads_mark_internal(void);
 /* Called when a registered thread exits. */
 void pe_threads_unregister(void);
+/*
+ * Make this (registered) thread's pe_tls reachable by pe_threads_each_tls.
+ * Only for threads that will call pe_threads_unregister before they exit
+ * (or never exit before the process): another thread may store to it.
+ */
+void pe_threads_publish_tls(void);
+/*
+ * Call fn on the pe_tls of every published thread that is not the library's.
+ * A thread cannot finish exiting meanwhile: pe_threads_unregister waits for
+ * the walk to end (fn must be short and must not wait on other threads).
+ */
+void pe_threads_each_tls(void (*fn)(pe_tls_t *t));
 /* 1 if tid is one of the library's threads. */
 PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
 /*

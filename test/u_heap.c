@@ -117,6 +117,98 @@ test_sampling_math(void)
            (unsigned long long)samples, 100 * (eb / tb - 1), 100 * (en / tn - 1));
 }
 
+/* Our -ln(u) and 1 - exp(-x) agree with libm's. */
+static void
+test_math_functions(void)
+{
+    uint64_t rng = 77;
+    double worst = 0, u, x;
+
+    for (int i = 0; i < 1000000; i++) {
+        u = (double)((pe_heap_rng_next(&rng) >> 11) + 1) / 9007199254740992.0;
+        if (i < 64)
+            u = ldexp(1.0, -i); /* powers of two, down to ... */
+        if (i == 64)
+            u = 1.0 / 9007199254740992.0; /* the smallest u drawn */
+        if (i == 65)
+            u = 0.7071067811865476; /* the split of the mantissa range */
+        double d = fabs(pe_heap_neg_log(u) - (-log(u))) / (1e-300 + fabs(log(u)));
+        if (-log(u) == 0)
+            d = fabs(pe_heap_neg_log(u));
+        if (d > worst)
+            worst = d;
+    }
+    CHECKF(worst < 1e-10, "-ln(u): worst relative error %.3g", worst);
+    worst = 0;
+    for (x = 1e-7; x < 40; x *= 1.01) {
+        double s = x * R, exact = 1 / -expm1(-x);
+        uint64_t w = pe_heap_weight_fx((uint64_t)s, R);
+        double want = 1 / -expm1(-(double)(uint64_t)s / R), d = fabs(w / 65536.0 - want) / want;
+        (void)exact;
+        if (d > worst && (uint64_t)s)
+            worst = d;
+    }
+    CHECKF(worst < 1e-5, "weights: worst relative error %.3g", worst);
+}
+
+/*
+ * The chunked countdown (heap.h, pe_heap_interval_step): Go's rule still
+ * holds with intervals longer than a chunk, blocks bigger than one, a
+ * recording that parks the countdown, and parking from outside (the
+ * recording's start on another thread).  Estimates unbiased within 4%.
+ */
+static void
+test_interval_step(void)
+{
+    static const int64_t rates[] = {R, 8 << 20};
+    pe_tls_t *t = &pe_tls;
+
+    for (int k = 0; k < 2; k++) {
+        int64_t rate = rates[k];
+        uint64_t srng = 4242, samples = 0, calls = 0, slow = 0, bad_countdown = 0, i;
+        uint64_t budget = rate > R ? 96ull << 30 : 8ull << 30;
+        double done = 0, eb = 0;
+        int fresh = 1, was_recording = 0;
+
+        t->heap_countdown = 0;
+        t->heap_reserve = 0;
+        t->heap_recording = 0;
+        for (i = 0; done < (double)budget; i++) {
+            uint64_t sz = i % 64 ? size_loguniform(&srng) : size_big(&srng);
+            /* a recording from 1/4 to 3/8 of the way: every call comes here */
+            int recording = done > budget / 4.0 && done < budget * 3 / 8.0;
+
+            done += (double)sz;
+            calls++;
+            if (i % 1000003 == 7 || (recording && !was_recording))
+                t->heap_countdown = 0; /* parked from outside, as a recording's start does */
+            was_recording = recording;
+            if (!pe_heap_countdown(sz)) {
+                if (recording)
+                    bad_countdown++; /* a recording must see every call */
+                continue;
+            }
+            slow++;
+            if (pe_heap_interval_step(t, sz, rate, fresh, recording)) {
+                eb += (double)pe_heap_bytes_fx(pe_heap_weight_fx(sz, rate), sz) / PE_HEAP_BYTES_ONE;
+                samples++;
+            }
+            fresh = 0;
+            if (t->heap_countdown > PE_HEAP_CHUNK || (recording && t->heap_countdown))
+                bad_countdown++;
+        }
+        CHECKF(!bad_countdown, "rate %lld: %llu calls saw a wrong countdown", (long long)rate,
+               (unsigned long long)bad_countdown);
+        CHECKF(fabs(eb / done - 1) < 0.04, "rate %lld: bytes est %.4g true %.4g", (long long)rate,
+               eb, done);
+        printf("  chunked countdown, rate %lld: %llu samples, bytes %+.2f%%, %llu of %llu calls "
+               "slow (1/8 of the bytes recorded)\n",
+               (long long)rate, (unsigned long long)samples, 100 * (eb / done - 1),
+               (unsigned long long)slow, (unsigned long long)calls);
+    }
+    t->heap_countdown = 0;
+}
+
 static void
 test_stacks(void)
 {
@@ -331,6 +423,8 @@ main(void)
     CHECK(pe_heap_live_init(4096) == 0);
     CHECK(pe_heap_allocs_init() == 0);
     test_sampling_math();
+    test_math_functions();
+    test_interval_step();
     test_stacks();
     test_live();
     /* drd does not model C11 atomics: every lock-free hand-over would be
