@@ -95,7 +95,7 @@ typedef struct pe_heap_hot_s {
 } __attribute__((aligned(64))) pe_heap_hot_t;
 /* Read by every malloc and free, written a handful of times: a line of its
    own (the type's alignment pads it, so nothing written often shares it). */
-extern pe_heap_hot_t pe_heap_hot;
+extern PE_HIDDEN pe_heap_hot_t pe_heap_hot;
 
 /* 0 when p (not NULL, not at a page start) is certainly not ours: the word
    below it is not negative.  Safe on any block glibc handed out. */
