@@ -55,6 +55,21 @@ wait $bg
     fail "start during timed answered $code (timed: $(cat "$T/tcode"))"
 stop_prog loop
 
+# A recording sees every call from its start, on every thread, however far
+# into its sampling countdown each thread was (the start parks them all).
+start_prog burst -- "$BUILD/test/p_heap_cases" burst || finish
+code=$(fetch '/allocs_profile_start?sample_rate=1' "$T/x")
+[ "$code" = 200 ] || fail "burst: start answered $code"
+echo go >&3
+for i in $(seq 100); do grep -q '^burst_done' "$T/burst.out" && break; sleep 0.1; done
+code=$(fetch '/allocs_profile_stop' "$T/b.pb.gz")
+for site in site_burst_main site_burst_thread; do
+    n=$(flat "$T/b.pb.gz" alloc_objects "$site")
+    [ "$code" = 200 ] && [ "$n" = 1000 ] && pass "burst: $site recorded $n of 1000 calls from the start" ||
+        fail "burst: $site recorded $n of 1000 calls (stop answered $code)"
+done
+stop_prog burst
+
 # Heap sampling off: the heap endpoints say why, /allocs_profile still works.
 start_prog loop PROFEP_HEAP_RATE=0 -- "$P" loop || finish
 code=$(curl -s -m 10 -D "$T/hdr" -o "$T/x" -w '%{http_code}' "http://$ADDR/debug/pprof/heap")

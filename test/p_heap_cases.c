@@ -16,6 +16,10 @@
  *   grow     one buffer grown by realloc to 4 GiB, touching one byte per step
  *            (resident memory must stay small: no copy of big blocks)
  *   loop     two sites, 7:3 calls, until stdin closes (for /allocs_profile)
+ *   burst    main and a second thread allocate a little, then wait for a line
+ *            on stdin; then each makes exactly 1000 calls of 64 B
+ *            (site_burst_main, site_burst_thread) and "burst_done" is printed:
+ *            a recording started before the line must see every one
  * Exit status 0 when every semantic check held.
  */
 #include <errno.h>
@@ -543,6 +547,78 @@ mode_loop(void)
     return bad;
 }
 
+/* ---- burst ------------------------------------------------------------------- */
+
+#define BURST 1000
+static volatile int burst_go, burst_thread_done;
+
+__attribute__((noinline)) void *
+site_burst_main(size_t n)
+{
+    return malloc(n);
+}
+
+__attribute__((noinline)) void *
+site_burst_thread(size_t n)
+{
+    return malloc(n);
+}
+
+/* Some allocation first, so that the countdown is part way into a chunk. */
+static void
+burst_warm(void)
+{
+    for (int i = 0; i < 3000; i++)
+        free(malloc(100));
+}
+
+static void
+burst(void *(*site)(size_t))
+{
+    static __thread void *keep[BURST];
+
+    for (int i = 0; i < BURST; i++)
+        keep[i] = site(64);
+    for (int i = 0; i < BURST; i++)
+        free(keep[i]);
+}
+
+static void *
+burst_thread(void *arg)
+{
+    struct timespec ms = {0, 1000000};
+
+    (void)arg;
+    burst_warm();
+    __atomic_store_n(&burst_thread_done, 1, __ATOMIC_SEQ_CST); /* warmed */
+    while (!__atomic_load_n(&burst_go, __ATOMIC_SEQ_CST))
+        nanosleep(&ms, NULL);
+    burst(site_burst_thread);
+    return NULL;
+}
+
+static void
+mode_burst(void)
+{
+    struct timespec ms = {0, 1000000};
+    pthread_t th;
+    char line[16];
+
+    burst_warm();
+    EXPECT(pthread_create(&th, NULL, burst_thread, NULL) == 0);
+    while (!__atomic_load_n(&burst_thread_done, __ATOMIC_SEQ_CST))
+        nanosleep(&ms, NULL);
+    printf("ready\n");
+    fflush(stdout);
+    if (read(0, line, sizeof(line)) <= 0) /* read(2): no stdio buffer to allocate */
+        return;
+    __atomic_store_n(&burst_go, 1, __ATOMIC_SEQ_CST);
+    burst(site_burst_main);
+    pthread_join(th, NULL);
+    printf("burst_done\n");
+    fflush(stdout);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -565,6 +641,12 @@ main(int argc, char **argv)
         mode_grow();
     else if (!strcmp(m, "loop"))
         return mode_loop();
+    else if (!strcmp(m, "burst")) {
+        mode_burst();
+        out("semantics_ok", !bad);
+        poll(&pfd, 1, 60000);
+        return bad;
+    }
     else {
         fprintf(stderr, "usage: p_heap_cases realloc|calloc|aligned|threads|fork|signal\n");
         return 2;
