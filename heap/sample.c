@@ -164,7 +164,9 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
     t->heap_countdown = c;
 }
 
-static uint32_t
+/* Inlined into its callers: each frame of ours is one more step for the
+   unwinder on every sample. */
+static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
 {
     uintptr_t pcs[PE_HEAP_MAX_FRAMES];
@@ -289,7 +291,7 @@ plain_alloc(pe_heap_kind_t kind, size_t align, size_t size)
 }
 
 /* A tagged block p of `size` bytes was allocated: record it, fill its tag. */
-static uint32_t
+static inline __attribute__((always_inline)) uint32_t
 record_sample(void *p, size_t size, int64_t rate)
 {
     uint64_t w = pe_heap_weight_fx(size, rate);
@@ -305,7 +307,7 @@ record_sample(void *p, size_t size, int64_t rate)
 
 /* Tag a block we allocated: a sample when decided so (its stack id), else
    weight 0 (PE_HEAP_NO_STACK). */
-static uint32_t
+static inline __attribute__((always_inline)) uint32_t
 tag_block(void *p, int want, size_t size, int64_t rate)
 {
     if (want & WANT_HEAP)

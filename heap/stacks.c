@@ -11,7 +11,8 @@
  *   totals[]   per stripe (guard.h) and stack, the running totals on one
  *              cache line: a thread adds to its own stripe's line only, so
  *              two threads sampling the same stack do not pass a line back
- *              and forth; readers sum the stripes
+ *              and forth (and a stripe's owner adds without a lock prefix);
+ *              readers sum the stripes
  *
  * Insertion is lock-free: two threads racing to add the same new stack both
  * fill a record, one CAS wins and the loser's record stays unpublished (a
@@ -140,15 +141,15 @@ pe_heap_stacks_account(uint32_t id, int freed, uint64_t cnt_fx, uint64_t size)
         return;
     e = &totals[(size_t)pe_stripe() * PE_HEAP_STACKS + id];
     if (!freed) {
-        __atomic_fetch_add(&e->acnt, cnt_fx, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->abytes, bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->raw_an, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->raw_ab, size, __ATOMIC_RELAXED);
+        pe_stripe_add(&e->acnt, cnt_fx);
+        pe_stripe_add(&e->abytes, bytes);
+        pe_stripe_add(&e->raw_an, 1);
+        pe_stripe_add(&e->raw_ab, size);
     } else {
-        __atomic_fetch_add(&e->fcnt, cnt_fx, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->fbytes, bytes, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->raw_fn, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->raw_fb, size, __ATOMIC_RELAXED);
+        pe_stripe_add(&e->fcnt, cnt_fx);
+        pe_stripe_add(&e->fbytes, bytes);
+        pe_stripe_add(&e->raw_fn, 1);
+        pe_stripe_add(&e->raw_fb, size);
     }
 }
 

@@ -33,6 +33,8 @@ typedef struct pe_tls_s {
     int heap_seeded_gen;       /* rate generation the countdown was drawn for */
     uint32_t heap_live_cursor; /* where this thread looks for a free live slot */
     unsigned stripe;           /* pe_stripe() + 1, 0 = not assigned yet */
+    int stripe_owned;          /* that stripe is this thread's alone */
+    int may_own_stripe;        /* the thread gives a stripe back at exit */
     /* lock contention (sampler/mutex.c) */
     int64_t mutex_countdown; /* waits left until the next sampled one; 0 = not drawn yet */
     uint64_t mutex_rng;      /* xorshift state for those draws, 0 = not seeded */
@@ -64,10 +66,17 @@ pe_guard_active(void)
  * split into PE_STRIPES copies, each on its own cache line, and a thread
  * bumps only its own: two threads sampling the same stack would otherwise
  * pass the line back and forth on every sample.  Readers sum the copies.
- * Stripes are dealt round-robin, so the first PE_STRIPES threads never share.
+ * The first PE_STRIPES_OWNED stripes are owned, one thread each, by threads
+ * that give theirs back at exit (pe_stripe_release): an owner may add with
+ * plain single-instruction adds (a signal handler on the same thread cannot
+ * split one), a lock prefix less per counter.  Other threads share the rest,
+ * dealt round-robin, with atomic adds.
  */
-#define PE_STRIPES 8
+#define PE_STRIPES 16
+#define PE_STRIPES_OWNED 12
 PE_SIGSAFE unsigned pe_stripe_assign(void);
+/* At thread exit: give an owned stripe back (later calls get a shared one). */
+void pe_stripe_release(void);
 
 PE_SIGSAFE static inline unsigned
 pe_stripe(void)
@@ -75,6 +84,26 @@ pe_stripe(void)
     unsigned s = pe_tls.stripe;
 
     return PE_LIKELY(s) ? s - 1 : pe_stripe_assign();
+}
+
+/* 1 when this thread's stripe is its own (pe_stripe() first). */
+PE_SIGSAFE static inline int
+pe_stripe_owned(void)
+{
+    return pe_tls.stripe_owned;
+}
+
+/* *p += v on a counter of this thread's stripe that readers load atomically. */
+PE_SIGSAFE static inline void
+pe_stripe_add(uint64_t *p, uint64_t v)
+{
+#if defined(__x86_64__)
+    if (pe_tls.stripe_owned) {
+        __asm__ volatile("addq %1, %0" : "+m"(*p) : "r"(v));
+        return;
+    }
+#endif
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
 /* This thread's tid, cached (async-signal-safe). */

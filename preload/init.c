@@ -32,6 +32,7 @@ thread_exit(void *unused)
 {
     pe_sampler_thread_exiting();
     pe_threads_unregister();
+    pe_stripe_release();
 }
 
 void

@@ -109,6 +109,8 @@ pe_threads_publish_tls(void)
 {
     pe_thread_info_t *s = find_slot(pe_gettid());
 
+    /* It gives things back at exit: it may own a stripe (guard.h) too. */
+    pe_tls.may_own_stripe = 1;
     if (s)
         __atomic_store_n(&s->tls, &pe_tls, __ATOMIC_SEQ_CST);
 }
