@@ -646,8 +646,7 @@ main(int argc, char **argv)
         out("semantics_ok", !bad);
         poll(&pfd, 1, 60000);
         return bad;
-    }
-    else {
+    } else {
         fprintf(stderr, "usage: p_heap_cases realloc|calloc|aligned|threads|fork|signal\n");
         return 2;
     }
