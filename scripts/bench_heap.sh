@@ -4,6 +4,9 @@
 #   ours        libprofendpoints.so at the default rate (PROFEP_HEAP_RATE=524288)
 #   ours_off    libprofendpoints.so with PROFEP_HEAP_RATE=0
 #   shim        a bare forwarding interposer (test/bench_heap_shim.c): the floor
+#   shim_checks the same plus the per-call least of any byte-sampling interposer
+#               that knows its blocks at free (a TLS countdown in malloc, a
+#               sign test in free; test/bench_heap_shim.c -DSHIM_CHECKS)
 #   jemalloc    Debian's libjemalloc2 with MALLOC_CONF=prof:true,lg_prof_sample:19
 #               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
 # Workloads (test/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
@@ -21,6 +24,7 @@ PAIRS=${BENCH_PAIRS:-50000000}
 LIB=$BUILD/libprofendpoints.so
 B=$BUILD/test/bench_heap
 SHIM=$BUILD/test/libbench_heap_shim.so
+SHIMC=$BUILD/test/libbench_heap_shim_checks.so
 JE=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
 T=$(mktemp -d /tmp/pe_bench_heap.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -28,9 +32,10 @@ trap 'rm -rf "$T"' EXIT
 mkdir -p "$BUILD/test"
 cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench_heap.c || exit 1
 cc -O2 -shared -fPIC -o "$SHIM" test/bench_heap_shim.c || exit 1
+cc -O2 -shared -fPIC -DSHIM_CHECKS -o "$SHIMC" test/bench_heap_shim.c || exit 1
 [ -f "$LIB" ] || { echo "bench_heap: $LIB not built"; exit 1; }
 
-configs="base ours ours_off shim"
+configs="base ours ours_off shim shim_checks"
 je_note=
 if [ -n "$JE" ]; then
     # Built with --enable-prof?  Then config.prof is true and prof:true is accepted.
@@ -54,6 +59,7 @@ run() { # CONFIG MODE ARG
     ours) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn "$B" "$@" ;;
     ours_off) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0 "$B" "$@" ;;
     shim) LD_PRELOAD=$SHIM "$B" "$@" ;;
+    shim_checks) LD_PRELOAD=$SHIMC "$B" "$@" ;;
     jemalloc) LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:19 "$B" "$@" ;;
     jemalloc_noprof) LD_PRELOAD=$JE "$B" "$@" ;;
     esac
@@ -80,13 +86,19 @@ for c in $configs; do
         "$(awk -v a="$p" -v b="$bp" 'BEGIN { printf "%+.2f ns", a - b }')" "$mtmed" \
         "$(awk -v a="$mtmed" -v b="$bmtmed" 'BEGIN { printf "%.3f", a / b }')" "$pmed"
 done
-# The parts of our cost: being an interposer at all (the shim), our fast
-# paths with sampling off, and sampling itself (ours vs ours_off).
+# The parts of our cost: being an interposer at all (the shim), the per-call
+# checks any sampler needs (shim_checks), our fast paths with sampling off,
+# and sampling itself (ours vs ours_off).
 read -r omt omtmed <<<"$(stat "$T/ours_off.mt")"
 read -r smt smtmed <<<"$(stat "$T/shim.mt")"
+read -r cmt cmtmed <<<"$(stat "$T/shim_checks.mt")"
 read -r umt umtmed <<<"$(stat "$T/ours.mt")"
+awk -v a="$cmt" -v b="$smt" -v am="$cmtmed" -v bm="$smtmed" \
+    'BEGIN { printf "shim_checks vs shim (mt), the checks alone: %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 awk -v a="$omt" -v b="$smt" -v am="$omtmed" -v bm="$smtmed" \
     'BEGIN { printf "ours_off vs shim (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
+awk -v a="$omt" -v b="$cmt" -v am="$omtmed" -v bm="$cmtmed" \
+    'BEGIN { printf "ours_off vs shim_checks (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 awk -v a="$umt" -v b="$smt" -v am="$umtmed" -v bm="$smtmed" \
     'BEGIN { printf "ours vs shim (mt): %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 awk -v a="$umt" -v b="$omt" -v am="$umtmed" -v bm="$omtmed" \
@@ -94,8 +106,8 @@ awk -v a="$umt" -v b="$omt" -v am="$umtmed" -v bm="$omtmed" \
 # In one process, no process-to-process noise: the mt workload in rounds that
 # alternate glibc's own __libc_malloc/__libc_free with malloc/free as linked
 # (bench_heap ab).  1.00 without a preload; the ratio is the interposer's cost.
-echo "in-process A/B (bench_heap ab: linked malloc/free vs glibc's own, per-round thread CPU ratio, median [min] of 12 rounds):"
-for c in base shim ours_off ours; do
-    printf '  %-10s %s\n' "$c" "$(run "$c" ab 2000000 12 | awk '{ printf "%.3f [%.3f]", $2, $4 }')"
+echo "in-process A/B (bench_heap ab: linked malloc/free vs glibc's own, per-round thread CPU ratio, median [min] of 24 rounds):"
+for c in base shim shim_checks ours_off ours; do
+    printf '  %-12s %s\n' "$c" "$(run "$c" ab 2000000 24 | awk '{ printf "%.3f [%.3f]", $2, $4 }')"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

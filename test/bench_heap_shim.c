@@ -1,9 +1,17 @@
 /*
- * bench_heap_shim.c: the floor for scripts/bench_heap.sh: a bare interposer
- * that forwards the malloc family to glibc's __libc_* entry points and does
- * nothing else.  Built as a shared object by that script.
+ * bench_heap_shim.c: the floors for scripts/bench_heap.sh, built as shared
+ * objects by that script:
+ *   (default)       a bare interposer that forwards the malloc family to
+ *                   glibc's __libc_* entry points and does nothing else
+ *   -DSHIM_CHECKS   the same plus the least a byte-sampling interposer that
+ *                   knows its own blocks at free must do on every call: a
+ *                   per-thread byte countdown in malloc (one TLS subtraction
+ *                   and a branch) and a test in free (NULL or page start,
+ *                   then the sign of the word below the block); nothing is
+ *                   ever sampled
  */
 #include <stddef.h>
+#include <stdint.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -11,14 +19,46 @@ extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 
+#ifdef SHIM_CHECKS
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t countdown;
+
+__attribute__((noinline)) static void *
+malloc_slow(size_t n)
+{
+    countdown = (uint64_t)1 << 20; /* where a sampler would draw and record */
+    return __libc_malloc(n);
+}
+
+__attribute__((noinline)) static void
+free_slow(void *p)
+{
+    if (p) /* where a sampler would look for its tag */
+        __libc_free(p);
+}
+#endif
+
 __attribute__((visibility("default"))) void *
 malloc(size_t n)
 {
+#ifdef SHIM_CHECKS
+    uint64_t c = countdown;
+
+    countdown = c - n;
+    if (__builtin_expect(c <= n, 0))
+        return malloc_slow(n);
+#endif
     return __libc_malloc(n);
 }
 __attribute__((visibility("default"))) void
 free(void *p)
 {
+#ifdef SHIM_CHECKS
+    if (__builtin_expect(((uintptr_t)p & 4088) == 0, 0) ||
+        __builtin_expect(*(const intptr_t *)((uintptr_t)p - 8) < 0, 0)) {
+        free_slow(p);
+        return;
+    }
+#endif
     __libc_free(p);
 }
 __attribute__((visibility("default"))) void *
