@@ -113,6 +113,10 @@ start=$SECONDS
 poke $PE_ADDR 600 "/profile?duration=1&delay=0.001" /debug/pprof/heap "/debug/pprof/goroutine?debug=2" \
     /debug/pprof/threadcreate "/allocs_profile?duration=1&sample_rate=0.01" /task_backtraces &
 pk=$!
+# Short recordings, each of whose starts stores into every live thread's TLS
+# while threads exit (the registry must not let one go mid-store).
+poke $PE_ADDR 600 "/allocs_profile?duration=0.02&sample_rate=0.5" &
+pk="$pk $!"
 same_as_without churn 0 $P/p_churn $THREADS
 kill $pk 2>/dev/null; wait $pk 2>/dev/null
 fig "churn: $THREADS threads in $((SECONDS - start)) s under requests: '$(cat $PE_OUT)'"
