@@ -55,6 +55,19 @@ if run_case threads; then
     stop_prog threads
 fi
 
+# 20 threads at once, in two waves: 12 own a stripe of the per-stack totals
+# (plain adds), the rest share (atomic adds), and the second wave owns the
+# stripes the first gave back at exit.
+if run_case threads THREADS_PER_SITE=5; then
+    for k in 1 2 3 4; do
+        check_site "$T/threads.pb.gz" alloc_space "thread_site_$k" "$(val threads "thread_site_${k}_bytes")" 10
+    done
+    il=$(total "$T/threads.pb.gz" inuse_space); L=$(val threads live_bytes)
+    within "$il" "$L" 20 && pass "threads x20: inuse $il vs live $L ($(pct "$il" "$L"))" ||
+        fail "threads x20: inuse $il vs live $L ($(pct "$il" "$L"))"
+    stop_prog threads
+fi
+
 if run_case fork PROFEP_HEAP_RATE=4096; then
     [ "$(val fork children_ok)" = 100 ] && pass "fork: 100 children allocated and exited 0" ||
         fail "fork: children ok $(val fork children_ok), hung $(val fork children_hung), failed $(val fork children_failed)"

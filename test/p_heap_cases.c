@@ -9,6 +9,7 @@
  *   calloc   reuses dirtied blocks through calloc; every byte must be 0
  *   aligned  posix_memalign, aligned_alloc, memalign, valloc, pvalloc sites
  *   threads  4 threads, 1:2:3:4 bytes, freeing each other's blocks
+ *            (THREADS_PER_SITE=N: 4N at once, in two waves)
  *   fork     2 allocating threads while main forks children that allocate
  *   signal   a timer signal handler that allocates and frees on the main
  *            thread while it allocates (run over an async-signal-safe
@@ -234,6 +235,7 @@ mode_aligned(void)
 #define SLOTS 16384
 static void *slots[SLOTS];
 static unsigned long long tbytes[5];
+static int thread_share = 1; /* threads per site and wave times waves */
 
 static void
 swap_in(void *p)
@@ -249,8 +251,9 @@ swap_in(void *p)
     }                                                                                              \
     static void *thread_main_##k(void *arg)                                                        \
     {                                                                                              \
-        unsigned long long done = 0, want = (unsigned long long)(k) * (640ull << 20);              \
-        rng ^= (uint64_t)(k)*0x9E3779B97F4A7C15ull;                                                \
+        unsigned long long done = 0,                                                               \
+                           want = (unsigned long long)(k) * (640ull << 20) / thread_share;         \
+        rng ^= (uint64_t)(k)*0x9E3779B97F4A7C15ull ^ (uintptr_t)&done;                             \
         while (done < want) {                                                                      \
             size_t n = pick_size(16);                                                              \
             size_t *p = thread_site_##k(n);                                                        \
@@ -258,7 +261,7 @@ swap_in(void *p)
             done += n;                                                                             \
             swap_in(p);                                                                            \
         }                                                                                          \
-        tbytes[k] = done;                                                                          \
+        __atomic_fetch_add(&tbytes[k], done, __ATOMIC_RELAXED);                                    \
         return arg;                                                                                \
     }
 THREAD_SITE(1)
@@ -266,18 +269,27 @@ THREAD_SITE(2)
 THREAD_SITE(3)
 THREAD_SITE(4)
 
+/* THREADS_PER_SITE=N: N threads per site at once (4N alive), in two waves
+   (threads that exit, then new ones). */
 static void
 mode_threads(void)
 {
     void *(*fn[4])(void *) = {thread_main_1, thread_main_2, thread_main_3, thread_main_4};
-    pthread_t t[4];
+    const char *env = getenv("THREADS_PER_SITE");
+    int per = env && atoi(env) > 1 ? atoi(env) : 1, waves = per > 1 ? 2 : 1;
+    pthread_t t[256];
     unsigned long long live = 0;
     char key[32];
 
-    for (int i = 0; i < 4; i++)
-        EXPECT(pthread_create(&t[i], NULL, fn[i], NULL) == 0);
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
+    if (per > 64)
+        per = 64;
+    thread_share = per * waves;
+    for (int w = 0; w < waves; w++) {
+        for (int i = 0; i < 4 * per; i++)
+            EXPECT(pthread_create(&t[i], NULL, fn[i % 4], NULL) == 0);
+        for (int i = 0; i < 4 * per; i++)
+            pthread_join(t[i], NULL);
+    }
     for (int i = 0; i < SLOTS; i++)
         if (slots[i])
             live += *(size_t *)slots[i];
