@@ -8,7 +8,7 @@
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2"
-[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time perl"
+[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
 # (a node and npm already on PATH, e.g. NodeSource's nodejs with its own npm, are kept)
