@@ -45,27 +45,26 @@ if run_case aligned; then
     stop_prog aligned
 fi
 
-if run_case threads; then
+check_threads() { # LABEL: each site within 10%, in-use within 20%
+    local k il L
     for k in 1 2 3 4; do
         check_site "$T/threads.pb.gz" alloc_space "thread_site_$k" "$(val threads "thread_site_${k}_bytes")" 10
     done
     il=$(total "$T/threads.pb.gz" inuse_space); L=$(val threads live_bytes)
-    within "$il" "$L" 20 && pass "threads: inuse $il vs live $L ($(pct "$il" "$L"))" ||
-        fail "threads: inuse $il vs live $L ($(pct "$il" "$L"))"
+    within "$il" "$L" 20 && pass "$1: inuse $il vs live $L ($(pct "$il" "$L"))" ||
+        fail "$1: inuse $il vs live $L ($(pct "$il" "$L"))"
     stop_prog threads
+}
+
+if run_case threads; then
+    check_threads threads
 fi
 
 # 20 threads at once, in two waves: 12 own a stripe of the per-stack totals
 # (plain adds), the rest share (atomic adds), and the second wave owns the
 # stripes the first gave back at exit.
 if run_case threads THREADS_PER_SITE=5; then
-    for k in 1 2 3 4; do
-        check_site "$T/threads.pb.gz" alloc_space "thread_site_$k" "$(val threads "thread_site_${k}_bytes")" 10
-    done
-    il=$(total "$T/threads.pb.gz" inuse_space); L=$(val threads live_bytes)
-    within "$il" "$L" 20 && pass "threads x20: inuse $il vs live $L ($(pct "$il" "$L"))" ||
-        fail "threads x20: inuse $il vs live $L ($(pct "$il" "$L"))"
-    stop_prog threads
+    check_threads "threads x20"
 fi
 
 if run_case fork PROFEP_HEAP_RATE=4096; then
