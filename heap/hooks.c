@@ -55,19 +55,12 @@ page_size(void)
     return ps;
 }
 
-/* 1 when an allocation of size bytes must go to the slow path. */
-static inline int
-slow_alloc(size_t size)
-{
-    return pe_heap_countdown(size);
-}
-
 /* ---- the family ------------------------------------------------------------------ */
 
 PE_EXPORT void *
 malloc(size_t size)
 {
-    if (slow_alloc(size))
+    if (pe_heap_countdown(size))
         return malloc_slow(size);
     return pe_heap_hot.real_malloc(size);
 }
@@ -108,7 +101,7 @@ calloc(size_t n, size_t m)
         return NULL;
     }
     BOOT(calloc, size, 16); /* the pool is static: already zero */
-    if (slow_alloc(size))
+    if (pe_heap_countdown(size))
         return pe_heap_alloc_slow(PE_HEAP_CALLOC, 16, size);
     return pe_real.calloc(n, m);
 }
@@ -177,7 +170,7 @@ posix_memalign(void **out, size_t align, size_t size)
             return 0;
         }
     }
-    if (!slow_alloc(size))
+    if (!pe_heap_countdown(size))
         return pe_real.posix_memalign(out, align, size);
     errno = 0;
     p = pe_heap_alloc_slow(PE_HEAP_POSIX_MEMALIGN, align, size);
@@ -192,7 +185,7 @@ PE_EXPORT void *
 aligned_alloc(size_t align, size_t size)
 {
     BOOT(aligned_alloc, size, align);
-    if (slow_alloc(size))
+    if (pe_heap_countdown(size))
         return pe_heap_alloc_slow(PE_HEAP_ALIGNED_ALLOC, align, size);
     return pe_real.aligned_alloc(align, size);
 }
@@ -201,7 +194,7 @@ PE_EXPORT void *
 memalign(size_t align, size_t size)
 {
     BOOT(memalign, size, align);
-    if (slow_alloc(size))
+    if (pe_heap_countdown(size))
         return pe_heap_alloc_slow(PE_HEAP_MEMALIGN, align, size);
     return pe_real.memalign(align, size);
 }
@@ -210,7 +203,7 @@ PE_EXPORT void *
 valloc(size_t size)
 {
     BOOT(valloc, size, page_size());
-    if (slow_alloc(size))
+    if (pe_heap_countdown(size))
         return pe_heap_alloc_slow(PE_HEAP_VALLOC, page_size(), size);
     return pe_real.valloc(size);
 }
@@ -227,7 +220,7 @@ pvalloc(size_t size)
     }
     rounded &= ~(ps - 1);
     BOOT(pvalloc, rounded, ps);
-    if (slow_alloc(rounded))
+    if (pe_heap_countdown(rounded))
         return pe_heap_alloc_slow(PE_HEAP_PVALLOC, ps, rounded);
     return pe_real.pvalloc(size);
 }

@@ -98,7 +98,7 @@ PE_SIGSAFE static inline void
 pe_stripe_add(uint64_t *p, uint64_t v)
 {
 #if defined(__x86_64__)
-    if (pe_tls.stripe_owned) {
+    if (pe_stripe_owned()) {
         __asm__ volatile("addq %1, %0" : "+m"(*p) : "r"(v));
         return;
     }
