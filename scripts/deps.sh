@@ -2,7 +2,7 @@
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
 # Usage: scripts/deps.sh [bench|fuzz|browser|node|server]   (bench adds the baselines' packages;
-# browser: headless Chromium, OCR and xmllint for test/e2e_views_browser.sh;
+# browser: headless Chromium, a font and xmllint for test/e2e_views_browser.sh;
 # node: nodejs and npm, which test/e2e_snapshot_memlab.sh uses to fetch memlab;
 # server: redis, a real server for test/e2e_server.sh)
 set -eu
@@ -14,7 +14,7 @@ pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libn
 # (a node and npm already on PATH, e.g. NodeSource's nodejs with its own npm, are kept)
 [ "${1:-}" = node ] && ! { command -v node && command -v npm; } >/dev/null && pkgs="$pkgs nodejs npm"
 [ "${1:-}" = browser ] &&
-    pkgs="$pkgs chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng libxml2-utils"
+    pkgs="$pkgs chromium fonts-dejavu-core libxml2-utils"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

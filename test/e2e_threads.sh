@@ -73,10 +73,12 @@ declare -A W
 sum=0
 for t in "${!FN[@]}"; do W[$t]=$(cum $T/w.pb.gz ${FN[$t]}); sum=$((sum + W[$t])); done
 echo "  wall samples: mutex=${W[p-mutex]} sleep=${W[p-sleep]} read=${W[p-read]} busy=${W[p-busy]} (of $(total $T/w.pb.gz))"
-check "wall: each parked thread has ~100 samples per second (3 s: 250-320)" \
-    bash -c "for v in ${W[*]}; do [ \$v -ge 250 ] && [ \$v -le 320 ] || exit 1; done"
-check "wall: even split (each within 10% of the mean)" \
-    bash -c "for v in ${W[*]}; do [ \$((v * 40)) -ge \$(($sum * 9)) ] && [ \$((v * 40)) -le \$(($sum * 11)) ] || exit 1; done"
+# Margins for a busy 2-core machine: a late collector carries the periods that
+# passed, so a thread loses samples only when it gets no CPU for several ticks.
+check "wall: each parked thread has ~100 samples per second (3 s: 220-340)" \
+    bash -c "for v in ${W[*]}; do [ \$v -ge 220 ] && [ \$v -le 340 ] || exit 1; done"
+check "wall: even split (each within 15% of the mean)" \
+    bash -c "for v in ${W[*]}; do [ \$((v * 400)) -ge \$(($sum * 85)) ] && [ \$((v * 400)) -le \$(($sum * 115)) ] || exit 1; done"
 check "wall: state=running only on the busy loop" \
     bash -c "[ $(cum $T/w.pb.gz park_busy -tagfocus=state=running) -gt 0 ] &&
              [ $(cum $T/w.pb.gz park_sleep -tagfocus=state=running) -eq 0 ]"

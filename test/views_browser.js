@@ -4,7 +4,8 @@
 //
 //   node views_browser.js CHROMIUM FILE.svg SHOT.png ZOOM_NAME MATCH_NAME HIDDEN_NAME
 //
-// Opens the file, checks the script ran, hovers a frame (details line), clicks
+// Opens the file, checks the script ran, that the three names' labels are on
+// screen and uncovered, hovers a frame (details line), clicks
 // the widest ZOOM_NAME frame (it fills the width, HIDDEN_NAME disappears),
 // resets the zoom, searches MATCH_NAME through the prompt (magenta, a
 // percentage), takes SHOT.png, and clears with Escape.  One "ok ..." or
@@ -60,6 +61,25 @@ function frameInfo(page, name) {
         await page.waitForSelector('svg[data-ready]', { timeout: 10000 });
         check('script ran without errors', errors.length === 0, errors.join('; '));
         check('no network requests', requests.length === 0, requests.join(' '));
+
+        // What a person sees, read from the page rather than by OCR: each name's
+        // label is laid out on screen with a real size, and it is the topmost
+        // element at its own centre (nothing covers it).
+        for (const n of [zoomName, matchName, hiddenName].filter(Boolean)) {
+            const seen = await page.evaluate((name) => {
+                for (const t of document.querySelectorAll('text.l')) {
+                    if (t.textContent !== name) continue;
+                    const b = t.getBoundingClientRect();
+                    if (b.width < 4 || b.height < 4 || b.right > innerWidth || b.bottom > innerHeight)
+                        continue;
+                    const hit = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
+                    if (hit && (hit === t || hit.closest('g') === t.closest('g')))
+                        return Math.round(b.width) + 'x' + Math.round(b.height);
+                }
+                return null;
+            }, n);
+            check('label ' + n + ' shown on screen (' + seen + ')', seen !== null);
+        }
 
         let z = await frameInfo(page, zoomName);
         const m0 = await frameInfo(page, matchName);
