@@ -1,6 +1,7 @@
 /*
  * h_heap.c: the allocation endpoints: /debug/pprof/heap and /debug/pprof/allocs
- * (the always-on heap sampling, Go's format and semantics) and
+ * (the always-on heap sampling, Go's format and semantics), godeltaprof's
+ * /debug/pprof/delta_heap (allocations since the previous call), and
  * /allocs_profile, /allocs_profile_start, /allocs_profile_stop
  * (ProfileEndpoints.jl's Bernoulli recording).  Data comes from heap/ (heap.h);
  * profiles are built only through proto/profile.h and sent with
@@ -207,20 +208,30 @@ heap_snap(void **recs, int *n)
     return pe_heap_snapshot((pe_heap_rec_t **)recs, n);
 }
 
+/* Cumulative since start, or over `seconds`; with `base`, the alloc_* change
+   since the previous call of that path (godeltaprof's delta_heap); inuse_*
+   are always as now. */
 static int
-heap_common(pe_req_t *r, const char *deftype, const char *name)
+heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline_t *base)
 {
-    pe_heap_rec_t *s0, *s1 = NULL;
-    int n0, n1 = 0, rc, debug;
-    int64_t dur;
+    pe_heap_rec_t *s0 = NULL, *s1 = NULL;
+    int n0 = 0, n1 = 0, rc, debug = 0;
+    int64_t dur = 0, t0;
     pe_prof_t *p;
 
     if ((rc = heap_unavailable(r, 1)) ||
-        (rc = pe_http_delta_window(r, heap_snap, (void **)&s0, &n0, &debug, &dur)))
+        (!base && (rc = pe_http_delta_window(r, heap_snap, (void **)&s0, &n0, &debug, &dur))))
         return rc;
     if (pe_heap_snapshot(&s1, &n1) < 0) {
         free(s0);
         return pe_http_error(r, 500, "out of memory");
+    }
+    if (base) {
+        if (pe_http_baseline_swap(base, s1, n1, sizeof(*s1), (void **)&s0, &n0, &t0) < 0) {
+            free(s1);
+            return pe_http_error(r, 500, "out of memory");
+        }
+        dur = t0 ? now_nanos() - t0 : 0;
     }
     if (s0)
         delta(s1, n1, s0, n0);
@@ -242,13 +253,21 @@ heap_common(pe_req_t *r, const char *deftype, const char *name)
 int
 pe_http_h_pprof_heap(pe_req_t *r)
 {
-    return heap_common(r, "inuse_space", "heap");
+    return heap_common(r, "inuse_space", "heap", NULL);
 }
 
 int
 pe_http_h_pprof_allocs(pe_req_t *r)
 {
-    return heap_common(r, "alloc_space", "allocs");
+    return heap_common(r, "alloc_space", "allocs", NULL);
+}
+
+static pe_http_baseline_t delta_heap_base = PE_HTTP_BASELINE_INIT;
+
+int
+pe_http_h_delta_heap(pe_req_t *r)
+{
+    return heap_common(r, "inuse_space", "delta_heap", &delta_heap_base);
 }
 
 /* ---- /allocs_profile* ---------------------------------------------------------------- */

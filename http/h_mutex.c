@@ -3,7 +3,8 @@
  * rwlock acquisitions that waited) and /debug/pprof/block (every sampled wait,
  * condition waits included), in Go's formats: pprof with contentions/count and
  * delay/nanoseconds scaled by the sampling period, `seconds=N` for the delta
- * over N s, `debug=1` for Go's legacy text.  Data comes from sampler/mutex.h;
+ * over N s, `debug=1` for Go's legacy text; and godeltaprof's delta_mutex and
+ * delta_block, the change since the previous call of that path.  Data comes from sampler/mutex.h;
  * profiles are built only through proto/profile.h and sent with
  * pe_http_send_profile, so names and mappings match every other profile's.
  *
@@ -144,23 +145,32 @@ mutex_snap(void **recs, int *n)
     return pe_mutex_snapshot((pe_mutex_rec_t **)recs, n);
 }
 
+/* Cumulative since start, or over `seconds`; with `base`, the change since the
+   previous call of that path (godeltaprof's delta_mutex and delta_block). */
 static int
-contention(pe_req_t *r, int block)
+contention(pe_req_t *r, int block, pe_http_baseline_t *base)
 {
-    pe_mutex_rec_t *s0, *s1 = NULL;
-    int n0, n1 = 0, rc, debug;
-    int64_t dur;
+    pe_mutex_rec_t *s0 = NULL, *s1 = NULL;
+    int n0 = 0, n1 = 0, rc, debug = 0;
+    int64_t dur = 0, t0;
     pe_prof_t *p;
 
     if (pe_mutex_rate() <= 0)
         return pe_http_error(r, 503,
                              "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
                              "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100");
-    if ((rc = pe_http_delta_window(r, mutex_snap, (void **)&s0, &n0, &debug, &dur)))
+    if (!base && (rc = pe_http_delta_window(r, mutex_snap, (void **)&s0, &n0, &debug, &dur)))
         return rc;
     if (pe_mutex_snapshot(&s1, &n1) < 0) {
         free(s0);
         return pe_http_error(r, 500, "out of memory");
+    }
+    if (base) {
+        if (pe_http_baseline_swap(base, s1, n1, sizeof(*s1), (void **)&s0, &n0, &t0) < 0) {
+            free(s1);
+            return pe_http_error(r, 500, "out of memory");
+        }
+        dur = t0 ? now_nanos() - t0 : 0;
     }
     if (s0)
         delta(s1, n1, s0, n0);
@@ -185,11 +195,26 @@ contention(pe_req_t *r, int block)
 int
 pe_http_h_pprof_mutex(pe_req_t *r)
 {
-    return contention(r, 0);
+    return contention(r, 0, NULL);
 }
 
 int
 pe_http_h_pprof_block(pe_req_t *r)
 {
-    return contention(r, 1);
+    return contention(r, 1, NULL);
+}
+
+static pe_http_baseline_t delta_mutex_base = PE_HTTP_BASELINE_INIT;
+static pe_http_baseline_t delta_block_base = PE_HTTP_BASELINE_INIT;
+
+int
+pe_http_h_delta_mutex(pe_req_t *r)
+{
+    return contention(r, 0, &delta_mutex_base);
+}
+
+int
+pe_http_h_delta_block(pe_req_t *r)
+{
+    return contention(r, 1, &delta_block_base);
 }

@@ -1,7 +1,7 @@
 /*
  * h_profile.c: the sampling profile endpoints, CPU (/profile, /profile_start,
  * /profile_stop, /debug/pprof/profile) and wall-clock (/profile_wall,
- * /profile_wall_start, /profile_wall_stop).  Both kinds are served by the same
+ * /profile_wall_start, /profile_wall_stop, and fgprof's /debug/fgprof).  Both kinds are served by the same
  * code over a small table: each request opens its own window on the one
  * shared sampler (sampler/sampler.h), so overlapping requests each get their
  * own window's samples; an open-ended session is one window held here.
@@ -83,9 +83,14 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     }
 }
 
-/* Profile for the `secname` parameter's seconds (default def), then send it. */
+/* fgprof's names for its wall-clock profile (every thread, on- and off-CPU). */
+static const pe_prof_vt_t fgprof_types[2] = {{"samples", "count"}, {"time", "nanoseconds"}};
+static const pe_prof_vt_t fgprof_period = {"wallclock", "nanoseconds"};
+
+/* Profile for the `secname` parameter's seconds (default def), then send it,
+   under fgprof's sample type names when `fgprof`. */
 static int
-timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def)
+timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int fgprof)
 {
     double n, delay, seconds;
     pe_sampler_win_t *w;
@@ -101,7 +106,10 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def)
         goto out;
     pe_http_sleep(r, seconds); /* at shutdown or hang-up: stop early, send what we have */
     p = pe_sampler_close(w);
-    rc = pe_http_send_profile(r, p, k->stem);
+    if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
+        rc = pe_http_error(r, 500, "out of memory naming the fgprof profile");
+    else
+        rc = pe_http_send_profile(r, p, fgprof ? "fgprof" : k->stem);
     pe_prof_free(p);
 out:
     pe_http_long_end();
@@ -163,13 +171,13 @@ session_stop(pe_req_t *r, kind_t *k)
 int
 pe_http_h_profile(pe_req_t *r)
 {
-    return timed_profile(r, &cpu, "duration", 10);
+    return timed_profile(r, &cpu, "duration", 10, 0);
 }
 
 int
 pe_http_h_pprof_profile(pe_req_t *r)
 {
-    return timed_profile(r, &cpu, "seconds", 30);
+    return timed_profile(r, &cpu, "seconds", 30, 0);
 }
 
 int
@@ -187,7 +195,7 @@ pe_http_h_profile_stop(pe_req_t *r)
 int
 pe_http_h_profile_wall(pe_req_t *r)
 {
-    return timed_profile(r, &wall, "duration", 10);
+    return timed_profile(r, &wall, "duration", 10, 0);
 }
 
 int
@@ -200,4 +208,12 @@ int
 pe_http_h_profile_wall_stop(pe_req_t *r)
 {
     return session_stop(r, &wall);
+}
+
+/* fgprof's /debug/fgprof?seconds=N (default 30): a wall-clock profile of every
+   thread, as fgprof's users and Grafana Alloy's scraper read it. */
+int
+pe_http_h_fgprof(pe_req_t *r)
+{
+    return timed_profile(r, &wall, "seconds", 30, 1);
 }

@@ -6,6 +6,10 @@
 #ifndef PE_HTTP_INT_H
 #define PE_HTTP_INT_H
 
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "http.h"
 
 #define PE_HTTP_WORKERS 8
@@ -43,33 +47,55 @@ typedef struct pe_route_s {
 extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
 
+/* baseline.c: godeltaprof's per-path memory (delta_heap, delta_mutex, delta_block). */
+typedef struct pe_http_baseline_s {
+    pthread_mutex_t lock;
+    void *recs;       /* the previous call's cumulative records, or NULL */
+    int n;            /* how many */
+    int64_t taken_ns; /* when (CLOCK_REALTIME), 0 before the first call */
+} pe_http_baseline_t;
+#define PE_HTTP_BASELINE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0}
+/*
+ * Keep a copy of now[0..n) (records of `size` bytes, in the order the caller
+ * subtracts by) as the path's baseline, and hand back the previous one in
+ * *prev (the caller frees it; NULL and 0 at the first call, which so answers
+ * the change since start) and when it was taken in *prev_ns.  0, or -ENOMEM
+ * with the baseline unchanged and nothing handed back.
+ */
+int pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
+                          int *nprev, int64_t *prev_ns);
+
 /* h_misc.c */
 int pe_http_h_index(pe_req_t *r);
 int pe_http_h_cmdline(pe_req_t *r);
 int pe_http_h_symbol(pe_req_t *r);
-/* h_profile.c (CPU) */
+/* h_profile.c (CPU and wall-clock; fgprof's path is a wall-clock profile) */
 int pe_http_h_profile(pe_req_t *r);
 int pe_http_h_profile_start(pe_req_t *r);
 int pe_http_h_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_profile(pe_req_t *r);
+int pe_http_h_profile_wall(pe_req_t *r);
+int pe_http_h_profile_wall_start(pe_req_t *r);
+int pe_http_h_profile_wall_stop(pe_req_t *r);
+int pe_http_h_fgprof(pe_req_t *r);
 /* h_heap.c */
 int pe_http_h_allocs_profile(pe_req_t *r);
 int pe_http_h_allocs_profile_start(pe_req_t *r);
 int pe_http_h_allocs_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_heap(pe_req_t *r);
 int pe_http_h_pprof_allocs(pe_req_t *r);
+int pe_http_h_delta_heap(pe_req_t *r);
 /* h_snapshot.c */
 int pe_http_h_heap_snapshot(pe_req_t *r);
 /* h_mutex.c */
 int pe_http_h_pprof_mutex(pe_req_t *r);
 int pe_http_h_pprof_block(pe_req_t *r);
-/* h_threads.c (every thread: stacks now, threadcreate, wall-clock) */
+int pe_http_h_delta_mutex(pe_req_t *r);
+int pe_http_h_delta_block(pe_req_t *r);
+/* h_threads.c (every thread: stacks now, threadcreate) */
 int pe_http_h_goroutine(pe_req_t *r);
 int pe_http_h_task_backtraces(pe_req_t *r);
 int pe_http_h_threadcreate(pe_req_t *r);
-int pe_http_h_profile_wall(pe_req_t *r);
-int pe_http_h_profile_wall_start(pe_req_t *r);
-int pe_http_h_profile_wall_stop(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
 

@@ -538,6 +538,30 @@ pe_prof_set_default_type(pe_prof_t *p, const char *type)
 }
 
 int
+pe_prof_retype(pe_prof_t *p, const pe_prof_vt_t *types, int ntypes, const pe_prof_vt_t *period_type)
+{
+    pe_prof_vt_t t[PE_PROF_MAX_TYPES], pt = p->period_type;
+    int i, err = 0;
+
+    if (ntypes != p->ntypes)
+        return -EINVAL;
+    /* Intern everything first, so that a failure leaves the profile as it was. */
+    for (i = 0; i < ntypes; i++) {
+        t[i].type = intern_opt(p, types[i].type ? types[i].type : "", &err);
+        t[i].unit = intern_opt(p, types[i].unit ? types[i].unit : "", &err);
+    }
+    if (period_type) {
+        pt.type = intern_opt(p, period_type->type ? period_type->type : "", &err);
+        pt.unit = intern_opt(p, period_type->unit ? period_type->unit : "", &err);
+    }
+    if (err)
+        return -ENOMEM;
+    memcpy(p->types, t, sizeof(t[0]) * (size_t)ntypes);
+    p->period_type = pt;
+    return 0;
+}
+
+int
 pe_prof_comment(pe_prof_t *p, const char *fmt, ...)
 {
     char line[1024];

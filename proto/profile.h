@@ -82,6 +82,13 @@ int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
 
 void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
 void pe_prof_set_default_type(pe_prof_t *p, const char *type);
+/*
+ * Rename the sample types (same count, same order) and the period type, e.g.
+ * a wall-clock profile served under fgprof's names.  Values are untouched.
+ * 0, -EINVAL (another count) or -ENOMEM (the profile is unchanged).
+ */
+int pe_prof_retype(pe_prof_t *p, const pe_prof_vt_t *types, int ntypes,
+                   const pe_prof_vt_t *period_type);
 /* Add a comment line (at most 8, each cut at 1023 bytes); 0, -ENOSPC or -ENOMEM. */
 int pe_prof_comment(pe_prof_t *p, const char *fmt, ...) PE_PRINTF(2, 3);
 

@@ -1,0 +1,45 @@
+/*
+ * baseline.c: the memory behind godeltaprof's paths (/debug/pprof/delta_heap,
+ * delta_mutex, delta_block): per path, a copy of the cumulative records the
+ * previous call saw, so that the next call can answer the change since then.
+ * One baseline per path, replaced at every call: memory is bounded by the
+ * record tables it copies (heap/ and sampler/mutex.c bound those).
+ *
+ * Signal-safe: no (HTTP worker threads).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http_int.h"
+
+int
+pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
+                      int *nprev, int64_t *prev_ns)
+{
+    struct timespec ts;
+    void *copy = NULL;
+
+    *prev = NULL;
+    *nprev = 0;
+    *prev_ns = 0;
+    if (n > 0) {
+        copy = malloc((size_t)n * size);
+        if (!copy)
+            return -ENOMEM;
+        memcpy(copy, now, (size_t)n * size);
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* Two scrapers of one path split the stream between them: each sees the
+       change since whichever call came last, never a change counted twice. */
+    pthread_mutex_lock(&b->lock);
+    *prev = b->recs;
+    *nprev = b->n;
+    *prev_ns = b->taken_ns;
+    b->recs = copy;
+    b->n = n;
+    b->taken_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
