@@ -1,11 +1,11 @@
 /*
  * h_profile.c: the sampling profile endpoints, CPU (/profile, /profile_start,
  * /profile_stop, /debug/pprof/profile) and wall-clock (/profile_wall,
- * /profile_wall_start, /profile_wall_stop, and fgprof's /debug/fgprof).  Both kinds are served by the same
- * code over a small table: each request opens its own window on the one
- * shared sampler (sampler/sampler.h), so overlapping requests each get their
- * own window's samples; an open-ended session is one window held here.
- * Formats (pprof=false, format=...) are pe_http_send_profile's business.
+ * /profile_wall_start, /profile_wall_stop, and fgprof's /debug/fgprof).  Both kinds are served by
+ * the same code over a small table: each request opens its own window on the one shared sampler
+ * (sampler/sampler.h), so overlapping requests each get their own window's samples; an open-ended
+ * session is one window held here. Formats (pprof=false, format=...) are pe_http_send_profile's
+ * business.
  */
 #include <errno.h>
 #include <pthread.h>

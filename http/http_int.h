@@ -54,7 +54,10 @@ typedef struct pe_http_baseline_s {
     int n;            /* how many */
     int64_t taken_ns; /* when (CLOCK_REALTIME), 0 before the first call */
 } pe_http_baseline_t;
-#define PE_HTTP_BASELINE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0}
+#define PE_HTTP_BASELINE_INIT                                                                      \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0                                                      \
+    }
 /*
  * Keep a copy of now[0..n) (records of `size` bytes, in the order the caller
  * subtracts by) as the path's baseline, and hand back the previous one in
