@@ -2,6 +2,7 @@
 # stress.sh: the host program under load and faults, with the figures (make stress).
 #   scripts/stress.sh [BUILD]          full: 50 clients for 30 s, 100k threads, ...
 #   STRESS_SHORT=1 scripts/stress.sh   a few seconds each (test/e2e_stress.sh, in make test)
+#   the full run ends with the fleet soak (scripts/soak_fleet.sh, SOAK_SECONDS=3600)
 # Each scenario runs a program of known output under LD_PRELOAD while clients
 # hit the endpoints, and checks that the program's stdout and exit status are
 # what they are without the library, that nothing crashed, and prints the
@@ -190,6 +191,19 @@ check "disconnect: 6 profiles admitted after 8 clients left mid-profile ($ok_slo
     [ "$ok_slots" = 6 ]
 check "disconnect: the server still answers" [ "$(pe_status /debug/pprof/)" = 200 ]
 pe_stop
+
+# The fleet soak: a scraper's default schedule for SOAK_SECONDS (an hour unless
+# set; skipped in the short run, whose budget is make test's).
+if [ "${STRESS_SHORT:-0}" != 1 ]; then
+    echo "== fleet soak (scripts/soak_fleet.sh, ${SOAK_SECONDS:-3600} s)"
+    if BUILD=$BUILD scripts/soak_fleet.sh >$T/soak.out 2>&1; then
+        ok "fleet soak: $(grep -m1 '^soak:' $T/soak.out)"
+    else
+        bad "fleet soak: $(grep -m1 '^soak:' $T/soak.out)"
+    fi
+    sed -n '/^soak:/,$p' $T/soak.out
+    fig "fleet soak: $(grep -m1 'RSS after' $T/soak.out | sed 's/^ *//')"
+fi
 
 echo "== figures"
 for f in "${figures[@]}"; do echo "  $f"; done
