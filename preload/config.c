@@ -5,6 +5,7 @@
  * when the program's first malloc has not happened yet.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -351,8 +352,9 @@ copy_string(const char *var, const char *val, char *dst, size_t len)
 static void
 refuse(const char *what, const char *why)
 {
-    pe_log_warn("%s %s; no server: pid %d (%s) runs on without profiling", what, why,
-                (int)getpid(), pe_cfg_progname());
+    if (!pe_cfg.match[0] || fnmatch(pe_cfg.match, pe_cfg_progname(), 0) == 0)
+        pe_log_warn("%s %s; no server: pid %d (%s) runs on without profiling", what, why,
+                    (int)getpid(), pe_cfg_progname());
     pe_cfg.refuse = 1;
     pe_cfg.server_off = 1;
 }
@@ -419,6 +421,15 @@ pe_cfg_load(void)
     }
     pe_log_set_level((enum pe_log_level)pe_cfg.log_level);
 
+    /* First: a refusal below is said only in the programs PROFEP_MATCH picks. */
+    if ((v = getenv("PROFEP_MATCH"))) {
+        /* Ignoring a match that does not fit would profile every program. */
+        if (strlen(v) >= sizeof(pe_cfg.match))
+            refuse("PROFEP_MATCH", "is longer than 127 bytes");
+        else
+            copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
+    }
+
     snprintf(pe_cfg.addr, sizeof(pe_cfg.addr), "127.0.0.1:16825");
     snprintf(pe_cfg.host, sizeof(pe_cfg.host), "127.0.0.1");
     pe_cfg.port = 16825;
@@ -441,13 +452,6 @@ pe_cfg_load(void)
             pe_cfg.port_file[0] = '\0';
         }
         absolute_path("PROFEP_PORT_FILE", pe_cfg.port_file, sizeof(pe_cfg.port_file));
-    }
-    if ((v = getenv("PROFEP_MATCH"))) {
-        /* Ignoring a match that does not fit would profile every program. */
-        if (strlen(v) >= sizeof(pe_cfg.match))
-            refuse("PROFEP_MATCH", "is longer than 127 bytes");
-        else
-            copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
     }
     if ((v = getenv("PROFEP_TOKEN"))) {
         /* A token that cannot be used means no server, never an open one. */

@@ -143,6 +143,11 @@ for bad in "PROFEP_TOKEN=" "PROFEP_TOKEN=$(head -c 9000 /dev/zero | tr '\0' t)" 
     [ "$checks_bad" = 0 ] || sed 's/^/  | /' $T/nosrv.err | cut -c1-200
 done
 
+out=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_TOKEN= PROFEP_MATCH=not-this-one LD_PRELOAD=$LIB \
+      $P/p_sleep 0.3 3 2>$T/nosrv.err); st=$?
+check "an unusable token in a program PROFEP_MATCH does not pick: silent, unchanged" \
+    bash -c "[ $st = 3 ] && [ '$out' = slept ] && [ ! -s $T/nosrv.err ]"
+
 # ---- the port file -----------------------------------------------------------------
 mode() { stat -c %a "$1"; }
 pe_start $P/p_sleep 30 0 || exit 1
