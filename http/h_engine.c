@@ -463,8 +463,9 @@ run_job(pe_req_t *r, pe_req_t *sub, const pe_route_t *route, const char *kind)
     int fd;
 
     if (!pe_cfg.stage_dir[0])
-        return pe_http_error(r, 503, "PROFEP_STAGE_DIR could not be used (see the line at "
-                                     "load); debug_engine writes nothing");
+        return pe_http_error(r, 503,
+                             "PROFEP_STAGE_DIR could not be used (see the line at "
+                             "load); debug_engine writes nothing");
     /* profep-KIND-PID-RANDOM.SUFFIX: recognisably ours, and unguessable. */
     snprintf(path, sizeof(path), "%s/profep-%s-%d-XXXXXX%s", pe_cfg.stage_dir, kind, (int)getpid(),
              suffix);
@@ -492,8 +493,10 @@ run_job(pe_req_t *r, pe_req_t *sub, const pe_route_t *route, const char *kind)
     if (sub->status != 200 || cap.err) {
         unlink(path);
         if (cap.err == -ETIME)
-            return pe_http_error(r, 503, "debug_engine: the job passed its deadline (%g s); "
-                                         "nothing kept", limit);
+            return pe_http_error(r, 503,
+                                 "debug_engine: the job passed its deadline (%g s); "
+                                 "nothing kept",
+                                 limit);
         if (cap.err == -EFBIG)
             return pe_http_error(r, 503, "debug_engine: the result passed %lld bytes; nothing kept",
                                  (long long)pe_http_engine_max_bytes);

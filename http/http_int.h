@@ -52,16 +52,14 @@ typedef struct pe_http_self_s {
 } pe_http_self_t;
 /* 1 when the authority text[0..n) ("name:port", "[::1]:port", "name")
    names this server; a missing port is default_port (80 or 443). */
-int pe_http_authority_ok(const pe_http_self_t *self, const char *text, size_t n,
-                         int default_port);
+int pe_http_authority_ok(const pe_http_self_t *self, const char *text, size_t n, int default_port);
 /* 1 when an Origin header value is this server's own origin ("null" is not). */
 int pe_http_origin_ok(const pe_http_self_t *self, const char *origin);
 /* 1 for Sec-Fetch-Site values a request may carry: none, same-origin. */
 int pe_http_fetch_site_ok(const char *value);
 /* The checks on a live request's headers (each may be NULL: absent): 0, or
    421 (Host) / 403 (cross-site) after sending the one-line answer. */
-int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin,
-                         const char *fetch_site);
+int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, const char *fetch_site);
 
 /* csp.c */
 /* The Content-Security-Policy for a response of this type, or NULL (not HTML/SVG). */

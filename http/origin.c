@@ -170,8 +170,7 @@ pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, const ch
 
     /* No Host at all: an HTTP/1.0 client, never a browser. */
     if (host && !pe_http_authority_ok(&self, host, strlen(host), default_port)) {
-        nl = host[0] == '[' ? strcspn(host, "]") + (strchr(host, ']') != NULL)
-                            : strcspn(host, ":");
+        nl = host[0] == '[' ? strcspn(host, "]") + (strchr(host, ']') != NULL) : strcspn(host, ":");
         return pe_http_error(r, 421,
                              "Host: %.200s is not an address of this server (a web page "
                              "rebinding its name to us sends its own); to reach it by that "

@@ -214,9 +214,9 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     r->head = !strcmp(r->method, "HEAD");
     /* Before anything else: a web page (rebinding its name to us, or
        cross-site) is refused whatever it asks, token or not (origin.c). */
-    if ((status = pe_http_check_origin(r, mg_get_header(conn, "Host"),
-                                       mg_get_header(conn, "Origin"),
-                                       mg_get_header(conn, "Sec-Fetch-Site"))))
+    if ((status =
+             pe_http_check_origin(r, mg_get_header(conn, "Host"), mg_get_header(conn, "Origin"),
+                                  mg_get_header(conn, "Sec-Fetch-Site"))))
         goto out;
     if (pe_params_parse(r, ri->query_string) < 0) {
         status = pe_http_error(r, 400,

@@ -25,13 +25,7 @@ typedef struct pe_cfg_s {
     char host[96];       /* parsed host part */
     int port;            /* parsed port, 0 = pick one */
     int server_off;      /* PROFEP_ADDR=off */
-    char port_file[PATH_MAX]; /* PROFEP_PORT_FILE, %p expanded, absolute (cwd at load) */
-    char match[128];          /* PROFEP_MATCH glob, "" = any */
-    char token[PE_CFG_TOKEN_MAX + 1]; /* PROFEP_TOKEN, "" = none */
-    char allowed_hosts[1024]; /* PROFEP_ALLOWED_HOSTS: lowercase, comma-separated */
-    /* A security setting could not be used: no server, the library stays
-       dormant (the line saying why was logged at load). */
-    int refuse;
+    char match[128];     /* PROFEP_MATCH glob, "" = any */
     int64_t heap_rate;   /* PROFEP_HEAP_RATE bytes, 0 = off */
     double max_seconds;  /* PROFEP_MAX_SECONDS */
     int peek_signal;     /* PROFEP_PEEK_SIGNAL, 0 = off */
@@ -41,6 +35,16 @@ typedef struct pe_cfg_s {
     int log_level;       /* PROFEP_LOG: enum pe_log_level */
     int64_t mutex_rate;  /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
     char tls_cert[256];  /* PROFEP_TLS_CERT, absolute, "" = plain HTTP */
+
+    /* PROFEP_PORT_FILE, %p expanded, made absolute at load */
+    char port_file[PATH_MAX];
+    /* PROFEP_TOKEN, "" = none */
+    char token[PE_CFG_TOKEN_MAX + 1];
+    /* PROFEP_ALLOWED_HOSTS: lowercase, comma-separated */
+    char allowed_hosts[1024];
+    /* A security setting could not be used: no server, the library stays
+       dormant (the line saying why was logged at load). */
+    int refuse;
 } pe_cfg_t;
 
 extern pe_cfg_t pe_cfg;

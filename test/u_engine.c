@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler/sampler.h"
 #include "http/http_int.h"
 #include "pe_test.h"
 #include "preload/config.h"
+#include "sampler/sampler.h"
 
 static char stage[64];
 
@@ -177,8 +177,7 @@ main(void)
         /* A result larger than the limit is not kept at all. */
         pe_http_engine_max_bytes = 16;
         g = engine(job);
-        CHECKF(g.status == 503 && strstr(g.errmsg, "passed 16 bytes"), "%d %s", g.status,
-               g.errmsg);
+        CHECKF(g.status == 503 && strstr(g.errmsg, "passed 16 bytes"), "%d %s", g.status, g.errmsg);
         CHECK(count(ours, NULL) - 2 == n);
         pe_http_engine_max_bytes = 256LL << 20;
     }

@@ -30,12 +30,30 @@ test_host(void)
     static const char *const good[] = {"127.0.0.1:16825", "localhost:16825", "LocalHost:16825",
                                        "[::1]:16825"};
     static const char *const bad[] = {
-        "evil.example",     "evil.example:16825", "127.0.0.1",         "localhost",
-        "127.0.0.1:16826",  "127.0.0.1:80",       "localhost:0",       "127.0.0.1:016825x",
-        "127.0.0.1:",       ":16825",             "",                  "[::1]",
-        "[::1",             "[]:16825",           "127.0.0.1:1682500", "127.0.0.1:99999",
-        "localhost.:16825", "a b:16825",          "127.0.0.1:16825/x", "user@127.0.0.1:16825",
-        "[::1]x:16825",     "127.0.0.1:+16825",   "10.1.2.3:16825",    "0.0.0.0:16825",
+        "evil.example",
+        "evil.example:16825",
+        "127.0.0.1",
+        "localhost",
+        "127.0.0.1:16826",
+        "127.0.0.1:80",
+        "localhost:0",
+        "127.0.0.1:016825x",
+        "127.0.0.1:",
+        ":16825",
+        "",
+        "[::1]",
+        "[::1",
+        "[]:16825",
+        "127.0.0.1:1682500",
+        "127.0.0.1:99999",
+        "localhost.:16825",
+        "a b:16825",
+        "127.0.0.1:16825/x",
+        "user@127.0.0.1:16825",
+        "[::1]x:16825",
+        "127.0.0.1:+16825",
+        "10.1.2.3:16825",
+        "0.0.0.0:16825",
     };
     size_t i;
 
@@ -95,8 +113,9 @@ test_settings(void)
     CHECK(pe_cfg_parse_hosts("good,bad/name,x:99999,*", out, sizeof(out), &bad) == -EINVAL);
     CHECKF(!strcmp(out, "good,*") && bad && !strncmp(bad, "bad/name", 8), "%s", out);
     CHECK(pe_cfg_parse_hosts("[::1]:80", out, sizeof(out), &bad) == 0 && !strcmp(out, "[::1]:80"));
-    CHECK(pe_cfg_parse_hosts("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
-                             out, sizeof(out), &bad) == -ENAMETOOLONG &&
+    CHECK(pe_cfg_parse_hosts(
+              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", out,
+              sizeof(out), &bad) == -ENAMETOOLONG &&
           !out[0]);
 
     CHECK(pe_cfg_token_problem("s3cret") == NULL);
