@@ -68,6 +68,32 @@ typedef struct pe_http_baseline_s {
 int pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
                           int *nprev, int64_t *prev_ns);
 
+/* origin.c: the server as a request must name it */
+typedef struct pe_http_self_s {
+    const char *listen_host; /* PROFEP_ADDR's host: "127.0.0.1", "0.0.0.0", a name */
+    int port;                /* the bound port */
+    int tls;                 /* https */
+    const char *allowed;     /* PROFEP_ALLOWED_HOSTS, as config.c wrote it */
+} pe_http_self_t;
+/* 1 when the authority text[0..n) ("name:port", "[::1]:port", "name")
+   names this server; a missing port is default_port (80 or 443). */
+int pe_http_authority_ok(const pe_http_self_t *self, const char *text, size_t n, int default_port);
+/* 1 when an Origin header value is this server's own origin ("null" is not). */
+int pe_http_origin_ok(const pe_http_self_t *self, const char *origin);
+/* 1 for Sec-Fetch-Site values a request may carry: none, same-origin. */
+int pe_http_fetch_site_ok(const char *value);
+/* The checks on a live request's headers (each may be NULL: absent): 0, or
+   421 (Host) / 403 (cross-site) after sending the one-line answer. */
+int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, const char *fetch_site);
+
+/* csp.c */
+/* The Content-Security-Policy for a response of this type, or NULL (not HTML/SVG). */
+const char *pe_http_csp(const char *content_type);
+/* "'sha256-...'" for each <script> element of doc, space-separated; 0 or -1. */
+int pe_http_script_hashes(const char *doc, size_t len, char *out, size_t outlen);
+/* SHA-256 of data in base64 (44 characters and a NUL). */
+void pe_http_sha256_b64(const void *data, size_t len, char out[45]);
+
 /* h_misc.c */
 int pe_http_h_index(pe_req_t *r);
 int pe_http_h_cmdline(pe_req_t *r);
@@ -101,5 +127,13 @@ int pe_http_h_task_backtraces(pe_req_t *r);
 int pe_http_h_threadcreate(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
+/* /debug_engine's limits (README Hardening). */
+#define PE_ENGINE_MAX_JOBS 2
+#define PE_ENGINE_MAX_FILES 16
+#define PE_ENGINE_MAX_SECONDS 120
+/* Bytes kept in all, and the most one file may hold: 256 MiB.  Tests lower it. */
+extern int64_t pe_http_engine_max_bytes;
+/* A job's deadline in seconds; 0 (the default): min(PROFEP_MAX_SECONDS, 120) + 15. Tests set it. */
+extern double pe_http_engine_deadline_s;
 
 #endif /* PE_HTTP_INT_H */

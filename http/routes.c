@@ -1,6 +1,7 @@
 /*
  * routes.c: the one routing table, and the checks every request passes in
- * order: token (401), path (404), method (405); then the handler.  Also the
+ * order: Host and cross-site (421/403, origin.c), query (400), token (401),
+ * path (404), method (405); then the handler.  Also the
  * cap on concurrent long requests, so that quick endpoints always find a
  * worker.
  */
@@ -219,6 +220,13 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     r->method = ri->request_method ? ri->request_method : "GET";
     r->path = ri->local_uri ? ri->local_uri : "/";
     r->accept = mg_get_header(conn, "Accept");
+    r->head = !strcmp(r->method, "HEAD");
+    /* Before anything else: a web page (rebinding its name to us, or
+       cross-site) is refused whatever it asks, token or not (origin.c). */
+    if ((status =
+             pe_http_check_origin(r, mg_get_header(conn, "Host"), mg_get_header(conn, "Origin"),
+                                  mg_get_header(conn, "Sec-Fetch-Site"))))
+        goto out;
     if (pe_params_parse(r, ri->query_string) < 0) {
         status = pe_http_error(r, 400,
                                "query string too long or malformed (at most %d "

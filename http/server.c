@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../preload/config.h"
@@ -62,21 +63,47 @@ on_init_thread(const struct mg_context *ctx, int thread_type)
     return NULL;
 }
 
+/*
+ * The port file is written whole into a new file of ours in the same
+ * directory (mkostemp: O_EXCL, 0600, a name nobody can guess) and renamed
+ * over the final path: a reader never sees a partial line, and nothing
+ * planted there is written through or handed the file.  A symbolic link at
+ * the final path is refused and left as it is.  The path was made absolute
+ * at load (config.c), before main could change directory.
+ */
 static void
 write_port_file(const char *host, int port)
 {
-    char tmp[300], line[160];
-    int fd, n;
+    char tmp[PATH_MAX + 32], line[160];
+    const char *path = pe_cfg.port_file, *slash;
+    struct stat st;
+    int fd, n, err;
 
-    if (!pe_cfg.port_file[0])
+    if (!path[0])
         return;
-    snprintf(tmp, sizeof(tmp), "%s.tmp%d", pe_cfg.port_file, (int)getpid());
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        pe_log_warn("PROFEP_PORT_FILE %s is a symbolic link; left as it is, no port file "
+                    "written",
+                    path);
+        return;
+    }
+    slash = strrchr(path, '/');
+    snprintf(tmp, sizeof(tmp), "%.*s/.profep-port.XXXXXX", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
     n = snprintf(line, sizeof(line), "%s:%d\n", host, port);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    /* Written whole and renamed, so a reader never sees a partial line. */
-    if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) < 0 ||
-        rename(tmp, pe_cfg.port_file) < 0) {
-        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", pe_cfg.port_file, strerror(errno));
+    fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", path, strerror(errno));
+        return;
+    }
+    errno = 0;
+    err = write(fd, line, (size_t)n) == n ? 0 : errno ? errno : EIO; /* short: EIO */
+    if (close(fd) < 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) < 0)
+        err = errno;
+    if (err) {
+        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", path, strerror(err));
         unlink(tmp);
     }
 }

@@ -5,6 +5,7 @@
  * when the program's first malloc has not happened yet.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -25,6 +26,9 @@ const pe_cfg_row_t pe_cfg_rows[] = {
     {"PROFEP_PORT_FILE", "", "after binding, write host:port here (%p = pid)"},
     {"PROFEP_MATCH", "", "activate only in programs whose name matches this glob"},
     {"PROFEP_TOKEN", "", "require Authorization: Bearer TOKEN or token=TOKEN"},
+    {"PROFEP_ALLOWED_HOSTS", "",
+     "more Host names to answer (name, name:port or *, comma-separated); localhost, "
+     "127.0.0.1, [::1] and the listen address with our port always are"},
     {"PROFEP_HEAP_RATE", "524288", "mean bytes between heap samples; 0 turns heap sampling off"},
     {"PROFEP_MAX_SECONDS", "600", "largest duration/seconds a request may ask for"},
     {"PROFEP_PEEK_SIGNAL", "", "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
@@ -193,6 +197,95 @@ pe_cfg_parse_bool(const char *s, int *out)
     return -EINVAL;
 }
 
+/* One PROFEP_ALLOWED_HOSTS entry: "*", or name[:port], or [v6][:port]. */
+static int
+host_entry_ok(const char *e, size_t n)
+{
+    size_t i = 0, end;
+    int digits = 0;
+
+    if (n == 1 && e[0] == '*')
+        return 1;
+    if (n && e[0] == '[') {
+        for (i = 1; i < n && e[i] != ']'; i++)
+            if (!strchr("0123456789abcdefABCDEF:.", e[i]))
+                return 0;
+        if (i == n || i == 1)
+            return 0;
+        end = ++i;
+    } else {
+        for (; i < n && e[i] != ':'; i++)
+            if (!(e[i] >= 'a' && e[i] <= 'z') && !(e[i] >= 'A' && e[i] <= 'Z') &&
+                !(e[i] >= '0' && e[i] <= '9') && e[i] != '.' && e[i] != '-' && e[i] != '_')
+                return 0;
+        end = i;
+    }
+    if (end == 0)
+        return 0;
+    if (i == n)
+        return 1;
+    if (e[i++] != ':')
+        return 0;
+    for (; i < n; i++, digits++)
+        if (e[i] < '0' || e[i] > '9')
+            return 0;
+    return digits >= 1 && digits <= 5 && atoi(e + end + 1) <= 65535;
+}
+
+int
+pe_cfg_parse_hosts(const char *s, char *out, size_t len, const char **bad)
+{
+    size_t o = 0, n, i;
+    int rc = 0;
+
+    *bad = NULL;
+    if (len)
+        out[0] = '\0';
+    while (s && *s) {
+        s += strspn(s, ", \t");
+        n = strcspn(s, ", \t");
+        if (!n)
+            break;
+        if (!host_entry_ok(s, n)) {
+            if (!*bad)
+                *bad = s;
+            rc = -EINVAL;
+        } else {
+            if (o + n + 2 > len) {
+                if (len)
+                    out[0] = '\0';
+                return -ENAMETOOLONG;
+            }
+            if (o)
+                out[o++] = ',';
+            for (i = 0; i < n; i++)
+                out[o++] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
+            out[o] = '\0';
+        }
+        s += n;
+    }
+    return rc;
+}
+
+_Static_assert(PE_CFG_TOKEN_MAX == 8192, "the message below names the limit");
+
+const char *
+pe_cfg_token_problem(const char *s)
+{
+    size_t n = strlen(s), i;
+
+    if (n == 0)
+        return "is set but empty (unset it to serve without a token)";
+    if (n > PE_CFG_TOKEN_MAX)
+        return "is longer than 8192 bytes (the server's request limit)";
+    if (s[0] == ' ' || s[n - 1] == ' ')
+        return "begins or ends with a space (HTTP headers drop it)";
+    for (i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return "holds a control or non-ASCII byte (not sendable in a header)";
+    return NULL;
+}
+
 int
 pe_cfg_expand_pid(const char *tmpl, char *out, size_t len, int pid)
 {
@@ -255,6 +348,48 @@ copy_string(const char *var, const char *val, char *dst, size_t len)
     }
 }
 
+/* A security setting that cannot be used: one line, and no server at all. */
+static void
+refuse(const char *what, const char *why)
+{
+    if (!pe_cfg.match[0] || fnmatch(pe_cfg.match, pe_cfg_progname(), 0) == 0)
+        pe_log_warn("%s %s; no server: pid %d (%s) runs on without profiling", what, why,
+                    (int)getpid(), pe_cfg_progname());
+    pe_cfg.refuse = 1;
+    pe_cfg.server_off = 1;
+}
+
+/*
+ * Make a relative path absolute against the directory at load, once: the
+ * server thread uses it later, when main may have changed directory.  0, or
+ * -ENAMETOOLONG after one warning (path is then "").
+ */
+static int
+absolute_path(const char *var, char *path, size_t len)
+{
+    char cwd[PATH_MAX];
+    size_t cl, pl = strlen(path);
+
+    if (!path[0] || path[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof(cwd))) {
+        pe_log_warn("%s=%s: cannot make it absolute (getcwd: %s); not used", var, path,
+                    strerror(errno));
+        path[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    cl = strlen(cwd);
+    if (cl + 1 + pl >= len) {
+        pe_log_warn("%s=%s: too long once made absolute; not used", var, path);
+        path[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    memmove(path + cl + 1, path, pl + 1);
+    memcpy(path, cwd, cl);
+    path[cl] = '/';
+    return 0;
+}
+
 void
 pe_cfg_load(void)
 {
@@ -286,10 +421,24 @@ pe_cfg_load(void)
     }
     pe_log_set_level((enum pe_log_level)pe_cfg.log_level);
 
+    /* First: a refusal below is said only in the programs PROFEP_MATCH picks. */
+    if ((v = getenv("PROFEP_MATCH"))) {
+        /* Ignoring a match that does not fit would profile every program. */
+        if (strlen(v) >= sizeof(pe_cfg.match))
+            refuse("PROFEP_MATCH", "is longer than 127 bytes");
+        else
+            copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
+    }
+
     snprintf(pe_cfg.addr, sizeof(pe_cfg.addr), "127.0.0.1:16825");
     snprintf(pe_cfg.host, sizeof(pe_cfg.host), "127.0.0.1");
     pe_cfg.port = 16825;
-    if ((v = getenv("PROFEP_ADDR"))) {
+    if ((v = getenv("PROFEP_ADDR")) && !strncasecmp(v, "unix:", 5)) {
+        /* A Unix socket was asked for, whose file mode says who may profile:
+           never a TCP port in its place. */
+        refuse("PROFEP_ADDR=unix:...", "asks for a Unix socket, which Debian's civetweb 1.15 "
+                                       "cannot listen on (README: Hardening)");
+    } else if (v) {
         if (pe_cfg_parse_addr(v, pe_cfg.host, sizeof(pe_cfg.host), &pe_cfg.port,
                               &pe_cfg.server_off) == 0)
             copy_string("PROFEP_ADDR", v, pe_cfg.addr, sizeof(pe_cfg.addr));
@@ -297,15 +446,37 @@ pe_cfg_load(void)
             bad_value("PROFEP_ADDR", v, "host:port, port (0-65535) or off", "127.0.0.1:16825");
     }
 
-    if ((v = getenv("PROFEP_PORT_FILE")) && *v &&
-        pe_cfg_expand_pid(v, pe_cfg.port_file, sizeof(pe_cfg.port_file), (int)getpid())) {
-        pe_log_warn("PROFEP_PORT_FILE is too long; no port file will be written");
-        pe_cfg.port_file[0] = '\0';
+    if ((v = getenv("PROFEP_PORT_FILE")) && *v) {
+        if (pe_cfg_expand_pid(v, pe_cfg.port_file, sizeof(pe_cfg.port_file), (int)getpid())) {
+            pe_log_warn("PROFEP_PORT_FILE is too long; no port file will be written");
+            pe_cfg.port_file[0] = '\0';
+        }
+        absolute_path("PROFEP_PORT_FILE", pe_cfg.port_file, sizeof(pe_cfg.port_file));
     }
-    if ((v = getenv("PROFEP_MATCH")))
-        copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
-    if ((v = getenv("PROFEP_TOKEN")))
-        copy_string("PROFEP_TOKEN", v, pe_cfg.token, sizeof(pe_cfg.token));
+    if ((v = getenv("PROFEP_TOKEN"))) {
+        /* A token that cannot be used means no server, never an open one. */
+        const char *why = pe_cfg_token_problem(v);
+
+        if (why)
+            refuse("PROFEP_TOKEN", why);
+        else
+            copy_string("PROFEP_TOKEN", v, pe_cfg.token, sizeof(pe_cfg.token));
+    }
+    if ((v = getenv("PROFEP_ALLOWED_HOSTS"))) {
+        const char *bad;
+
+        switch (pe_cfg_parse_hosts(v, pe_cfg.allowed_hosts, sizeof(pe_cfg.allowed_hosts), &bad)) {
+        case -EINVAL:
+            pe_log_warn("PROFEP_ALLOWED_HOSTS: '%.*s' is not a name, name:port or *; left out",
+                        (int)strcspn(bad, ", \t"), bad);
+            break;
+        case -ENAMETOOLONG:
+            pe_log_warn("PROFEP_ALLOWED_HOSTS is longer than %zu bytes; no extra host is allowed",
+                        sizeof(pe_cfg.allowed_hosts) - 1);
+            break;
+        default: break;
+        }
+    }
 
     pe_cfg.heap_rate = 524288;
     if ((v = getenv("PROFEP_HEAP_RATE"))) {
@@ -341,14 +512,19 @@ pe_cfg_load(void)
     else if (v)
         bad_value("PROFEP_CHILDREN", v, "on or off", "on");
 
+    /* A stage directory that cannot be used stays "" (/debug_engine answers
+       503): never the temporary directory in place of the one asked for. */
     if ((v = getenv("PROFEP_STAGE_DIR")) && *v)
         copy_string("PROFEP_STAGE_DIR", v, pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir));
-    if (!pe_cfg.stage_dir[0])
+    else
         snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "%s",
                  (v = getenv("TMPDIR")) && *v && strlen(v) < 200 ? v : "/tmp");
+    absolute_path("PROFEP_STAGE_DIR", pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir));
 
     if ((v = getenv("PROFEP_TLS_CERT")) && *v) {
         copy_string("PROFEP_TLS_CERT", v, pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert));
+        if (pe_cfg.tls_cert[0])
+            absolute_path("PROFEP_TLS_CERT", pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert));
         if (!pe_cfg.tls_cert[0]) /* TLS was asked for: never fall back to plain HTTP */
             snprintf(pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert), "(PROFEP_TLS_CERT too long)");
     }

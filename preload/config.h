@@ -1,6 +1,9 @@
 /*
  * config.h: every PROFEP_* setting, read once in the constructor from one
- * table (config.c).  A bad value is reported in one line and the default kept.
+ * table (config.c).  A bad value is reported in one line and the default kept,
+ * except that a security setting's bad value never opens anything: a token,
+ * match or transport that cannot be used sets `refuse` (no server, dormant),
+ * a bad allowed host is left out, an unusable stage directory means 503.
  * After pe_cfg_load() the struct is read-only; any thread may read it.
  *
  * Signal-safe: reading pe_cfg is.
@@ -8,27 +11,40 @@
 #ifndef PE_CONFIG_H
 #define PE_CONFIG_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "pe.h"
+
+/* The longest PROFEP_TOKEN: it must fit, with the request line, in the 16 KiB
+   of request head the server accepts (in an Authorization header). */
+#define PE_CFG_TOKEN_MAX 8192
 
 typedef struct pe_cfg_s {
     char addr[128];      /* PROFEP_ADDR as given ("127.0.0.1:16825") */
     char host[96];       /* parsed host part */
     int port;            /* parsed port, 0 = pick one */
     int server_off;      /* PROFEP_ADDR=off */
-    char port_file[256]; /* PROFEP_PORT_FILE, %p already expanded */
     char match[128];     /* PROFEP_MATCH glob, "" = any */
-    char token[128];     /* PROFEP_TOKEN, "" = none */
     int64_t heap_rate;   /* PROFEP_HEAP_RATE bytes, 0 = off */
     double max_seconds;  /* PROFEP_MAX_SECONDS */
     int peek_signal;     /* PROFEP_PEEK_SIGNAL, 0 = off */
     double peek_seconds; /* PROFEP_PEEK_SECONDS */
     int children;        /* PROFEP_CHILDREN: 1 on, 0 off */
-    char stage_dir[256]; /* PROFEP_STAGE_DIR */
+    char stage_dir[256]; /* PROFEP_STAGE_DIR, absolute; "" = unusable (503) */
     int log_level;       /* PROFEP_LOG: enum pe_log_level */
     int64_t mutex_rate;  /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
-    char tls_cert[256];  /* PROFEP_TLS_CERT, "" = plain HTTP */
+    char tls_cert[256];  /* PROFEP_TLS_CERT, absolute, "" = plain HTTP */
+
+    /* PROFEP_PORT_FILE, %p expanded, made absolute at load */
+    char port_file[PATH_MAX];
+    /* PROFEP_TOKEN, "" = none */
+    char token[PE_CFG_TOKEN_MAX + 1];
+    /* PROFEP_ALLOWED_HOSTS: lowercase, comma-separated */
+    char allowed_hosts[1024];
+    /* A security setting could not be used: no server, the library stays
+       dormant (the line saying why was logged at load). */
+    int refuse;
 } pe_cfg_t;
 
 extern pe_cfg_t pe_cfg;
@@ -61,6 +77,15 @@ int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 *
 int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
 int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
 int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
+/*
+ * PROFEP_ALLOWED_HOSTS: entries separated by commas or spaces, each a name,
+ * name:port, [v6]:port or "*"; written lowercase, comma-separated, into out.
+ * Returns 0, -EINVAL when an entry was malformed (it is left out, the others
+ * kept; *bad points at it), or -ENAMETOOLONG (out is then empty).
+ */
+int pe_cfg_parse_hosts(const char *s, char *out, size_t len, const char **bad);
+/* Why a PROFEP_TOKEN value cannot be used ("is empty", ...), or NULL when it can. */
+const char *pe_cfg_token_problem(const char *s);
 /* Expand %p in a path template; 0 or -ENAMETOOLONG. */
 int pe_cfg_expand_pid(const char *tmpl, char *out, size_t len, int pid);
 /* The program's name: basename of /proc/self/exe (or argv[0]). */

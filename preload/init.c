@@ -108,9 +108,10 @@ pe_init(void)
     if (!pe_cfg.children)
         strip_ld_preload();
     prog = pe_cfg_progname();
-    if (pe_cfg.match[0] && fnmatch(pe_cfg.match, prog, 0) != 0) {
+    if (pe_cfg.refuse || (pe_cfg.match[0] && fnmatch(pe_cfg.match, prog, 0) != 0)) {
         pe_heap_init(0);
-        goto out; /* dormant: not the program we were asked to watch */
+        goto out; /* dormant: not the program we were asked to watch, or a
+                     security setting that cannot be used (config.c said so) */
     }
     pe_threads_register(NULL, 0);
     /* The main thread's TLS stays until the process ends, even when it

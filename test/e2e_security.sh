@@ -2,9 +2,13 @@
 # e2e_security: the server under hostile clients.  Slow (slowloris) and idle
 # connections cannot hold the workers for long; oversized request lines and
 # headers, garbage and odd methods are refused; nothing is ever served from
-# disk; the token is exact; a non-loopback address without a token warns;
-# TLS with PROFEP_TLS_CERT.  After each, the program's output and exit status
-# are its own.
+# disk; the token is exact, long ones (4 KiB, openssl rand -hex 64) are
+# enforced, and one that cannot be used means no server at all (so do a Unix
+# socket address and an oversized PROFEP_MATCH); the port file is 0600,
+# written by rename, never through a planted symlink, and a relative path is
+# the directory at load; a non-loopback address without a token warns; TLS
+# with PROFEP_TLS_CERT.  After each, the program's output and exit status are
+# its own.  (Browsers: test/e2e_security_web.sh.)
 source test/lib.sh
 trap "" PIPE # writes to sockets the server closed must not end the script
 P=$BUILD/test
@@ -101,6 +105,80 @@ done
 check "token accepted" [ "$(pe_status /debug/pprof/?token=s3cret-token)" = 200 ]
 check "401 before any work: a profile without the token" [ "$(pe_status '/profile?duration=5')" = 401 ]
 pe_stop; PE_ENV=
+
+# ---- long tokens are enforced ------------------------------------------------------
+long_token=$(head -c 3072 /dev/urandom | base64 -w0) # 4096 characters
+hex_token=$(openssl rand -hex 64 2>/dev/null || head -c 64 /dev/urandom | od -An -tx1 | tr -d ' \n')
+for tok in "$long_token" "$hex_token"; do
+    PE_ENV="PROFEP_TOKEN=$tok" pe_start $P/p_sleep 30 0 || exit 1
+    check "${#tok}-byte token: no token -> 401" [ "$(pe_status /debug/pprof/cmdline)" = 401 ]
+    check "${#tok}-byte token: a wrong one -> 401" \
+        [ "$(pe_status /debug/pprof/cmdline -H "Authorization: Bearer ${tok%?}x")" = 401 ]
+    check "${#tok}-byte token: one byte short -> 401" \
+        [ "$(pe_status /debug/pprof/cmdline -H "Authorization: Bearer ${tok%?}")" = 401 ]
+    check "${#tok}-byte token: Bearer -> 200" \
+        [ "$(pe_status /debug/pprof/cmdline -H "Authorization: Bearer $tok")" = 200 ]
+    check "${#tok}-byte token: no warning" [ "$(grep -c -v serving $PE_ERR)" = 0 ]
+    pe_stop
+done
+check "a 128-byte token also works in the query" bash -c \
+    "$(declare -f pe_start pe_status); T=$T LIB=$LIB PE_ENV=PROFEP_TOKEN=$hex_token; \
+     pe_start $P/p_sleep 5 0 >/dev/null && [ \$(pe_status /debug/pprof/?token=$hex_token) = 200 ] && \
+     [ \$(pe_status /debug/pprof/?token=x) = 401 ]; st=\$?; kill \$PE_PID; exit \$st"
+
+# ---- a security setting that cannot be used: no server, one line -----------------
+# (never the server without it: no token, a TCP port for a Unix socket, every program)
+nl_token=$'two\nlines'
+for bad in "PROFEP_TOKEN=" "PROFEP_TOKEN=$(head -c 9000 /dev/zero | tr '\0' t)" \
+    "PROFEP_TOKEN= padded" "PROFEP_TOKEN=$nl_token" "PROFEP_TOKEN=caf$(printf '\xc3\xa9')" \
+    "PROFEP_ADDR=unix:$T/pe.sock" "PROFEP_MATCH=$(head -c 300 /dev/zero | tr '\0' '*')"; do
+    rm -f $T/nosrv.port
+    out=$(env PROFEP_ADDR=127.0.0.1:0 "$bad" PROFEP_PORT_FILE=$T/nosrv.port LD_PRELOAD=$LIB \
+          $P/p_sleep 0.5 3 2>$T/nosrv.err); st=$?
+    what=$(printf '%s' "${bad:0:40}" | tr '\n' '~')
+    check "$what...: one line, no server, program unchanged" \
+        bash -c "[ $st = 3 ] && [ '$out' = slept ] && [ \$(wc -l <$T/nosrv.err) = 1 ] && \
+                 grep -q 'no server' $T/nosrv.err && ! grep -q serving $T/nosrv.err && \
+                 [ ! -e $T/nosrv.port ] && [ ! -e $T/pe.sock ]"
+    [ "$checks_bad" = 0 ] || sed 's/^/  | /' $T/nosrv.err | cut -c1-200
+done
+
+out=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_TOKEN= PROFEP_MATCH=not-this-one LD_PRELOAD=$LIB \
+      $P/p_sleep 0.3 3 2>$T/nosrv.err); st=$?
+check "an unusable token in a program PROFEP_MATCH does not pick: silent, unchanged" \
+    bash -c "[ $st = 3 ] && [ '$out' = slept ] && [ ! -s $T/nosrv.err ]"
+
+# ---- the port file -----------------------------------------------------------------
+mode() { stat -c %a "$1"; }
+pe_start $P/p_sleep 30 0 || exit 1
+check "port file: mode 600" [ "$(mode $T/port.$PE_PID)" = 600 ]
+check "port file: no temporary file left" bash -c "! ls -a $T | grep -q profep-port"
+pe_stop
+# A symlink planted at the final path: left as it is, the file it names untouched.
+mkdir -p $T/pf
+echo "precious" >$T/pf/victim
+ln -s $T/pf/victim $T/pf/port
+out=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/pf/port LD_PRELOAD=$LIB $P/p_sleep 1 0 2>$T/pf.err)
+check "port file: a planted symlink is left alone (one line, still a link, victim intact)" \
+    bash -c "[ -L $T/pf/port ] && [ \"\$(cat $T/pf/victim)\" = precious ] && \
+             grep -q 'PROFEP_PORT_FILE.*symbolic link' $T/pf.err && [ \$(wc -l <$T/pf.err) = 2 ] && \
+             [ \$(ls -a $T/pf | wc -l) = 4 ] && [ '$out' = slept ]"
+[ "$checks_bad" = 0 ] || { sed 's/^/  | /' $T/pf.err; ls -la $T/pf; }
+# A file planted at the final path is replaced (by rename): its owner's copy gets nothing.
+rm -f $T/pf/port; echo planted >$T/pf/port; chmod 666 $T/pf/port; exec {held}<$T/pf/port
+PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/pf/port LD_PRELOAD=$LIB $P/p_sleep 1 0 >/dev/null 2>&1
+check "port file: a planted file is replaced, 600, the planted inode unchanged" \
+    bash -c "grep -q '^127.0.0.1:[0-9]*\$' $T/pf/port && [ \$(stat -c %a $T/pf/port) = 600 ] && \
+             [ \"\$(cat /proc/$$/fd/$held)\" = planted ]"
+exec {held}<&-
+# A relative path is the directory at load, whatever main does next.
+mkdir -p $T/start $T/elsewhere
+case $P in /*) pchdir=$P/p_chdir ;; *) pchdir=$PWD/$P/p_chdir ;; esac
+(cd $T/start && PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=rel.%p LD_PRELOAD=$LIB \
+    $pchdir $T/elsewhere 1 >/dev/null 2>$T/rel.err)
+check "port file: relative path resolved at load (main chdir'd at once)" \
+    bash -c "ls $T/start | grep -q '^rel\.[0-9]' && ! ls $T/elsewhere | grep -q rel"
+[ "$checks_bad" = 0 ] || { ls -la $T/start $T/elsewhere; cat $T/rel.err; }
 
 # ---- non-loopback without a token warns (once); with one, it does not -------------
 PE_ENV="PROFEP_ADDR=0.0.0.0:0" pe_start $P/p_sleep 1 0 || exit 1

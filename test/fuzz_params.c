@@ -3,7 +3,9 @@
  * settings (`make fuzz`): the query parser and typed readers (params.c), the
  * router with its 404/405 answers (routes.c), the quick handlers that read
  * the request (index, cmdline, Go's symbol protocol with GET query or POST
- * body), and the PROFEP_* value parsers (config.c).
+ * body), the PROFEP_* value parsers (config.c), the Host / Origin /
+ * Sec-Fetch-Site checks (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the
+ * same text) and the CSP's script-hash scanner (csp.c, on the body).
  *
  * Input: "[METHOD ]PATH[?QUERY][\nBODY]"; a body makes it a POST.  Handlers
  * that profile for a while are not run; their paths stop at the lookup.
@@ -48,6 +50,24 @@ fuzz_config(const char *s)
     pe_cfg_parse_signal(s, &sig);
     pe_cfg_parse_bool(s, &b);
     pe_cfg_expand_pid(s, path, sizeof(path), 4242);
+    pe_cfg_token_problem(s);
+}
+
+/* The text as a Host, an Origin and a Sec-Fetch-Site, and as an allowed-hosts list. */
+static void
+fuzz_origin(const char *s)
+{
+    char allowed[256];
+    const char *bad;
+    pe_http_self_t self = {"127.0.0.1", 16825, 0, allowed};
+    pe_http_self_t any = {"0.0.0.0", 80, 1, "*"};
+
+    pe_cfg_parse_hosts(s, allowed, sizeof(allowed), &bad);
+    pe_http_authority_ok(&self, s, strlen(s), 80);
+    pe_http_authority_ok(&any, s, strlen(s), 443);
+    pe_http_origin_ok(&self, s);
+    pe_http_origin_ok(&any, s);
+    pe_http_fetch_site_ok(s);
 }
 
 int
@@ -87,15 +107,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.path = path;
     r.capture = &discard;
     fuzz_config(path);
-    if (q)
+    fuzz_origin(path);
+    if (q) {
         fuzz_config(q);
+        fuzz_origin(q);
+    }
+    if (body) {
+        char hashes[512];
+
+        pe_http_script_hashes(body, strlen(body), hashes, sizeof(hashes));
+    }
     if (pe_params_parse(&r, q) == 0) {
         pe_param_number(&r, "duration", 10, 0.001, 600, &d);
         pe_param_number(&r, "n", 1e8, 1, 1e9, &d);
         pe_param_bool(&r, "pprof", 1, &b);
         pe_param_enum(&r, "format", fmts, 0, &b);
-        for (i = 0; i < r.nparams; i++)
+        for (i = 0; i < r.nparams; i++) {
             fuzz_config(r.params[i].val);
+            fuzz_origin(r.params[i].val);
+        }
         /* Route everything whose handler answers at once. */
         if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof"))
             route = &pe_routes[0];

@@ -1,4 +1,8 @@
-/* u_config: the PROFEP_* value parsers, and loading with bad values keeps defaults. */
+/*
+ * u_config: the PROFEP_* value parsers; loading keeps defaults for bad values,
+ * makes paths absolute at load, and refuses (no server) an unusable token or a
+ * unix: address.
+ */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -63,5 +67,37 @@ main(void)
     CHECK(pe_cfg.max_seconds == 30);
     CHECK(pe_cfg.port == 8080 && !strcmp(pe_cfg.host, "127.0.0.1"));
     CHECK(pe_cfg.children == 1);
+    CHECK(!pe_cfg.refuse && !pe_cfg.token[0]);
+
+    /* Paths are made absolute at load; a security setting that cannot be used refuses. */
+    {
+        char cwd[512], want[600];
+
+        setenv("PROFEP_STAGE_DIR", "stage", 1);
+        setenv("PROFEP_PORT_FILE", "pf.%p", 1);
+        setenv("PROFEP_TLS_CERT", "k.pem", 1);
+        setenv("PROFEP_ALLOWED_HOSTS", "A.example, b:1", 1);
+        setenv("PROFEP_TOKEN", "", 1);
+        memset(&pe_cfg, 0, sizeof(pe_cfg));
+        pe_cfg_load();
+        CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+        snprintf(want, sizeof(want), "%s/stage", cwd);
+        CHECKF(!strcmp(pe_cfg.stage_dir, want), "%s", pe_cfg.stage_dir);
+        snprintf(want, sizeof(want), "%s/pf.%d", cwd, (int)getpid());
+        CHECKF(!strcmp(pe_cfg.port_file, want), "%s", pe_cfg.port_file);
+        snprintf(want, sizeof(want), "%s/k.pem", cwd);
+        CHECKF(!strcmp(pe_cfg.tls_cert, want), "%s", pe_cfg.tls_cert);
+        CHECK(!strcmp(pe_cfg.allowed_hosts, "a.example,b:1"));
+        CHECK(pe_cfg.refuse && pe_cfg.server_off); /* the empty token */
+        setenv("PROFEP_TOKEN", "ok-token", 1);
+        setenv("PROFEP_ADDR", "unix:/tmp/x.sock", 1);
+        memset(&pe_cfg, 0, sizeof(pe_cfg));
+        pe_cfg_load();
+        CHECK(pe_cfg.refuse && pe_cfg.server_off && !strcmp(pe_cfg.token, "ok-token"));
+        setenv("PROFEP_ADDR", "8080", 1);
+        memset(&pe_cfg, 0, sizeof(pe_cfg));
+        pe_cfg_load();
+        CHECK(!pe_cfg.refuse && !pe_cfg.server_off);
+    }
     return pe_test_done();
 }
