@@ -332,6 +332,15 @@ server_main(void *unused)
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (tls_cert[0] && tls_prepare() < 0)
         goto err_dormant;
+    /* Debian's civetweb 1.15 is built without IPv6 (it would refuse "[::1]:0"
+       as an invalid port spec); say what is missing instead. */
+    if (pe_cfg.host[0] == '[' && !mg_check_feature(8)) {
+        if (pe_fd_stderr_same())
+            pe_log_warn("PROFEP_ADDR=%s: this civetweb is built without IPv6; no server "
+                        "(listen on 127.0.0.1:PORT instead)",
+                        ports);
+        goto err_dormant;
+    }
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
     cb.init_thread = on_init_thread;

@@ -265,16 +265,30 @@ poll(struct pollfd *fds, nfds_t nfds, int timeout)
         s[i] = fds[i].fd >= 0 ? pe_fd_by_virt(fds[i].fd) : NULL;
         if (!s[i])
             continue;
-        fds[i].fd = __atomic_load_n(&s[i]->real, __ATOMIC_RELAXED);
+        fds[i].fd = __atomic_load_n(&s[i]->real, __ATOMIC_ACQUIRE);
         if (fds[i].fd >= 0 && s[i]->kind != K_PIPE && !pe_fd_same_file(s[i], fds[i].fd)) {
-            pe_fd_lost(s[i], saved[i]);
-            fds[i].fd = -1; /* not ours any more: never polled (poll skips it) */
+            /* Moved by a dup2 just now (the number is being replaced): use the
+               new place; otherwise it is not ours any more: never polled. */
+            if (__atomic_load_n(&s[i]->real, __ATOMIC_ACQUIRE) != fds[i].fd)
+                fds[i].fd = __atomic_load_n(&s[i]->real, __ATOMIC_ACQUIRE);
+            else {
+                pe_fd_lost(s[i], saved[i]);
+                fds[i].fd = -1;
+            }
         }
     }
     rc = f ? f(fds, nfds, timeout) : (int)syscall(SYS_poll, fds, nfds, timeout);
     for (i = 0; i < nfds; i++) {
-        if (s[i] && fds[i].fd >= 0 && (fds[i].revents & POLLNVAL) && s[i]->kind != K_PIPE) {
+        /* The kernel looks the number up again at each pass: a slot moved
+           meanwhile says nothing of ours (the caller polls again). */
+        if (s[i] && fds[i].fd >= 0 && fds[i].fd != __atomic_load_n(&s[i]->real, __ATOMIC_ACQUIRE)) {
+            if (fds[i].revents && rc > 0)
+                rc--;
+            fds[i].revents = 0;
+        } else if (s[i] && fds[i].fd >= 0 && (fds[i].revents & POLLNVAL) && s[i]->kind != K_PIPE) {
             pe_fd_lost(s[i], saved[i]);
+            if (rc > 0)
+                rc--;
             fds[i].revents = 0;
         }
         fds[i].fd = saved[i];
