@@ -163,7 +163,8 @@ client_fd(pe_req_t *r)
         if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
             continue;
         if (ss.ss_family == AF_INET && ntohs(sin->sin_port) == ri->remote_port &&
-            inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr)) && !strcmp(addr, ri->remote_addr))
+            inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr)) &&
+            !strcmp(addr, ri->remote_addr))
             found = fd;
         if (ss.ss_family == AF_INET6 && ntohs(sin6->sin6_port) == ri->remote_port &&
             inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof(addr)) &&

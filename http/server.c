@@ -111,7 +111,8 @@ find_listen_fd(int port)
 
     for (fd = 4095; fd >= 0; fd--) {
         len = sizeof(ss);
-        if (!pe_fd_is_ours(fd) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || sockaddr_port(&ss) != port)
+        if (!pe_fd_is_ours(fd) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+            sockaddr_port(&ss) != port)
             continue;
         len = sizeof(acc);
         if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc)
@@ -129,6 +130,10 @@ find_listen_fd(int port)
  * ancestor in turn.  Only after a failed bind, so the cost (a few /proc
  * reads) is never paid by a process that serves.
  */
+/* sl local(addr:port) remote(addr:port) st tx:rx tr:when retrnsmt uid timeout inode */
+#define PE_NET_TCP_LINE                                                                            \
+    " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu"
+
 static int
 listening_inodes(int port, unsigned long *inodes, int max)
 {
@@ -144,9 +149,8 @@ listening_inodes(int port, unsigned long *inodes, int max)
         if (!f)
             continue;
         while (n < max && fgets(line, sizeof(line), f))
-            if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu",
-                       &lport, &state, &inode) == 3 &&
-                state == 0x0A && (int)lport == port && inode)
+            if (sscanf(line, PE_NET_TCP_LINE, &lport, &state, &inode) == 3 && state == 0x0A &&
+                (int)lport == port && inode)
                 inodes[n++] = inode;
         fclose(f);
     }

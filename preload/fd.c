@@ -21,7 +21,8 @@
 pe_fd_real_t pe_fd_real;
 
 #define RESOLVE(f)                                                                                 \
-    __atomic_store_n(&pe_fd_real.f, (__typeof__(pe_fd_real.f))dlsym(RTLD_NEXT, #f), __ATOMIC_RELAXED)
+    __atomic_store_n(&pe_fd_real.f, (__typeof__(pe_fd_real.f))dlsym(RTLD_NEXT, #f),                \
+                     __ATOMIC_RELAXED)
 
 void
 pe_fd_resolve(void)
@@ -139,8 +140,8 @@ enroll(int fd, int kind)
         return;
     for (i = 0; i < PE_FD_SLOTS; i++) {
         expected = S_FREE;
-        if (!__atomic_compare_exchange_n(&pe_fd_slots[i].state, &expected, S_BUSY, 0, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_RELAXED))
+        if (!__atomic_compare_exchange_n(&pe_fd_slots[i].state, &expected, S_BUSY, 0,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
             continue;
         pe_fd_slots[i].kind = kind;
         pe_fd_slots[i].dev = st.st_dev;
@@ -150,8 +151,8 @@ enroll(int fd, int kind)
         if (!__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
             __atomic_store_n(&pe_fd_owner, getpid(), __ATOMIC_RELAXED);
         low = __atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED);
-        while (fd < low && !__atomic_compare_exchange_n(&pe_fd_lowest, &low, fd, 1, __ATOMIC_RELAXED,
-                                                        __ATOMIC_RELAXED)) {
+        while (fd < low && !__atomic_compare_exchange_n(&pe_fd_lowest, &low, fd, 1,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
         }
         __atomic_store_n(&pe_fd_slots[i].state, S_LIVE, __ATOMIC_RELEASE);
         return;
@@ -205,8 +206,7 @@ pe_fd_high_base(void)
     struct rlimit rl;
     long lim = 1024;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < 1024)
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
         lim = (long)rl.rlim_cur;
     return lim > 128 ? (int)lim - 64 : (int)(lim / 2);
 }

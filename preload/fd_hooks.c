@@ -138,7 +138,8 @@ dup2(int oldfd, int newfd)
 {
     int (*f)(int, int) = PE_FD_REAL(dup2);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) &&
+        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         move_away(newfd);
     return f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
 }
@@ -148,7 +149,8 @@ dup3(int oldfd, int newfd, int flags)
 {
     int (*f)(int, int, int) = PE_FD_REAL(dup3);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) &&
+        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         move_away(newfd);
     return f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
 }
@@ -347,7 +349,8 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
     int (*f)(int, int, int, const void *, socklen_t) = PE_FD_REAL(setsockopt);
 
     fd = pe_fd_xlate(fd);
-    return f ? f(fd, level, name, val, len) : (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+    return f ? f(fd, level, name, val, len)
+             : (int)syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
 PE_EXPORT int
@@ -356,7 +359,8 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
     int (*f)(int, int, int, void *, socklen_t *) = PE_FD_REAL(getsockopt);
 
     fd = pe_fd_xlate(fd);
-    return f ? f(fd, level, name, val, len) : (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+    return f ? f(fd, level, name, val, len)
+             : (int)syscall(SYS_getsockopt, fd, level, name, val, len);
 }
 
 PE_EXPORT int

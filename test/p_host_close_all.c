@@ -134,8 +134,9 @@ serve_own_clients(const char *how, unsigned wait_ms)
     for (i = 0; i < LISTENERS; i++)
         close(lfd[i]);
     if (answered != LISTENERS * CLIENTS_EACH) {
-        fprintf(stderr, "p_host_close_all: after %s only %d of %d clients answered by the program\n",
-                how, answered, LISTENERS * CLIENTS_EACH);
+        fprintf(stderr,
+                "p_host_close_all: after %s only %d of %d clients answered by the program\n", how,
+                answered, LISTENERS * CLIENTS_EACH);
         return -1;
     }
     return 0;

@@ -70,8 +70,8 @@ main(void)
         r = read(p[0], buf, sizeof(buf) - 1);
         buf[r > 0 ? r : 0] = '\0';
         if (strcmp(buf, msg) || read(p[0], &c, 1) != 0) {
-            fprintf(stderr, "p_host_dup2: fd %d: read back \"%s\" (and more?) not \"%s\"\n",
-                    fds[i], buf, msg);
+            fprintf(stderr, "p_host_dup2: fd %d: read back \"%s\" (and more?) not \"%s\"\n", fds[i],
+                    buf, msg);
             bad = 1;
         }
         close(p[0]);

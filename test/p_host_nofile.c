@@ -48,8 +48,9 @@ main(void)
             close(opened[i]);
     }
     if (got != LIMIT - nmine) {
-        fprintf(stderr, "p_host_nofile: RLIMIT_NOFILE=%d with %d open: got %d descriptors, not %d\n",
-                LIMIT, nmine, got, LIMIT - nmine);
+        fprintf(stderr,
+                "p_host_nofile: RLIMIT_NOFILE=%d with %d open: got %d descriptors, not %d\n", LIMIT,
+                nmine, got, LIMIT - nmine);
         return 1;
     }
     printf("HOST-ROW-DONE\n");
