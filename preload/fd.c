@@ -70,6 +70,7 @@ pe_fd_sys_fcntl(int fd, int cmd, long arg)
 /* ---- the registry ------------------------------------------------------------------- */
 
 pe_fd_slot_t pe_fd_slots[PE_FD_SLOTS];
+int pe_fd_nslots;
 /* Lowest real number ever registered: program calls below it pass at once. */
 int pe_fd_lowest = 1 << 30;
 /* Set for good once a descriptor of ours was moved or lost: our calls then translate. */
@@ -92,7 +93,7 @@ pe_fd_by_virt(int virt)
 {
     int i, st;
 
-    for (i = 0; i < PE_FD_SLOTS; i++) {
+    for (i = 0; i < pe_fd_used(); i++) {
         st = __atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE);
         if ((st == S_LIVE || st == S_DEAD) &&
             __atomic_load_n(&pe_fd_slots[i].virt, __ATOMIC_RELAXED) == virt)
@@ -109,7 +110,7 @@ pe_fd_by_real(int fd)
 
     if (fd < __atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
         return NULL;
-    for (i = 0; i < PE_FD_SLOTS; i++)
+    for (i = 0; i < pe_fd_used(); i++)
         if (__atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE) == S_LIVE &&
             __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED) == fd)
             return &pe_fd_slots[i];
@@ -134,7 +135,7 @@ PE_SIGSAFE static void
 enroll(int fd, int kind)
 {
     struct stat st;
-    int i, expected, low;
+    int i, expected, low, used;
 
     if (fd < 0 || fstat(fd, &st) < 0)
         return;
@@ -155,6 +156,10 @@ enroll(int fd, int kind)
                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
         }
         __atomic_store_n(&pe_fd_slots[i].state, S_LIVE, __ATOMIC_RELEASE);
+        used = __atomic_load_n(&pe_fd_nslots, __ATOMIC_RELAXED);
+        while (used < i + 1 && !__atomic_compare_exchange_n(&pe_fd_nslots, &used, i + 1, 1,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        }
         return;
     }
     /* Table full: the descriptor stays high and close-on-exec, unguarded. */

@@ -61,7 +61,7 @@ close_range(unsigned first, unsigned last, int flags)
     if (pe_fd_ours_ctx() || (flags & CLOSE_RANGE_CLOEXEC) || first > last ||
         last < (unsigned)__atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
         return sys_close_range(first, last, flags);
-    for (i = 0; i < PE_FD_SLOTS; i++) {
+    for (i = 0; i < pe_fd_used(); i++) {
         int r = __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED);
         if (__atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE) == S_LIVE && r >= 0 &&
             (unsigned)r >= first && (unsigned)r <= last && pe_fd_ours_at(r)) {

@@ -69,6 +69,14 @@ typedef struct pe_fd_slot_s {
 } pe_fd_slot_t;
 
 extern pe_fd_slot_t pe_fd_slots[PE_FD_SLOTS];
+/* Slots ever claimed are all below this (scans stop there: a handful, not 128). */
+extern int pe_fd_nslots;
+
+PE_SIGSAFE static inline int
+pe_fd_used(void)
+{
+    return __atomic_load_n(&pe_fd_nslots, __ATOMIC_ACQUIRE);
+}
 /* Lowest real number ever registered: program calls below it pass at once. */
 extern int pe_fd_lowest;
 /* Set for good once a descriptor of ours was moved or lost: our calls then translate. */
