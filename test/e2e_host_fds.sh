@@ -55,6 +55,46 @@ check "close-all: exit 0" row_end
 check "close-all: stderr holds only the serving line" only_serving
 [ -s "$PE_ERR" ] && sed 's/^/  stderr: /' "$PE_ERR" | head -5
 
+# The issue's recipe: a Python daemon that closes its descriptors (the
+# python-daemon way, os.closerange), listens a while on sockets of its own,
+# then has 20 clients: it answers all of them itself.
+if [ -x /usr/bin/python3 ]; then
+    cat >$T/daemon.py <<'EOF'
+import os, socket, time
+time.sleep(0.5)
+os.closerange(3, 1024)
+srvs = []
+for _ in range(10):  # the lowest free numbers: those just closed
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    srvs.append(s)
+time.sleep(2.2)  # a poll begun on a closed socket times out meanwhile
+mine = 0
+for srv in srvs:
+    port = srv.getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    time.sleep(0.05)
+    srv.settimeout(0.5)
+    for _ in clients:
+        try:
+            c, _a = srv.accept()
+            c.sendall(b"mine")
+            c.close()
+        except OSError:
+            pass
+    for c in clients:
+        c.settimeout(0.5)
+        try:
+            mine += c.recv(8) == b"mine"
+        except OSError:
+            pass
+print(mine)
+EOF
+    n=$(PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB /usr/bin/python3 $T/daemon.py 2>/dev/null)
+    check "python daemon after os.closerange: $n of 20 clients answered by itself" [ "$n" = 20 ]
+fi
+
 # dup2 onto each of our sockets while a 2 s profile is in flight on one of
 # them: the program reads back only its data, the profile still arrives.
 row_start $P/p_host_dup2 || exit 1
