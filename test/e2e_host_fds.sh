@@ -53,7 +53,7 @@ check "close-all: every client answered by the program, no spin" row_done HOST-R
 check "close-all: our server still serves" [ "$(pe_status /debug/pprof/)" = 200 ]
 check "close-all: exit 0" row_end
 check "close-all: stderr holds only the serving line" only_serving
-[ -s "$PE_ERR" ] && sed 's/^/  stderr: /' "$PE_ERR" | head -5
+only_serving || sed 's/^/  stderr: /' "$PE_ERR" | head -5
 
 # The recipe: a Python daemon that closes its descriptors (the
 # python-daemon way, os.closerange), listens a while on sockets of its own,
@@ -112,7 +112,7 @@ check "dup2: stderr holds only the serving line" only_serving
 row_start $P/p_host_nofile || exit 1
 check "nofile: the program gets every descriptor below 16" row_done HOST-ROW-DONE 20
 check "nofile: exit 0" row_end
-[ -s "$PE_ERR" ] && ! only_serving && sed 's/^/  stderr: /' "$PE_ERR" | head -5
+only_serving || sed 's/^/  stderr: /' "$PE_ERR" | head -5
 
 # A raw close(2) syscall of our socket (no interposer sees it), the number
 # then reused by the program's listener: its client is its own, one line
