@@ -122,8 +122,8 @@ find_listen_fd(int port)
 }
 
 /*
- * Point 7 of issue 15: a shell or build tool run with the library loads it
- * again in every child it execs, and each would say that the port is taken.
+ * A shell or build tool run with the library loads it again in every child
+ * it execs, and each would say that the port is taken (thousands of lines).
  * When the port is held by one of our ancestors (the tree's root, which
  * serves), the child says nothing: the inode of every socket listening on
  * the port (/proc/net/tcp, tcp6) is looked for among the descriptors of each
@@ -431,7 +431,7 @@ pe_http_atfork_child(void)
 {
     /* No thread serves the listening socket in the child; close the child's
        copies of our sockets so that a daemon's surviving child does not keep
-       the port bound (fd_hooks.c: by their real numbers, never the program's). */
+       the port bound (preload/fd.c: by their real numbers, never the program's). */
     pe_fd_atfork_child();
     listen_fd = -1;
     server_ctx = NULL;
