@@ -72,7 +72,7 @@ close_range(unsigned first, unsigned last, int flags)
     }
     if (!n)
         return sys_close_range(first, last, flags);
-    /* Close the gaps around ours, pe_fd_lowest first, as the one call would. */
+    /* Close the gaps around ours, lowest first, as the one call would. */
     for (i = 0; i < n && rc == 0; i++) {
         if ((unsigned)keep[i] > lo) {
             rc = sys_close_range(lo, (unsigned)keep[i] - 1, flags);
@@ -189,8 +189,11 @@ accept_ours(int fd, struct sockaddr *addr, socklen_t *len, int flags)
     if (c < 0) {
         /* The program holds every descriptor it may: civetweb would retry at
            once, forever (the connection stays queued); retry 10 times a second. */
-        if (errno == EMFILE || errno == ENFILE)
+        if (errno == EMFILE || errno == ENFILE) {
+            int saved = errno;
             nanosleep(&pause, NULL);
+            errno = saved;
+        }
         return -1;
     }
     return pe_fd_adopt(c, K_CONN);
