@@ -156,8 +156,10 @@ static int
 client_fd(pe_req_t *r)
 {
     const struct mg_request_info *ri = mg_get_request_info(r->conn);
-    struct sockaddr_in sin;
-    char addr[INET_ADDRSTRLEN];
+    struct sockaddr_storage ss;
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+    char addr[INET6_ADDRSTRLEN];
     struct dirent *de;
     socklen_t len;
     int fd, found = -1;
@@ -169,11 +171,16 @@ client_fd(pe_req_t *r)
         if (de->d_name[0] < '0' || de->d_name[0] > '9')
             continue;
         fd = atoi(de->d_name);
-        len = sizeof(sin);
-        if (getpeername(fd, (struct sockaddr *)&sin, &len) < 0 || sin.sin_family != AF_INET ||
-            ntohs(sin.sin_port) != ri->remote_port)
+        len = sizeof(ss);
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
             continue;
-        if (inet_ntop(AF_INET, &sin.sin_addr, addr, sizeof(addr)) && !strcmp(addr, ri->remote_addr))
+        if (ss.ss_family == AF_INET && ntohs(sin->sin_port) == ri->remote_port &&
+            inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr)) &&
+            !strcmp(addr, ri->remote_addr))
+            found = fd;
+        if (ss.ss_family == AF_INET6 && ntohs(sin6->sin6_port) == ri->remote_port &&
+            inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof(addr)) &&
+            !strcmp(addr, ri->remote_addr))
             found = fd;
     }
     closedir(d);

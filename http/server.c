@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <civetweb.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/init.h"
 #include "../preload/log.h"
@@ -111,27 +113,141 @@ write_port_file(const char *host, int port)
 static int
 is_loopback(const char *host)
 {
-    return !strncmp(host, "127.", 4) || !strcmp(host, "localhost");
+    return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "[::1]");
 }
 
-/* civetweb does not tell which descriptor listens; find it by its port. */
+/* The port of an IPv4 or IPv6 socket address, -1 for any other family. */
+static int
+sockaddr_port(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+/* civetweb does not tell which descriptor listens; find it by its port
+   (ours were moved near the top of the first 1024: preload/fd.h). */
 static int
 find_listen_fd(int port)
 {
-    struct sockaddr_in sin;
+    struct sockaddr_storage ss;
     socklen_t len;
     int fd, acc;
 
-    for (fd = 0; fd < 4096; fd++) {
-        len = sizeof(sin);
-        if (getsockname(fd, (struct sockaddr *)&sin, &len) < 0 || sin.sin_family != AF_INET ||
-            ntohs(sin.sin_port) != port)
+    for (fd = 4095; fd >= 0; fd--) {
+        len = sizeof(ss);
+        if (!pe_fd_is_ours(fd) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+            sockaddr_port(&ss) != port)
             continue;
         len = sizeof(acc);
         if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc)
             return fd;
     }
     return -1;
+}
+
+/*
+ * A shell or build tool run with the library loads it again in every child
+ * it execs, and each would say that the port is taken (thousands of lines).
+ * When the port is held by one of our ancestors (the tree's root, which
+ * serves), the child says nothing: the inode of every socket listening on
+ * the port (/proc/net/tcp, tcp6) is looked for among the descriptors of each
+ * ancestor in turn.  Only after a failed bind, so the cost (a few /proc
+ * reads) is never paid by a process that serves.
+ */
+/* sl local(addr:port) remote(addr:port) st tx:rx tr:when retrnsmt uid timeout inode */
+#define PE_NET_TCP_LINE                                                                            \
+    " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu"
+
+static int
+listening_inodes(int port, unsigned long *inodes, int max)
+{
+    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    char line[512];
+    unsigned lport, state;
+    unsigned long inode;
+    int n = 0;
+    size_t t;
+
+    for (t = 0; t < PE_ARRAY_SIZE(tables); t++) {
+        FILE *f = fopen(tables[t], "re");
+        if (!f)
+            continue;
+        while (n < max && fgets(line, sizeof(line), f))
+            if (sscanf(line, PE_NET_TCP_LINE, &lport, &state, &inode) == 3 && state == 0x0A &&
+                (int)lport == port && inode)
+                inodes[n++] = inode;
+        fclose(f);
+    }
+    return n;
+}
+
+static pid_t
+parent_of(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd, ppid = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: the state follows the last ')'. */
+    if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return ppid;
+}
+
+static int
+holds_socket(pid_t pid, const unsigned long *inodes, int n)
+{
+    char path[64], link[64], want[40];
+    struct dirent *de;
+    int found = 0, i;
+    ssize_t len;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    if (!(d = opendir(path)))
+        return 0;
+    while (!found && (de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        if ((len = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1)) <= 0)
+            continue;
+        link[len] = '\0';
+        for (i = 0; i < n && !found; i++) {
+            snprintf(want, sizeof(want), "socket:[%lu]", inodes[i]);
+            found = !strcmp(link, want);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static int
+port_held_by_ancestor(int port)
+{
+    unsigned long inodes[8];
+    int n, depth;
+    pid_t pid;
+
+    if (port <= 0 || (n = listening_inodes(port, inodes, (int)PE_ARRAY_SIZE(inodes))) == 0)
+        return 0;
+    for (pid = getppid(), depth = 0; pid > 0 && depth < 64; pid = parent_of(pid), depth++) {
+        if (holds_socket(pid, inodes, n))
+            return 1;
+        if (pid == 1)
+            break;
+    }
+    return 0;
 }
 
 /*
@@ -247,12 +363,25 @@ server_main(void *unused)
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (tls_cert[0] && tls_prepare() < 0)
         goto err_dormant;
+    /* Debian's civetweb 1.15 is built without IPv6 (it would refuse "[::1]:0"
+       as an invalid port spec); say what is missing instead. */
+    if (pe_cfg.host[0] == '[' && !mg_check_feature(8)) {
+        if (pe_fd_stderr_same())
+            pe_log_warn("PROFEP_ADDR=%s: this civetweb is built without IPv6; no server "
+                        "(listen on 127.0.0.1:PORT instead)",
+                        ports);
+        goto err_dormant;
+    }
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
     cb.init_thread = on_init_thread;
     mg_init_library(0);
     server_ctx = mg_start(&cb, NULL, options);
     if (!server_ctx) {
+        /* Lines from this thread go to fd 2 only if it is still what it was
+           at load: a program may have put a data file there since. */
+        if (port_held_by_ancestor(pe_cfg.port) || !pe_fd_stderr_same())
+            goto err_dormant;
         pe_log_warn("cannot listen on %s (%s); pid %d (%s) runs on without profiling; "
                     "target one process with PROFEP_MATCH=<program>, or give each its own port "
                     "with PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=/tmp/pe.%%p",
@@ -267,6 +396,8 @@ server_main(void *unused)
     listen_fd = find_listen_fd(pe_http_port);
     defer_accept(listen_fd);
     write_port_file(pe_cfg.host, pe_http_port);
+    if (!pe_fd_stderr_same())
+        return NULL;
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks",
@@ -289,6 +420,8 @@ pe_http_start(void)
     sigset_t all, old;
     int err;
 
+    /* What fd 2 is at load: the server thread's lines go nowhere else. */
+    pe_fd_note_stderr();
     /* Read with every other setting, in the constructor (config.c). */
     snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
 
@@ -324,9 +457,9 @@ void
 pe_http_atfork_child(void)
 {
     /* No thread serves the listening socket in the child; close the child's
-       copy so that a daemon's surviving child does not keep the port bound. */
-    if (listen_fd >= 0)
-        close(listen_fd);
+       copies of our sockets so that a daemon's surviving child does not keep
+       the port bound (preload/fd.c: by their real numbers, never the program's). */
+    pe_fd_atfork_child();
     listen_fd = -1;
     server_ctx = NULL;
     server_stopping = 1;

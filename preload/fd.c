@@ -1,0 +1,319 @@
+/*
+ * fd.c: the registry of our descriptors (a fixed table claimed with atomics,
+ * readable in a signal handler), where they go when created or moved, the
+ * real functions behind preload/fd_hooks.c's interposers, the fork child's
+ * view, and what fd 2 was at load.  fd.h says the contract.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fd.h"
+#include "fd_int.h"
+#include "log.h"
+
+/* ---- the real functions ---------------------------------------------------------- */
+
+pe_fd_real_t pe_fd_real;
+
+#define RESOLVE(f)                                                                                 \
+    __atomic_store_n(&pe_fd_real.f, (__typeof__(pe_fd_real.f))dlsym(RTLD_NEXT, #f),                \
+                     __ATOMIC_RELAXED)
+
+void
+pe_fd_resolve(void)
+{
+    static int done;
+
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+        return;
+    RESOLVE(close);
+    RESOLVE(close_range);
+    RESOLVE(dup2);
+    RESOLVE(dup3);
+    RESOLVE(socket);
+    RESOLVE(accept);
+    RESOLVE(accept4);
+    RESOLVE(pipe);
+    RESOLVE(pipe2);
+    RESOLVE(poll);
+    RESOLVE(read);
+    RESOLVE(write);
+    RESOLVE(recv);
+    RESOLVE(send);
+    RESOLVE(shutdown);
+    RESOLVE(setsockopt);
+    RESOLVE(getsockopt);
+    RESOLVE(getsockname);
+    RESOLVE(getpeername);
+    RESOLVE(fcntl64);
+}
+
+PE_SIGSAFE int
+pe_fd_sys_close(int fd)
+{
+    int (*f)(int) = PE_FD_REAL(close);
+    return f ? f(fd) : (int)syscall(SYS_close, fd);
+}
+
+PE_SIGSAFE int
+pe_fd_sys_fcntl(int fd, int cmd, long arg)
+{
+    int (*f)(int, int, ...) = PE_FD_REAL(fcntl64);
+    return f ? f(fd, cmd, arg) : (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/* ---- the registry ------------------------------------------------------------------- */
+
+pe_fd_slot_t pe_fd_slots[PE_FD_SLOTS];
+int pe_fd_nslots;
+/* Lowest real number ever registered: program calls below it pass at once. */
+int pe_fd_lowest = 1 << 30;
+/* Set for good once a descriptor of ours was moved or lost: our calls then translate. */
+int pe_fd_translating;
+/* The process the registry describes (a vfork child shares it and must not edit it). */
+pid_t pe_fd_owner;
+static int lost_listener_said;
+
+PE_SIGSAFE int
+pe_fd_same_file(const pe_fd_slot_t *s, int fd)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
+}
+
+/* The slot our code knows as virt (live or dead), or NULL. */
+PE_SIGSAFE pe_fd_slot_t *
+pe_fd_by_virt(int virt)
+{
+    int i, st;
+
+    for (i = 0; i < pe_fd_used(); i++) {
+        st = __atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE);
+        if ((st == S_LIVE || st == S_DEAD) &&
+            __atomic_load_n(&pe_fd_slots[i].virt, __ATOMIC_RELAXED) == virt)
+            return &pe_fd_slots[i];
+    }
+    return NULL;
+}
+
+/* The live slot whose descriptor is at real, or NULL. */
+PE_SIGSAFE pe_fd_slot_t *
+pe_fd_by_real(int fd)
+{
+    int i;
+
+    if (fd < __atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
+        return NULL;
+    for (i = 0; i < pe_fd_used(); i++)
+        if (__atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE) == S_LIVE &&
+            __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED) == fd)
+            return &pe_fd_slots[i];
+    return NULL;
+}
+
+PE_SIGSAFE void
+pe_fd_mark_dead(pe_fd_slot_t *s)
+{
+    __atomic_store_n(&pe_fd_translating, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->real, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->state, S_DEAD, __ATOMIC_RELEASE);
+}
+
+PE_SIGSAFE void
+pe_fd_release(pe_fd_slot_t *s)
+{
+    __atomic_store_n(&s->state, S_FREE, __ATOMIC_RELEASE);
+}
+
+PE_SIGSAFE static void
+enroll(int fd, int kind)
+{
+    struct stat st;
+    int i, expected, low, used;
+
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return;
+    for (i = 0; i < PE_FD_SLOTS; i++) {
+        expected = S_FREE;
+        if (!__atomic_compare_exchange_n(&pe_fd_slots[i].state, &expected, S_BUSY, 0,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        pe_fd_slots[i].kind = kind;
+        pe_fd_slots[i].dev = st.st_dev;
+        pe_fd_slots[i].ino = st.st_ino;
+        __atomic_store_n(&pe_fd_slots[i].virt, fd, __ATOMIC_RELAXED);
+        __atomic_store_n(&pe_fd_slots[i].real, fd, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
+            __atomic_store_n(&pe_fd_owner, getpid(), __ATOMIC_RELAXED);
+        low = __atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED);
+        while (fd < low && !__atomic_compare_exchange_n(&pe_fd_lowest, &low, fd, 1,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        __atomic_store_n(&pe_fd_slots[i].state, S_LIVE, __ATOMIC_RELEASE);
+        used = __atomic_load_n(&pe_fd_nslots, __ATOMIC_RELAXED);
+        while (used < i + 1 && !__atomic_compare_exchange_n(&pe_fd_nslots, &used, i + 1, 1,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        }
+        return;
+    }
+    /* Table full: the descriptor stays high and close-on-exec, unguarded. */
+}
+
+/* The number our code's fd stands for now (-1: lost). */
+PE_SIGSAFE int
+pe_fd_xlate(int fd)
+{
+    pe_fd_slot_t *s;
+
+    if (PE_LIKELY(!__atomic_load_n(&pe_fd_translating, __ATOMIC_ACQUIRE)) || !pe_fd_ours_ctx())
+        return fd;
+    s = pe_fd_by_virt(fd);
+    return s ? __atomic_load_n(&s->real, __ATOMIC_RELAXED) : fd;
+}
+
+/* Is this process the one the registry describes (not a vfork child)? */
+static int
+is_owner(void)
+{
+    return getpid() == __atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED);
+}
+
+/* The live slot at fd, checked to still be ours; a stale one is dropped. */
+pe_fd_slot_t *
+pe_fd_ours_at(int fd)
+{
+    pe_fd_slot_t *s = pe_fd_by_real(fd);
+
+    if (!s || !is_owner())
+        return NULL;
+    if (!pe_fd_same_file(s, fd)) {
+        pe_fd_mark_dead(s); /* closed behind our back and the number reused: it is the program's */
+        return NULL;
+    }
+    return s;
+}
+
+/*
+ * Where our descriptors go: near the top of the first 1024 (the numbers a
+ * program is least likely to expect free, and below select()'s FD_SETSIZE
+ * is irrelevant to us: civetweb polls), or in the upper half of a small
+ * RLIMIT_NOFILE.
+ */
+PE_SIGSAFE int
+pe_fd_high_base(void)
+{
+    struct rlimit rl;
+    long lim = 1024;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        lim = (long)rl.rlim_cur;
+    return lim > 128 ? (int)lim - 64 : (int)(lim / 2);
+}
+
+/* A copy of fd at a high number that no slot of ours knows by its old number. */
+PE_SIGSAFE int
+pe_fd_dup_high(int fd, int from)
+{
+    int n = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, from), n2;
+
+    while (n >= 0 && pe_fd_by_virt(n)) {
+        n2 = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, n + 1);
+        pe_fd_sys_close(n);
+        n = n2;
+    }
+    return n;
+}
+
+/* Move a descriptor our code just created up out of the program's way and register it. */
+PE_SIGSAFE int
+pe_fd_adopt(int fd, int kind)
+{
+    int base = pe_fd_high_base(), n;
+
+    if (fd >= 0 && fd < base && (n = pe_fd_dup_high(fd, base)) >= 0) {
+        pe_fd_sys_close(fd);
+        fd = n;
+    }
+    enroll(fd, kind);
+    return fd;
+}
+
+/* ---- our listening socket lost --------------------------------------------------- */
+
+void
+pe_fd_lost(pe_fd_slot_t *s, int virt)
+{
+    pe_fd_mark_dead(s);
+    if (s->kind == K_SOCK && !__atomic_exchange_n(&lost_listener_said, 1, __ATOMIC_RELAXED) &&
+        pe_fd_stderr_same())
+        pe_log_warn("the server's listening socket (fd %d) was closed behind our back; no more "
+                    "requests are served (pid %d)",
+                    virt, (int)getpid());
+}
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+void
+pe_fd_atfork_child(void)
+{
+    int i, r;
+
+    /* No server in the child: its copies of our sockets go (a daemon's
+       surviving child must not keep the port).  The unwinder's pipe stays. */
+    __atomic_store_n(&pe_fd_owner, getpid(), __ATOMIC_RELAXED);
+    for (i = 0; i < PE_FD_SLOTS; i++) {
+        int st = __atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE);
+        if ((st != S_LIVE && st != S_DEAD) || pe_fd_slots[i].kind == K_PIPE)
+            continue;
+        r = __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED);
+        if (st == S_LIVE && r >= 0 && pe_fd_same_file(&pe_fd_slots[i], r))
+            pe_fd_sys_close(r);
+        pe_fd_release(&pe_fd_slots[i]);
+    }
+}
+
+PE_SIGSAFE int
+pe_fd_is_ours(int fd)
+{
+    return pe_fd_by_real(fd) != NULL;
+}
+
+static struct {
+    int state; /* 0 not noted, 1 open, 2 closed at load */
+    dev_t dev;
+    ino_t ino;
+} err_at_load;
+
+void
+pe_fd_note_stderr(void)
+{
+    struct stat st;
+
+    pe_fd_resolve();
+    if (err_at_load.state)
+        return;
+    if (fstat(STDERR_FILENO, &st) == 0) {
+        err_at_load.dev = st.st_dev;
+        err_at_load.ino = st.st_ino;
+        err_at_load.state = 1;
+    } else {
+        err_at_load.state = 2;
+    }
+}
+
+int
+pe_fd_stderr_same(void)
+{
+    struct stat st;
+
+    if (err_at_load.state != 1)
+        return err_at_load.state == 0; /* not noted: say it as before */
+    return fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_at_load.dev &&
+           st.st_ino == err_at_load.ino;
+}

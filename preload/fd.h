@@ -1,0 +1,39 @@
+/*
+ * fd.h: the library's own descriptors, kept out of the program's way
+ * (preload/fd_hooks.c).
+ *
+ * Every descriptor created by our code (a thread of ours, or our unwinder on
+ * any thread) through socket, accept, pipe or pipe2 is moved to a high number
+ * at once (F_DUPFD_CLOEXEC, near 960 when RLIMIT_NOFILE allows), marked
+ * close-on-exec and registered.  The program's close, close_range and
+ * closefrom leave registered descriptors open (a close of one "succeeds");
+ * its dup2/dup3 onto one first moves ours to another number and then goes
+ * through, and our code keeps using the old number: calls made from our code
+ * on a moved descriptor are translated (poll, accept, read, write, recv, send,
+ * shutdown, setsockopt, getsockopt, getsockname, getpeername, fcntl64,
+ * close).  A registered descriptor found closed or replaced behind our back
+ * (a raw close syscall) is dropped: our code gets EBADF on it, never the
+ * program's descriptor; a listening socket lost so says it in one line.
+ *
+ * Signal-safe: pe_fd_* below are not, except where marked; the interposers
+ * are (our unwinder reads and writes its pipe in a signal handler).
+ */
+#ifndef PE_FD_H
+#define PE_FD_H
+
+#include "pe.h"
+
+/* In a fork child: close our sockets (no server runs there), keep the
+   unwinder's pipe (the child may still unwind); the child's own view. */
+void pe_fd_atfork_child(void);
+
+/* Record what fd 2 is now (the constructor: "at load"); first call wins. */
+void pe_fd_note_stderr(void);
+/* 1 if fd 2 is still the file it was at load: lines written later from our
+   threads go there only then, never into a file the program put in its place. */
+int pe_fd_stderr_same(void);
+
+/* 1 if fd is one of ours (registered, still open). */
+PE_SIGSAFE int pe_fd_is_ours(int fd);
+
+#endif /* PE_FD_H */
