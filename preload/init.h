@@ -17,7 +17,5 @@ PE_SIGSAFE int pe_init_active(void);
 void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
-/* Arrange for pe_sampler_thread_exiting/pe_threads_unregister at this thread's exit. */
-void pe_init_thread_exit_hook(void);
 
 #endif /* PE_INIT_H */
