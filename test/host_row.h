@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void
+static __attribute__((unused)) void
 row_fail(const char *fmt, ...)
 {
     va_list ap;
@@ -33,7 +33,7 @@ row_fail(const char *fmt, ...)
 }
 
 /* The row's work and checks passed: say so, then wait for EOF on stdin. */
-static void
+static __attribute__((unused)) void
 row_done(void)
 {
     char buf[256];
@@ -49,7 +49,7 @@ row_done(void)
     exit(0);
 }
 
-static void
+static __attribute__((unused)) void
 row_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -58,7 +58,7 @@ row_sleep_ms(long ms)
         ;
 }
 
-static double
+static __attribute__((unused)) double
 row_now(void)
 {
     struct timespec ts;
@@ -73,7 +73,7 @@ row_now(void)
  * request running (the socket is close-on-exec and never read).  Returns 0 when
  * the request was sent.
  */
-static int
+static __attribute__((unused)) int
 row_self_request(const char *path)
 {
     const char *pf = getenv("PROFEP_PORT_FILE"), *p;
