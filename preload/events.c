@@ -54,7 +54,8 @@ pe_event_thread_start(void)
        pthread_setspecific never allocates. */
     if (exit_key_ok && pthread_setspecific(exit_key, (void *)1) == 0)
         pe_threads_publish_tls(); /* it will unregister before its TLS goes */
-    pe_sampler_thread_started();
+    if (!pe_event_foreign()) /* a raw clone child's copy of our state arms nothing */
+        pe_sampler_thread_started();
 }
 
 /* ---- fork ------------------------------------------------------------------------ */

@@ -87,7 +87,10 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
  * (sigq_inflight: raised before the check, lowered after the syscall), after
  * which everything we ever sent is already pending and can be drained.
  * Every send stops, not only those to the leaving thread: exec from any
- * thread kills the others, and a send never waits for it.
+ * thread kills the others, and a send never waits for it.  At exec the
+ * kernel frees the other threads' pending signals with them; the exec'ing
+ * thread keeps its own pending set (drained by the sampler) and the shared
+ * one (we never send there), even when it is not the main thread.
  */
 static int exec_pending;  /* threads about to exec (writer: exec_begin/end; reader: senders) */
 static int sigq_inflight; /* sends between the check and the syscall's return */
