@@ -27,6 +27,7 @@ static pid_t owner_pid;           /* the process our state belongs to (construct
 static pthread_key_t exit_key;    /* its destructor is the thread-exit event */
 static int exit_key_ok;
 static PE_TLS sigset_t fork_mask; /* the forking thread's mask, restored after fork */
+static PE_TLS int fork_masked;    /* fork_mask holds it (prepare ran) */
 
 PE_SIGSAFE int
 pe_event_foreign(void)
@@ -66,11 +67,13 @@ static void
 fork_prepare(void)
 {
     pe_sampler_before_fork(&fork_mask);
+    fork_masked = 1;
 }
 
 static void
 fork_parent(void)
 {
+    fork_masked = 0;
     pe_sampler_after_fork(0, &fork_mask);
 }
 
@@ -78,6 +81,14 @@ fork_parent(void)
 static void
 fork_child(void)
 {
+    pe_event_fork_child();
+}
+
+void
+pe_event_fork_child(void)
+{
+    sigset_t cur;
+
     __atomic_store_n(&owner_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
     /* Our threads did not survive the fork: the child runs no server and no
        timers (SPEC: a fork child stays dormant), but its allocations still
@@ -90,7 +101,12 @@ fork_child(void)
     pe_peek_atfork_child();
     pe_http_atfork_child();
     pe_init_go_dormant();
-    pe_sampler_after_fork(1, &fork_mask); /* last: it unblocks the signal */
+    /* last: it unblocks the signal (after _Fork, which ran no prepare, the
+       mask stays as it is) */
+    if (!fork_masked)
+        pthread_sigmask(SIG_SETMASK, NULL, &cur);
+    pe_sampler_after_fork(1, fork_masked ? &fork_mask : &cur);
+    fork_masked = 0;
 }
 
 void

@@ -12,7 +12,8 @@
  * the hooks only change what is the child's own (its signal dispositions) and
  * never write a shared table.
  *
- * Signal-safe: pe_event_foreign only.
+ * Signal-safe: pe_event_foreign; pe_event_fork_child only in a child of _Fork
+ * (it takes no lock that a vanished thread could hold).
  */
 #ifndef PE_EVENTS_H
 #define PE_EVENTS_H
@@ -23,6 +24,13 @@
 void pe_event_init(void);
 /* 1 when this process is not the owner of the library's state (see above). */
 PE_SIGSAFE int pe_event_foreign(void);
+
+/*
+ * In a fork child, before anything else: our state as a dormant child's.  The
+ * fork handlers call it; so does the _Fork interposer (glibc's _Fork runs no
+ * fork handlers).
+ */
+void pe_event_fork_child(void);
 
 /* First thing on every application thread made through pthread_create (active library). */
 void pe_event_thread_start(void);

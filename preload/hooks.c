@@ -171,6 +171,48 @@ fexecve(int fd, char *const argv[], char *const envp[])
     return exec_failed(&x);
 }
 
+static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
+static pid_t (*real_fork_raw)(void);
+static void *next_symbol(void *slot, const char *name);
+
+PE_EXPORT int
+execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    int (*real)(int, const char *, char *const[], char *const[], int) =
+        next_symbol(&real_execveat, "execveat");
+    pe_event_exec_t x;
+
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pe_event_exec_before(&x);
+    real(dirfd, path, argv, envp, flags);
+    return exec_failed(&x);
+}
+
+/* glibc's async-signal-safe fork: it runs no fork handlers, so the child's
+   event is sent from here. */
+PE_EXPORT pid_t
+_Fork(void)
+{
+    pid_t (*real)(void) = next_symbol(&real_fork_raw, "_Fork");
+    pid_t pid;
+    int saved;
+
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid = real();
+    if (pid == 0) {
+        saved = errno;
+        pe_event_fork_child();
+        errno = saved;
+    }
+    return pid;
+}
+
 PE_EXPORT int
 execv(const char *path, char *const argv[])
 {
@@ -279,6 +321,15 @@ next_symbol(void *slot, const char *name)
         __atomic_store_n(sp, p, __ATOMIC_RELEASE);
     }
     return p;
+}
+
+void
+pe_hooks_resolve(void)
+{
+    /* Now, outside any signal: _Fork may be called from a signal handler,
+       where dlsym is not safe. */
+    (void)next_symbol(&real_fork_raw, "_Fork");
+    (void)next_symbol(&real_execveat, "execveat");
 }
 
 PE_EXPORT int

@@ -82,6 +82,7 @@ pe_init(void)
        calls pthread_exit. */
     pe_threads_publish_tls();
     pe_event_init(); /* the thread-exit key (a low index) and the fork handlers */
+    pe_hooks_resolve();
     if (pe_unwind_init() < 0)
         pe_log_warn("libunwind unavailable; stacks are taken by frame pointers only");
     (void)pe_heap_init(pe_cfg.heap_rate); /* says why itself when it cannot work */

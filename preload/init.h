@@ -18,4 +18,7 @@ void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
 
+/* Resolve the next definitions the interposers look up themselves (hooks.c); constructor. */
+void pe_hooks_resolve(void);
+
 #endif /* PE_INIT_H */

@@ -5,7 +5,8 @@
  * fork handlers run) whose child allocates and then execs /bin/true, (b) a
  * clone(CLONE_VM|CLONE_VFORK) child, as glibc's posix_spawn makes, that
  * execs /bin/true, and (c) a fork-like clone child that just allocates and
- * exits 5.  Every status is checked.  Our state in these children is the
+ * exits 5, and (d) glibc's _Fork (no fork handlers run) whose child execs
+ * /bin/true.  Every status is checked.  Our state in these children is the
  * parent's (stale or shared): the library must not write it.
  */
 #include <pthread.h>
@@ -80,6 +81,21 @@ main(void)
         one(child_exec, (void *)1, 0, stack, 0);
         one(child_exec, NULL, CLONE_VM | CLONE_VFORK, stack, 0);
         one(child_alloc, NULL, 0, stack, 5);
+        {
+            int status;
+            pid_t pid = _Fork();
+            if (pid < 0)
+                row_fail("_Fork: %s", strerror(errno));
+            if (pid == 0) {
+                execl("/bin/true", "true", (char *)NULL);
+                _exit(127);
+            }
+            while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                    row_fail("waitpid: %s", strerror(errno));
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                row_fail("_Fork child: status 0x%x", status);
+        }
         n++;
     }
     stop = 1;

@@ -2,14 +2,17 @@
  * p_host_exec_huge (host-matrix row): a program that re-execs itself with
  * ~1.6 MB of arguments, GENS times (PE_ROW_GENS, default 8), ~250 ms of work
  * with a second thread in each image: a daemon's reload or binary upgrade.
- * Each image checks the arguments it got.  With PE_ROW_SELF_WALL=1 each image
+ * Each image checks the arguments it got; odd generations exec with execveat.  With PE_ROW_SELF_WALL=1 each image
  * first asks its own server for a 1000 Hz wall-clock profile, so that every
  * exec lands inside it (issue 15, point 1: our SIGPROF queued to the thread
  * in execve used to kill the new image, status 155).
  */
+#include <fcntl.h>
 #include <pthread.h>
 
 #include "host_row.h"
+
+extern char **environ;
 
 #define NARGS 400
 #define ARGLEN 4000 /* 400 x 4000 = 1.6 MB */
@@ -71,7 +74,10 @@ main(int argc, char **argv)
         nargv[2 + i][ARGLEN - 1] = '\0';
     }
     nargv[2 + NARGS] = NULL;
-    execv("/proc/self/exe", nargv);
-    row_fail("execv: %s", strerror(errno));
+    if (gen % 2) /* glibc 2.34's execveat too */
+        execveat(AT_FDCWD, "/proc/self/exe", nargv, environ, 0);
+    else
+        execv("/proc/self/exe", nargv);
+    row_fail("exec: %s", strerror(errno));
     return 1;
 }
