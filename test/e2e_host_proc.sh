@@ -39,7 +39,7 @@ start_row() {
     PE_PID=$!
     exec 7>$T/in # the row's stdin: EOF once closed
     pf=$T/port.$PE_PID
-    for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.05; done
+    for _ in $(seq 200); do [ -s "$pf" ] && break; sleep 0.05; done
     PE_ADDR=$(cat "$pf" 2>/dev/null)
 }
 # wait_done: until the row says HOST-ROW-DONE or exits (60 s at most)
@@ -63,7 +63,7 @@ stop_row() {
 # ---- 1. exec while a wall-clock profile runs ----------------------------------------
 for prog in p_host_exec_huge p_host_exec_thread; do
     n=0 good=0
-    for _ in 1 2 3 4; do
+    for _ in 1 2 3; do
         rc=$(run_row $prog PE_ROW_SELF_WALL=1 PE_ROW_GENS=3)
         n=$((n + 1))
         if [ "$rc" = 0 ] && grep -q HOST-ROW-DONE $T/$prog.out; then good=$((good + 1)); else
@@ -98,7 +98,7 @@ for prog in p_host_system p_host_spawn; do
     rm -f $T/in; mkfifo $T/in
     PE_OUT=$T/$prog.out PE_ERR=$T/$prog.err
     ( trap "" HUP; exec env PROFEP_CHILDREN=off PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$T/port.%p" LD_PRELOAD="$LIB" \
-        PROFEP_PEEK_SIGNAL=HUP PROFEP_PEEK_SECONDS=0.2 PE_ROW_SECONDS=1.5 $P/$prog \
+        PROFEP_PEEK_SIGNAL=HUP PROFEP_PEEK_SECONDS=0.2 PE_ROW_SECONDS=1 $P/$prog \
         <$T/in >$PE_OUT 2>$PE_ERR ) &
     PE_PID=$!
     exec 7>$T/in
