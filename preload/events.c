@@ -23,8 +23,8 @@
 #include "init.h"
 #include "threads.h"
 
-static pid_t owner_pid;           /* the process our state belongs to (constructor, fork child) */
-static pthread_key_t exit_key;    /* its destructor is the thread-exit event */
+static pid_t owner_pid;        /* the process our state belongs to (constructor, fork child) */
+static pthread_key_t exit_key; /* its destructor is the thread-exit event */
 static int exit_key_ok;
 static PE_TLS sigset_t fork_mask; /* the forking thread's mask, restored after fork */
 static PE_TLS int fork_masked;    /* fork_mask holds it (prepare ran) */
@@ -55,7 +55,8 @@ pe_event_thread_start(void)
        pthread_setspecific never allocates. */
     if (exit_key_ok && pthread_setspecific(exit_key, (void *)1) == 0)
         pe_threads_publish_tls(); /* it will unregister before its TLS goes */
-    if (!pe_event_foreign()) /* a raw clone child's copy of our state arms nothing */
+    /* a raw clone child's copy of our state arms nothing */
+    if (!pe_event_foreign())
         pe_sampler_thread_started();
 }
 

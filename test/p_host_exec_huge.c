@@ -2,10 +2,11 @@
  * p_host_exec_huge (host-matrix row): a program that re-execs itself with
  * ~1.6 MB of arguments, GENS times (PE_ROW_GENS, default 8), ~250 ms of work
  * with a second thread in each image: a daemon's reload or binary upgrade.
- * Each image checks the arguments it got; odd generations exec with execveat.  With PE_ROW_SELF_WALL=1 each image
- * first asks its own server for a 1000 Hz wall-clock profile, so that every
- * exec lands inside it (issue 15, point 1: our SIGPROF queued to the thread
- * in execve used to kill the new image, status 155).
+ * Each image checks the arguments it got; odd generations exec with
+ * execveat.  With PE_ROW_SELF_WALL=1 each image first asks its own server
+ * for a 1000 Hz wall-clock profile, so that every exec lands inside it
+ * (issue 15, point 1: our SIGPROF queued to the thread in execve used to
+ * kill the new image, status 155).
  */
 #include <fcntl.h>
 #include <pthread.h>

@@ -20,8 +20,8 @@ expect(const char *what, sighandler_t got)
     struct sigaction sa;
 
     if (got != SIG_ERR || errno != EINVAL) {
-        printf("%s(SIGUSR1, SIG_ERR) returned %p errno %d, not SIG_ERR/EINVAL\n", what,
-               (void *)got, errno);
+        printf("%s(SIGUSR1, SIG_ERR) returned %p errno %d, not SIG_ERR/EINVAL\n", what, (void *)got,
+               errno);
         failures++;
     }
     if (sigaction(SIGUSR1, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL) {
