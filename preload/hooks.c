@@ -1,14 +1,18 @@
 /*
  * hooks.c: the process-level interposers: pthread_create (thread registry,
- * unwinder priming, CPU timers for new threads), dlopen/dlclose/dl_iterate_phdr
- * (keep the loader out of our signal handler), fork and the exec family (no
- * profiling signal crosses them), and sigaction/signal (our threads never
- * change a disposition; SIGPROF stays ours while a profile runs).
- * Each wrapper is thin and forwards to pe_real; the logic lives in the modules.
+ * thread-start event), dlopen/dlclose/dl_iterate_phdr (keep the loader out of
+ * our signal handler), the exec family and posix_spawn/system/popen (their
+ * events: no profiling signal crosses them, a program's SIG_IGN does), and
+ * sigaction/signal (our threads never change a disposition; SIGPROF stays
+ * ours while a profile runs).  Fork needs no interposer: events.c hears of
+ * every fork through pthread_atfork.  Each wrapper is thin and forwards to
+ * pe_real; the logic lives in events.c and the modules.
  */
 #include <alloca.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +20,7 @@
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../sampler/unwind.h"
+#include "events.h"
 #include "guard.h"
 #include "init.h"
 #include "real.h"
@@ -48,11 +53,8 @@ thread_trampoline(void *p)
     pe_tls.internal = t->internal;
     pe_threads_register(t->create_pcs, t->ncreate);
     pe_real.free(t);
-    if (!pe_tls.internal && pe_init_active()) {
-        pe_unwind_prime_thread();
-        pe_init_thread_exit_hook();
-        pe_sampler_thread_started();
-    }
+    if (!pe_tls.internal && pe_init_active())
+        pe_event_thread_start();
     return start(arg);
 }
 
@@ -124,27 +126,14 @@ dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
     return pe_real.dl_iterate_phdr(cb, data);
 }
 
-/* ---- fork and exec --------------------------------------------------------------- */
-
-PE_EXPORT pid_t
-fork(void)
-{
-    sigset_t saved;
-    pid_t pid;
-
-    pe_real_init();
-    pe_sampler_before_fork(&saved);
-    pid = pe_real.fork();
-    pe_sampler_after_fork(pid == 0, &saved);
-    return pid;
-}
+/* ---- exec and spawn --------------------------------------------------------------- */
 
 static int
-exec_failed(void)
+exec_failed(pe_event_exec_t *x)
 {
     int saved = errno;
 
-    pe_sampler_after_exec_failed();
+    pe_event_exec_failed(x);
     errno = saved;
     return -1;
 }
@@ -152,28 +141,76 @@ exec_failed(void)
 PE_EXPORT int
 execve(const char *path, char *const argv[], char *const envp[])
 {
+    pe_event_exec_t x;
+
     pe_real_init();
-    pe_sampler_before_exec();
+    pe_event_exec_before(&x);
     pe_real.execve(path, argv, envp);
-    return exec_failed();
+    return exec_failed(&x);
 }
 
 PE_EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
+    pe_event_exec_t x;
+
     pe_real_init();
-    pe_sampler_before_exec();
+    pe_event_exec_before(&x);
     pe_real.execvpe(file, argv, envp);
-    return exec_failed();
+    return exec_failed(&x);
 }
 
 PE_EXPORT int
 fexecve(int fd, char *const argv[], char *const envp[])
 {
+    pe_event_exec_t x;
+
     pe_real_init();
-    pe_sampler_before_exec();
+    pe_event_exec_before(&x);
     pe_real.fexecve(fd, argv, envp);
-    return exec_failed();
+    return exec_failed(&x);
+}
+
+static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
+static pid_t (*real_fork_raw)(void);
+static void *next_symbol(void *slot, const char *name);
+
+PE_EXPORT int
+execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    int (*real)(int, const char *, char *const[], char *const[], int) =
+        next_symbol(&real_execveat, "execveat");
+    pe_event_exec_t x;
+
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pe_event_exec_before(&x);
+    real(dirfd, path, argv, envp, flags);
+    return exec_failed(&x);
+}
+
+/* glibc's async-signal-safe fork: it runs no fork handlers, so the child's
+   event is sent from here. */
+PE_EXPORT pid_t
+_Fork(void)
+{
+    pid_t (*real)(void) = next_symbol(&real_fork_raw, "_Fork");
+    pid_t pid;
+    int saved;
+
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid = real();
+    if (pid == 0) {
+        saved = errno;
+        pe_event_fork_child();
+        errno = saved;
+    }
+    return pid;
 }
 
 PE_EXPORT int
@@ -260,6 +297,110 @@ execle(const char *path, const char *arg, ...)
     return execve(path, argv, envp);
 }
 
+/*
+ * posix_spawn, posix_spawnp, system, popen: glibc's spawn child resets every
+ * handled signal to SIG_DFL and execs through its internal execve, past our
+ * exec wrappers; the spawn event hands the program's SIG_IGN on meanwhile.
+ * system and popen spawn through glibc's internal posix_spawn, hence their
+ * own wrappers.  Resolved here, on first use, not in pe_real: only these use them.
+ */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+static spawn_fn real_posix_spawn, real_posix_spawnp;
+static int (*real_system)(const char *);
+static FILE *(*real_popen)(const char *, const char *);
+
+static void *
+next_symbol(void *slot, const char *name)
+{
+    void **sp = slot, *p = __atomic_load_n(sp, __ATOMIC_ACQUIRE);
+
+    if (!p) {
+        pe_real_init();
+        p = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(sp, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+void
+pe_hooks_resolve(void)
+{
+    /* Now, outside any signal: _Fork may be called from a signal handler,
+       where dlsym is not safe. */
+    (void)next_symbol(&real_fork_raw, "_Fork");
+    (void)next_symbol(&real_execveat, "execveat");
+}
+
+PE_EXPORT int
+posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    spawn_fn real = next_symbol(&real_posix_spawn, "posix_spawn");
+    int rc;
+
+    if (!real)
+        return ENOSYS;
+    pe_event_spawn_begin();
+    rc = real(pid, path, fa, attr, argv, envp);
+    pe_event_spawn_end();
+    return rc;
+}
+
+PE_EXPORT int
+posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    spawn_fn real = next_symbol(&real_posix_spawnp, "posix_spawnp");
+    int rc;
+
+    if (!real)
+        return ENOSYS;
+    pe_event_spawn_begin();
+    rc = real(pid, file, fa, attr, argv, envp);
+    pe_event_spawn_end();
+    return rc;
+}
+
+PE_EXPORT int
+system(const char *command)
+{
+    int (*real)(const char *) = next_symbol(&real_system, "system");
+    int rc, saved;
+
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    /* The whole call: glibc's system() spawns and then waits; the window
+       cannot end at the spawn without rewriting it. */
+    pe_event_spawn_begin();
+    rc = real(command);
+    saved = errno;
+    pe_event_spawn_end();
+    errno = saved;
+    return rc;
+}
+
+PE_EXPORT FILE *
+popen(const char *command, const char *type)
+{
+    FILE *(*real)(const char *, const char *) = next_symbol(&real_popen, "popen");
+    FILE *f;
+    int saved;
+
+    if (!real) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    pe_event_spawn_begin();
+    f = real(command, type);
+    saved = errno;
+    pe_event_spawn_end();
+    errno = saved;
+    return f;
+}
+
 /* ---- signal dispositions ------------------------------------------------------- */
 
 PE_EXPORT int
@@ -285,13 +426,17 @@ signal(int signum, sighandler_t handler)
 {
     struct sigaction sa, old;
 
-    /* glibc's signal() has BSD semantics: SA_RESTART, handler not reset. */
+    /* glibc's signal() has BSD semantics: SA_RESTART, handler not reset.
+       SIG_ERR is no handler: glibc refuses it (the kernel would take it as one). */
+    if (handler == SIG_ERR || signum <= 0 || signum >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (signum > 0 && signum < NSIG)
-        sigaddset(&sa.sa_mask, signum);
+    sigaddset(&sa.sa_mask, signum);
     if (sigaction(signum, &sa, &old) < 0)
         return SIG_ERR;
     return old.sa_handler;
@@ -357,7 +502,7 @@ sigset(int signum, sighandler_t disp)
     struct sigaction sa, old;
     sigset_t set, oset;
 
-    if (signum <= 0 || signum >= NSIG) {
+    if (disp == SIG_ERR || signum <= 0 || signum >= NSIG) {
         errno = EINVAL;
         return SIG_ERR;
     }

@@ -1,8 +1,8 @@
 /*
- * init.c: the constructor and the order in which modules start, the fork
- * child's dormancy, and exit.  Start-up runs once, single-threaded, before
- * main; anything slow (binding, civetweb's threads) happens on our own
- * server thread so the program's start is not delayed.
+ * init.c: the constructor and the order in which modules start, and exit
+ * (fork, exec and thread events are events.c's).  Start-up runs once,
+ * single-threaded, before main; anything slow (binding, civetweb's threads)
+ * happens on our own server thread so the program's start is not delayed.
  */
 #include <fnmatch.h>
 #include <pthread.h>
@@ -16,47 +16,12 @@
 #include "../sampler/sampler.h"
 #include "../sampler/unwind.h"
 #include "config.h"
+#include "events.h"
 #include "guard.h"
 #include "init.h"
 #include "log.h"
 #include "real.h"
 #include "threads.h"
-
-static pthread_key_t exit_key;
-static int exit_key_ok;
-
-/* ---- thread exit ---------------------------------------------------------------- */
-
-static void
-thread_exit(void *unused)
-{
-    pe_sampler_thread_exiting();
-    pe_threads_unregister();
-    pe_stripe_release();
-}
-
-void
-pe_init_thread_exit_hook(void)
-{
-    /* The key was created in the constructor, so its index is low and
-       pthread_setspecific never allocates. */
-    if (exit_key_ok && pthread_setspecific(exit_key, (void *)1) == 0)
-        pe_threads_publish_tls(); /* it will unregister before its TLS goes */
-}
-
-/* ---- fork ----------------------------------------------------------------------- */
-
-static void
-atfork_child(void)
-{
-    /* Our threads did not survive the fork: the child runs no server and no
-       timers (SPEC: a fork child stays dormant), but its allocations still
-       go through the heap hooks (lock-free: nothing to find held). */
-    pe_heap_atfork_child();
-    pe_threads_atfork_child();
-    pe_http_atfork_child();
-    pe_init_go_dormant();
-}
 
 /* ---- PROFEP_CHILDREN=off: take ourselves out of LD_PRELOAD ------------------------ */
 
@@ -117,15 +82,14 @@ pe_init(void)
     /* The main thread's TLS stays until the process ends, even when it
        calls pthread_exit. */
     pe_threads_publish_tls();
-    if (pthread_key_create(&exit_key, thread_exit) == 0)
-        exit_key_ok = 1;
+    pe_event_init(); /* the thread-exit key (a low index) and the fork handlers */
+    pe_hooks_resolve();
     if (pe_unwind_init() < 0)
         pe_log_warn("libunwind unavailable; stacks are taken by frame pointers only");
     (void)pe_heap_init(pe_cfg.heap_rate); /* says why itself when it cannot work */
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
     (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
-    pthread_atfork(NULL, NULL, atfork_child);
     pe_init_set_active();
     if (!pe_cfg.server_off && pe_http_start() < 0)
         pe_init_go_dormant();

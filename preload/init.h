@@ -17,7 +17,8 @@ PE_SIGSAFE int pe_init_active(void);
 void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
-/* Arrange for pe_sampler_thread_exiting/pe_threads_unregister at this thread's exit. */
-void pe_init_thread_exit_hook(void);
+
+/* Resolve the next definitions the interposers look up themselves (hooks.c); constructor. */
+void pe_hooks_resolve(void);
 
 #endif /* PE_INIT_H */

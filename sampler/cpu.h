@@ -53,7 +53,8 @@
 #define PE_RING_STATE_SHIFT 8
 #define PE_RING_STATE(flags) (((flags) >> PE_RING_STATE_SHIFT) & 15u)
 
-/* Send PE_SAMPLER_SIG to thread tid of this process with value v.  0 or -errno. */
+/* Send PE_SAMPLER_SIG to thread tid of this process with value v.  0 or -errno
+   (-EAGAIN while a thread is about to exec: see pe_cpu_exec_begin). */
 int pe_cpu_sigq_send(pid_t tid, uint64_t v);
 /* 1 once pe_cpu_sigq_send was used (exec then drains our pending signal). */
 extern int pe_cpu_sent;
@@ -99,10 +100,22 @@ int pe_cpu_sig_program_owns(void);
 void pe_cpu_sig_release(void);
 /* The program's stored disposition, for chaining from the handler. */
 PE_SIGSAFE void pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc);
-/* exec: make the kernel's disposition the program's before the image goes. */
-void pe_cpu_sig_before_exec(void);
-void pe_cpu_sig_after_exec_failed(void);
-/* fork child: forget the lock state. */
+/*
+ * Hand SIG_IGN on (exec, spawn): while begun, a program's SIG_IGN is the
+ * kernel's disposition instead of our handler.  Not foreign: reference
+ * counted, returns 0; end restores ours at the last end.  Foreign (a vfork
+ * child): only this process's disposition changes; returns a token for end.
+ */
+int pe_cpu_sig_handon_begin(int foreign);
+void pe_cpu_sig_handon_end(int foreign, int token);
+/*
+ * exec: from begin until end (or the exec), pe_cpu_sigq_send sends nothing
+ * (returns -EAGAIN), and begin returns once no send is in flight, so every
+ * signal we queued is already pending.  Not for a foreign child.
+ */
+void pe_cpu_exec_begin(void);
+void pe_cpu_exec_end(void);
+/* fork child: forget the lock state, hand-on and exec counts. */
 void pe_cpu_sig_atfork_child(void);
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
    program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */

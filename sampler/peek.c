@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <string.h>
@@ -27,7 +28,10 @@ static int peek_sig;          /* the configured signal, 0 = off (constructor) */
 static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
 static struct sigaction orig; /* the program's disposition at start-up */
 static int installed;         /* our handler is the kernel's (writer: sigaction paths) */
-static int exec_changed;
+/* Hand-on of the program's SIG_IGN (exec, spawn): users and whether the kernel
+   has SIG_IGN because of it; under plock, as are the program's sigaction calls. */
+static int plock;
+static int handon_users, handon_applied;
 
 /* ---- the handler ------------------------------------------------------------------ */
 
@@ -164,21 +168,51 @@ pe_peek_init(void)
     return 0;
 }
 
+/*
+ * plock is held only around a sigaction call, with every signal blocked: a
+ * handler that calls sigaction cannot then interrupt its own thread's holder.
+ */
+static void
+plock_take(sigset_t *saved)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, saved);
+    while (__atomic_exchange_n(&plock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void
+plock_drop(const sigset_t *saved)
+{
+    __atomic_store_n(&plock, 0, __ATOMIC_RELEASE);
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
 int
 pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old, int *rc)
 {
     struct sigaction prev;
+    sigset_t saved;
+    int was_installed = 0;
 
     if (!peek_sig || signum != peek_sig)
         return 0;
+    plock_take(&saved);
     *rc = pe_real.sigaction(signum, act, old ? &prev : NULL);
+    if (*rc == 0 && act) { /* the program's own now: no hand-on to undo, no peek */
+        handon_applied = 0;
+        was_installed = __atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL);
+    }
+    plock_drop(&saved);
     if (*rc < 0)
         return 1;
     if (old) {
         /* the program sees what it would have without us */
         *old = (!(prev.sa_flags & SA_SIGINFO) || prev.sa_sigaction != peek_handler) ? prev : orig;
     }
-    if (act && __atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL)) {
+    if (was_installed) {
         const char *name = sigabbrev_np(signum);
         pe_log_info("the program set its own SIG%s disposition: PROFEP_PEEK_SIGNAL peek disabled",
                     name ? name : "?");
@@ -186,30 +220,58 @@ pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old
     return 1;
 }
 
-void
-pe_peek_before_exec(void)
+static int
+orig_ignored(void)
 {
-    /* exec resets a handled signal to SIG_DFL, but the program's SIG_IGN must survive */
-    if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && orig.sa_handler == SIG_IGN &&
-        !(orig.sa_flags & SA_SIGINFO)) {
+    return orig.sa_handler == SIG_IGN && !(orig.sa_flags & SA_SIGINFO);
+}
+
+int
+pe_peek_handon_begin(int foreign)
+{
+    sigset_t saved;
+
+    if (!peek_sig || !orig_ignored())
+        return 0;
+    if (foreign) /* a vfork child: its own disposition only, nothing shared written */
+        return __atomic_load_n(&installed, __ATOMIC_ACQUIRE) &&
+               pe_real.sigaction(peek_sig, &orig, NULL) == 0;
+    plock_take(&saved);
+    if (handon_users++ == 0 && __atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
         pe_real.sigaction(peek_sig, &orig, NULL);
-        exec_changed = 1;
+        handon_applied = 1;
     }
+    plock_drop(&saved);
+    return 0;
 }
 
 void
-pe_peek_after_exec_failed(void)
+pe_peek_handon_end(int foreign, int token)
 {
-    if (exec_changed) {
-        install();
-        exec_changed = 0;
+    sigset_t saved;
+
+    if (!peek_sig || !orig_ignored())
+        return;
+    if (foreign) {
+        if (token)
+            install();
+        return;
     }
+    plock_take(&saved);
+    if (handon_users > 0 && --handon_users == 0 && handon_applied) {
+        handon_applied = 0;
+        if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+            install();
+    }
+    plock_drop(&saved);
 }
 
 void
 pe_peek_atfork_child(void)
 {
     /* the peek thread did not survive: the child is dormant, its signal the program's */
+    plock = 0;
+    handon_users = handon_applied = 0;
     if (__atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL))
         pe_real.sigaction(peek_sig, &orig, NULL);
 }

@@ -24,9 +24,15 @@ int pe_peek_init(void);
  * itself (*rc then holds sigaction's result), 0 when the signal is not ours.
  */
 int pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old, int *rc);
-/* exec: hand the program's SIG_IGN on to the new image; restore if exec failed. */
-void pe_peek_before_exec(void);
-void pe_peek_after_exec_failed(void);
+/*
+ * exec and spawn (preload/events.c): while begun, a program's SIG_IGN for the
+ * peek signal is the kernel's disposition, so exec and glibc's spawn child
+ * hand it on (a peek signal meanwhile is ignored, as the program asked).
+ * Not foreign: reference counted, returns 0.  Foreign (a vfork child): only
+ * that child's disposition; returns a token for end.
+ */
+int pe_peek_handon_begin(int foreign);
+void pe_peek_handon_end(int foreign, int token);
 /* fork child (dormant): the program's disposition again. */
 void pe_peek_atfork_child(void);
 

@@ -670,46 +670,70 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         nwin = 0;
         nkind[K_CPU] = nkind[K_WALL] = 0;
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
-        pe_stacks_atfork_child();
-        pe_peek_atfork_child();
         pe_cpu_sig_atfork_child();
     }
     pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
-void
-pe_sampler_before_exec(void)
+/* Take every signal of ours pending on this thread (the signal is blocked). */
+static void
+drain_ours(const sigset_t *s)
+{
+    struct timespec zero = {0, 0};
+    siginfo_t si;
+
+    while (sigtimedwait(s, &si, &zero) == PE_SAMPLER_SIG) {
+        uint64_t v = (uint64_t)(uintptr_t)si.si_value.sival_ptr;
+        if (si.si_code != SI_TIMER && !(si.si_code == SI_QUEUE && (v >> 48) == PE_SIGQ_TAG)) {
+            /* not ours: leave it for the program (one standard signal pends at most) */
+            syscall(SYS_tgkill, getpid(), pe_gettid(), PE_SAMPLER_SIG);
+            break;
+        }
+    }
+}
+
+int
+pe_sampler_before_exec(int foreign)
 {
     sigset_t s, saved;
-    struct timespec zero = {0, 0};
 
+    if (foreign) /* a vfork child: its pending set is its own and empty of ours */
+        return pe_cpu_sig_handon_begin(1);
     sigemptyset(&s);
     sigaddset(&s, PE_SAMPLER_SIG);
     pthread_sigmask(SIG_BLOCK, &s, &saved);
+    pe_cpu_exec_begin(); /* no more sends; those in flight have landed */
     pe_sampler_thread_exiting();
-    pe_cpu_sig_before_exec();
-    pe_peek_before_exec();
-    /* a signal of ours already pending on this thread must not reach the new image */
-    if (!sigismember(&saved, PE_SAMPLER_SIG) &&
-        (__atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED) ||
-         __atomic_load_n(&pe_cpu_sent, __ATOMIC_RELAXED))) {
-        siginfo_t si;
-        while (sigtimedwait(&s, &si, &zero) == PE_SAMPLER_SIG) {
-            uint64_t v = (uint64_t)(uintptr_t)si.si_value.sival_ptr;
-            if (si.si_code != SI_TIMER && !(si.si_code == SI_QUEUE && (v >> 48) == PE_SIGQ_TAG)) {
-                /* not ours: leave it for the program */
-                syscall(SYS_tgkill, getpid(), pe_gettid(), PE_SAMPLER_SIG);
-                break;
-            }
-        }
-    }
+    (void)pe_cpu_sig_handon_begin(0);
+    /* A signal of ours already pending on this thread must not reach the new
+       image, even when the program blocks the signal (it may unblock it). */
+    if (__atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&pe_cpu_sent, __ATOMIC_RELAXED))
+        drain_ours(&s);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return 0;
 }
 
 void
-pe_sampler_after_exec_failed(void)
+pe_sampler_after_exec_failed(int foreign, int token)
 {
-    pe_cpu_sig_after_exec_failed();
-    pe_peek_after_exec_failed();
+    if (foreign) {
+        pe_cpu_sig_handon_end(1, token);
+        return;
+    }
+    pe_cpu_sig_handon_end(0, 0);
+    pe_cpu_exec_end();
     /* the collector's next scan re-arms this thread */
+}
+
+void
+pe_sampler_spawn_begin(void)
+{
+    (void)pe_cpu_sig_handon_begin(0);
+}
+
+void
+pe_sampler_spawn_end(void)
+{
+    pe_cpu_sig_handon_end(0, 0);
 }

@@ -81,11 +81,24 @@ void pe_sampler_thread_exiting(void);
  */
 int pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *old);
 
-/* fork: block the profiling signal around the real fork; child forgets everything. */
+/*
+ * fork (preload/events.c): the profiling signal is blocked from before the
+ * fork (a fork restarted by signals again and again never ends) until after;
+ * the child forgets every window, timer and lock, then unblocks.
+ */
 void pe_sampler_before_fork(sigset_t *saved);
 void pe_sampler_after_fork(int child, const sigset_t *saved);
-/* exec: this thread's timer and pending signal must not reach the new image. */
-void pe_sampler_before_exec(void);
-void pe_sampler_after_exec_failed(void);
+/*
+ * exec: no signal of ours may reach the new image (its default action kills
+ * it): sends stop, this thread's timer goes, what is pending is drained, and
+ * a program's SIG_IGN is handed on.  `foreign` (a vfork child, events.h):
+ * only the hand-on, nothing shared is written.  Returns a token for
+ * pe_sampler_after_exec_failed, which undoes it all when exec returned.
+ */
+int pe_sampler_before_exec(int foreign);
+void pe_sampler_after_exec_failed(int foreign, int token);
+/* posix_spawn, system, popen: a program's SIG_IGN handed on meanwhile (events.h). */
+void pe_sampler_spawn_begin(void);
+void pe_sampler_spawn_end(void);
 
 #endif /* PE_SAMPLER_H */

@@ -78,12 +78,57 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
     return 0;
 }
 
+/*
+ * Exec and our queued signals: the kernel keeps an SI_QUEUE signal pending
+ * across execve (it flushes only timer signals), and the new image has no
+ * handler for it, so its default action would kill the program.  While any
+ * thread is between pe_cpu_exec_begin and its exec (or exec_end), no sender
+ * sends (exec_pending); exec_begin waits until no send is in flight
+ * (sigq_inflight: raised before the check, lowered after the syscall), after
+ * which everything we ever sent is already pending and can be drained.
+ * Every send stops, not only those to the leaving thread: exec from any
+ * thread kills the others, and a send never waits for it.  At exec the
+ * kernel frees the other threads' pending signals with them; the exec'ing
+ * thread keeps its own pending set (drained by the sampler) and the shared
+ * one (we never send there), even when it is not the main thread.
+ */
+static int exec_pending;  /* threads about to exec (writer: exec_begin/end; reader: senders) */
+static int sigq_inflight; /* sends between the check and the syscall's return */
+
+void
+pe_cpu_exec_begin(void)
+{
+    struct timespec ts = {0, 100000};
+    int spins = 0;
+
+    __atomic_add_fetch(&exec_pending, 1, __ATOMIC_SEQ_CST);
+    /* A sender that saw exec_pending == 0 is inside its syscall: a few us.
+       Bounded all the same (a sender preempted for long: ~1 s, then go on). */
+    while (__atomic_load_n(&sigq_inflight, __ATOMIC_SEQ_CST) != 0 && spins++ < 10000) {
+        if (spins < 100)
+            sched_yield();
+        else
+            nanosleep(&ts, NULL);
+    }
+}
+
+void
+pe_cpu_exec_end(void)
+{
+    __atomic_sub_fetch(&exec_pending, 1, __ATOMIC_SEQ_CST);
+}
+
 int
 pe_cpu_sigq_send(pid_t tid, uint64_t v)
 {
     siginfo_t si;
     int saved = errno, rc = 0;
 
+    __atomic_add_fetch(&sigq_inflight, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&exec_pending, __ATOMIC_SEQ_CST) != 0) {
+        __atomic_sub_fetch(&sigq_inflight, 1, __ATOMIC_SEQ_CST);
+        return -EAGAIN; /* a thread is about to exec: try again later */
+    }
     memset(&si, 0, sizeof(si));
     si.si_signo = PE_SAMPLER_SIG;
     si.si_code = SI_QUEUE; /* to our own process the kernel keeps it as given */
@@ -93,6 +138,7 @@ pe_cpu_sigq_send(pid_t tid, uint64_t v)
     __atomic_store_n(&pe_cpu_sent, 1, __ATOMIC_RELAXED);
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, PE_SAMPLER_SIG, &si) < 0)
         rc = -errno;
+    __atomic_sub_fetch(&sigq_inflight, 1, __ATOMIC_SEQ_CST);
     errno = saved;
     return rc;
 }
@@ -117,7 +163,6 @@ static int sig_lock;
 static int sig_owned;
 static struct sigaction prog_act[2];
 static int prog_cur;
-static int exec_changed;
 
 static void
 slock(void)
@@ -154,6 +199,16 @@ store_prog(const struct sigaction *sa)
     __atomic_store_n(&prog_cur, nxt, __ATOMIC_RELEASE);
 }
 
+static int handon_users;   /* under sig_lock: see pe_cpu_sig_handon_begin */
+static int handon_applied; /* the kernel has SIG_IGN because of the hand-on (sig_lock) */
+
+static int
+prog_ignores(void)
+{
+    const struct sigaction *pa = &prog_act[__atomic_load_n(&prog_cur, __ATOMIC_ACQUIRE)];
+    return !is_handler(pa) && pa->sa_handler == SIG_IGN;
+}
+
 static int
 install_ours(void)
 {
@@ -186,7 +241,9 @@ pe_cpu_sig_acquire(void)
         goto out;
     }
     store_prog(&cur);
-    if (install_ours() < 0) {
+    if (handon_users > 0 && prog_ignores()) {
+        handon_applied = 1; /* a spawn or exec is handing SIG_IGN on: ours when it ends */
+    } else if (install_ours() < 0) {
         rc = -errno;
         goto out;
     }
@@ -273,26 +330,48 @@ pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc)
     }
 }
 
-void
-pe_cpu_sig_before_exec(void)
+/*
+ * Hand-on of SIG_IGN: exec resets a handled signal to SIG_DFL (and glibc's
+ * spawn child does so itself), but a program that ignores SIGPROF must hand
+ * SIG_IGN on.  While hand-on users exist the kernel has the program's SIG_IGN
+ * instead of our handler (our signals meanwhile are discarded: samples lost,
+ * nothing else).  In a foreign child (a vfork child shares this memory) only
+ * the child's own disposition changes, and the token says so.
+ */
+int
+pe_cpu_sig_handon_begin(int foreign)
 {
-    /* exec resets a handled signal to SIG_DFL; a program that ignores SIGPROF
-       must hand SIG_IGN on to the new image */
+    if (foreign) {
+        if (__atomic_load_n(&sig_owned, __ATOMIC_ACQUIRE) && prog_ignores()) {
+            struct sigaction ign;
+            memset(&ign, 0, sizeof(ign));
+            ign.sa_handler = SIG_IGN;
+            return real_sigaction(PE_SAMPLER_SIG, &ign, NULL) == 0;
+        }
+        return 0;
+    }
     slock();
-    if (sig_owned && !is_handler(&prog_act[prog_cur]) && prog_act[prog_cur].sa_handler == SIG_IGN) {
+    if (handon_users++ == 0 && sig_owned && prog_ignores()) {
         real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
-        exec_changed = 1;
+        handon_applied = 1;
     }
     sunlock();
+    return 0;
 }
 
 void
-pe_cpu_sig_after_exec_failed(void)
+pe_cpu_sig_handon_end(int foreign, int token)
 {
+    if (foreign) {
+        if (token)
+            install_ours();
+        return;
+    }
     slock();
-    if (exec_changed) {
-        install_ours();
-        exec_changed = 0;
+    if (handon_users > 0 && --handon_users == 0 && handon_applied) {
+        handon_applied = 0;
+        if (sig_owned)
+            install_ours();
     }
     sunlock();
 }
@@ -301,4 +380,8 @@ void
 pe_cpu_sig_atfork_child(void)
 {
     sig_lock = 0;
+    handon_users = 0;
+    handon_applied = 0;
+    exec_pending = 0; /* other threads' exec is not this child's */
+    sigq_inflight = 0;
 }

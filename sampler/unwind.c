@@ -509,6 +509,19 @@ pe_unwind_dlclose_end(void)
     __atomic_sub_fetch(&pe_unwind_dlclose_busy, 1, __ATOMIC_SEQ_CST);
 }
 
+void
+pe_unwind_atfork_child(void)
+{
+    /* The threads that held pins, the rebuild lock or a dlclose count are
+       gone: their counts would hold the child's every dlclose (and snapshot
+       rebuild) forever.  Only this thread's own pin, if any, stays counted. */
+    memset(snap_readers, 0, sizeof(snap_readers));
+    if (snap_pin)
+        snap_readers[pe_stripe()].n[snap_pin - 1] = 1;
+    snap_lock = 0;
+    __atomic_store_n(&pe_unwind_dlclose_busy, 0, __ATOMIC_SEQ_CST);
+}
+
 PE_SIGSAFE int
 pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {

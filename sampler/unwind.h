@@ -51,6 +51,8 @@ extern int pe_unwind_dlclose_busy;    /* > 0 while any thread is inside dlclose 
  */
 void pe_unwind_dlclose_begin(void);
 void pe_unwind_dlclose_end(void);
+/* Fork child (preload/events.c): forget the pins, lock and dlclose count of gone threads. */
+void pe_unwind_atfork_child(void);
 /* Answer dl_iterate_phdr from the snapshot (used while pe_tls.in_unwind). */
 PE_SIGSAFE int pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *),
                                           void *data);
