@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "ring.h"
 
@@ -104,6 +105,22 @@ void pe_cpu_sig_before_exec(void);
 void pe_cpu_sig_after_exec_failed(void);
 /* fork child: forget the lock state. */
 void pe_cpu_sig_atfork_child(void);
+/* On a new thread: set pe_tls.stack_lo when its stack is small (at most
+   PE_CPU_SMALL_STACK), so that the handler and the heap sampler leave the
+   unwinding out when too little is left (PE_CPU_STACK_NEED); 0 otherwise. */
+#define PE_CPU_SMALL_STACK (1024 * 1024)
+void pe_cpu_stack_note(void);
+/* Bytes the handler's unwinding (and the malloc path's) may take below the
+   interrupted frame, with a margin: test/p_host_smallstack measures it. */
+#define PE_CPU_STACK_NEED 8192
+PE_SIGSAFE static inline int
+pe_cpu_stack_short(void)
+{
+    char here;
+    uintptr_t lo = pe_tls.stack_lo;
+
+    return lo && (uintptr_t)&here - lo < PE_CPU_STACK_NEED;
+}
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
    program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */
 extern int pe_cpu_profiling;

@@ -623,6 +623,7 @@ pe_sampler_running(double *delay)
 void
 pe_sampler_thread_started(void)
 {
+    pe_cpu_stack_note();
     if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
         return;
     tlock_take();

@@ -10,6 +10,7 @@
  * can never take the default action (terminate); it is ignored instead.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -295,6 +296,24 @@ pe_cpu_sig_after_exec_failed(void)
         exec_changed = 0;
     }
     sunlock();
+}
+
+void
+pe_cpu_stack_note(void)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+
+    pe_tls.stack_lo = 0;
+    /* glibc allocates here (a cpuset), hence the guard; once per thread */
+    pe_guard_enter();
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &addr, &size) == 0 && size <= PE_CPU_SMALL_STACK)
+            pe_tls.stack_lo = (uintptr_t)addr;
+        pthread_attr_destroy(&a);
+    }
+    pe_guard_exit();
 }
 
 void

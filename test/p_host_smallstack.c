@@ -13,7 +13,7 @@
 
 #include "p_host.h"
 
-#define HEADROOM 6144
+#define HEADROOM (getenv("ROW_HEADROOM") ? atoi(getenv("ROW_HEADROOM")) : 6144)
 #define PAT 0xA5
 
 static __thread char *lo;
@@ -93,7 +93,7 @@ small(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &saved);
     fill(lo, top);
-    recurse(alloc, 0.2);
+    recurse(0, 0.2);
     own = untouched();
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     /* sampled */
