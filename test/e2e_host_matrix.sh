@@ -93,7 +93,9 @@ one_run() {
         kill -0 $pid 2>/dev/null || break
         sleep 0.1
     done
-    wait $(jobs -p | grep -v "^$pid\$") 2>/dev/null
+    local others
+    others=$(jobs -p | grep -v "^$pid\$")
+    [ -z "$others" ] || wait $others 2>/dev/null
     [ $done = 1 ] || fails+=("no HOST-ROW-DONE")
     if [ -n "$addr" ]; then
         local bad_st
