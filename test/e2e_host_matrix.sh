@@ -14,13 +14,13 @@
 # have test/p_host_<row>.env (KEY=VALUE lines) for its environment.
 #   PE_HOST_RUNS=N    runs per row (default 1; make stress: 20)
 #   PE_HOST_ROWS=RE   only rows whose name matches RE
-#   PE_HOST_JOBS=N    runs at once (default 2)
+#   PE_HOST_JOBS=N    runs at once (default 3)
 #   PE_HOST_LONG=1    passed to the rows: the long variants (10,000 threads ...)
 # Prints a table: row, runs, failures.
 source test/lib.sh
 P=$BUILD/test
 RUNS=${PE_HOST_RUNS:-1}
-JOBS=${PE_HOST_JOBS:-2}
+JOBS=${PE_HOST_JOBS:-3}
 SECS=${PE_HOST_SECS:-2.5}
 export PE_HOST_LONG=${PE_HOST_LONG:-0}
 SECS_NS=$(awk "BEGIN { printf \"%d\", $SECS * 1e9 }")
