@@ -1,30 +1,44 @@
 /* p_host_manythreads: many threads alive at once (1,000; 10,000 with
- * PE_HOST_LONG=1), each waking every 50 ms to do a little CPU work and an
- * allocation, for ~2.5 s while profiled: per-thread timers and the signal
- * queue reach their limits (fewer samples), never a failure of the program.
- * Small stacks (64 KiB) so that 10,000 fit.  Checks every thread's count.
+ * PE_HOST_LONG=1), each doing a little CPU work and an allocation, then
+ * waiting on a condition variable (woken every 0.5 s to do it again) for
+ * ~2.5 s while profiled: per-thread timers and the signal queue reach their
+ * limits (fewer samples), never a failure of the program.  Small stacks
+ * (64 KiB) so that 10,000 fit.  Checks every thread's count.
  */
 #include <pthread.h>
 
 #include "p_host.h"
 
-static volatile int go = 1;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int go = 1, round_no;
 
 static void *
 work(void *arg)
 {
     long n = 0;
+    int seen = -1;
 
-    while (__atomic_load_n(&go, __ATOMIC_RELAXED)) {
+    for (;;) {
         char *p = malloc(100);
         if (!p)
             row_fail("malloc");
         p[0] = 1;
         free(p);
-        for (volatile int i = 0; i < 20000; i++)
+        for (volatile int i = 0; i < 2000; i++)
             ;
         n++;
-        row_sleep(0.05);
+        pthread_mutex_lock(&mu);
+        if (seen < 0)
+            seen = round_no;
+        while (go && round_no == seen)
+            pthread_cond_wait(&cv, &mu);
+        seen = round_no;
+        if (!go) {
+            pthread_mutex_unlock(&mu);
+            break;
+        }
+        pthread_mutex_unlock(&mu);
     }
     *(long *)arg = n;
     return NULL;
@@ -46,8 +60,17 @@ main(void)
             row_fail("pthread_create %d: %s", i, strerror(e));
         made++;
     }
-    row_sleep(2.5);
-    __atomic_store_n(&go, 0, __ATOMIC_RELAXED);
+    for (int r = 0; r < 5; r++) {
+        row_sleep(0.5);
+        pthread_mutex_lock(&mu);
+        round_no++;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+    pthread_mutex_lock(&mu);
+    go = 0;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
     for (int i = 0; i < made; i++) {
         pthread_join(t[i], NULL);
         if (cnt[i] < 1)
