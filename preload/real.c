@@ -55,7 +55,6 @@ next_symbol(const char *name)
 
 #define RESOLVE(field) pe_real.field = (__typeof__(pe_real.field))next_symbol(#field)
 
-
 void
 pe_real_init(void)
 {

@@ -73,8 +73,8 @@ pe_cpu_handler(int sig, siginfo_t *si, void *uc)
         if (pe_tls.internal) {
             /* never ours to sample */
         } else if (kind == PE_SIGQ_CAPTURE) {
-            /* not on a small stack near its end (the capture times out for
-               this thread instead) */
+            /* not on a small stack near its end: the capture times out for
+               this thread instead */
             if (!pe_cpu_stack_short())
                 pe_stacks_sig_capture(v, uc);
         } else if (kind == PE_SIGQ_WALL && pe_cpu_ring.slots &&

@@ -132,11 +132,13 @@ seccomp_mode(void)
 
     if (fd < 0)
         return -1;
-    while (got < (ssize_t)sizeof(buf) - 1 &&
-           ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0 ||
-            (n < 0 && errno == EINTR)))
+    while (got < (ssize_t)sizeof(buf) - 1) {
+        n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got);
         if (n > 0)
             got += n;
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
     close(fd);
     buf[got] = 0;
     p = strstr(buf, "\nSeccomp:");

@@ -20,8 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void __attribute__((format(printf, 1, 2), noreturn, unused))
-row_fail(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2), noreturn, unused)) row_fail(const char *fmt, ...)
 {
     va_list ap;
 
@@ -33,8 +32,7 @@ row_fail(const char *fmt, ...)
     exit(1);
 }
 
-static double __attribute__((unused))
-row_now(void)
+static double __attribute__((unused)) row_now(void)
 {
     struct timespec ts;
 
@@ -43,8 +41,7 @@ row_now(void)
 }
 
 /* Sleep s seconds of wall time whatever signals arrive. */
-static void __attribute__((unused))
-row_sleep(double s)
+static void __attribute__((unused)) row_sleep(double s)
 {
     double end = row_now() + s, left;
 
@@ -55,8 +52,7 @@ row_sleep(double s)
 }
 
 /* Burn CPU for s seconds; returns a value so the loop is not optimised out. */
-static unsigned long __attribute__((unused))
-row_spin(double s)
+static unsigned long __attribute__((unused)) row_spin(double s)
 {
     volatile unsigned long x = 0;
     double end = row_now() + s;
@@ -68,16 +64,14 @@ row_spin(double s)
 }
 
 /* PE_HOST_LONG=1 (make stress): rows may do more. */
-static int __attribute__((unused))
-row_long(void)
+static int __attribute__((unused)) row_long(void)
 {
     const char *v = getenv("PE_HOST_LONG");
     return v && *v == '1';
 }
 
 /* The row's work and checks passed: say so, wait for EOF on stdin, exit 0. */
-static void __attribute__((noreturn, unused))
-row_done(void)
+static void __attribute__((noreturn, unused)) row_done(void)
 {
     char buf[256];
     ssize_t n;
@@ -96,8 +90,7 @@ row_done(void)
 
 /* The "127.0.0.1:PORT" the library of process pid serves, or -1 (waits up to
    `wait_s` for the port file). */
-static int __attribute__((unused))
-row_addr_of(pid_t pid, char *out, size_t cap, double wait_s)
+static int __attribute__((unused)) row_addr_of(pid_t pid, char *out, size_t cap, double wait_s)
 {
     const char *pat = getenv("PROFEP_PORT_FILE");
     char path[512], *pp;

@@ -182,6 +182,7 @@ main(void)
     if (malloc_trim(0) < 0)
         row_fail("malloc_trim");
     printf("figure: allocfamily: %d rounds, free_sized %s, free_aligned_sized %s\n",
-           n[0] + n[1] + n[2], free_sized_p ? "yes" : "absent", free_aligned_sized_p ? "yes" : "absent");
+           n[0] + n[1] + n[2], free_sized_p ? "yes" : "absent",
+           free_aligned_sized_p ? "yes" : "absent");
     row_done();
 }

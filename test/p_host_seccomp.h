@@ -7,8 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-static int __attribute__((unused))
-row_seccomp(unsigned action, int tsync)
+static int __attribute__((unused)) row_seccomp(unsigned action, int tsync)
 {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),

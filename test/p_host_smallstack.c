@@ -19,8 +19,7 @@
 static __thread char *lo;
 static int spin_use, alloc_use; /* max over the threads; bytes below the row's own */
 
-static void __attribute__((noinline))
-fill(char *from, char *to)
+static void __attribute__((noinline)) fill(char *from, char *to)
 {
     for (volatile char *p = from; p < to; p++)
         *p = (char)PAT;
@@ -35,8 +34,7 @@ untouched(void)
     return n;
 }
 
-static void __attribute__((noinline))
-bottom(int alloc, double secs)
+static void __attribute__((noinline)) bottom(int alloc, double secs)
 {
     double end = row_now() + secs;
 
@@ -56,8 +54,7 @@ bottom(int alloc, double secs)
     }
 }
 
-static void __attribute__((noinline))
-recurse(int alloc, double secs)
+static void __attribute__((noinline)) recurse(int alloc, double secs)
 {
     volatile char pad[192];
 
