@@ -20,6 +20,17 @@
 #include "../preload/real.h"
 #include "heap.h"
 
+/* glibc's own names (at the end of this file) */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void __libc_free(void *);
+void *__libc_memalign(size_t, size_t);
+void *__libc_valloc(size_t);
+void *__libc_pvalloc(size_t);
+void free_sized(void *, size_t);
+void free_aligned_sized(void *, size_t, size_t);
+
 /* ---- start-up path ------------------------------------------------------------- */
 
 /* Test the very pointer we are about to call (one load, no separate flag). */
@@ -223,4 +234,67 @@ pvalloc(size_t size)
     if (pe_heap_countdown(rounded))
         return pe_heap_alloc_slow(PE_HEAP_PVALLOC, ps, rounded);
     return pe_real.pvalloc(size);
+}
+
+/* ---- glibc's other names ------------------------------------------------------- */
+
+/*
+ * glibc exports its allocator under __libc_* names too, and C23's free_sized
+ * and free_aligned_sized arrive with newer glibc.  A program calling them
+ * would hand one of our tagged blocks to a glibc function that does not know
+ * the tag (realloc: "mremap_chunk(): invalid pointer", then abort), so they
+ * are ours as well: the same as the plain names.  The sizes are hints only.
+ */
+PE_EXPORT void *
+__libc_malloc(size_t size)
+{
+    return malloc(size);
+}
+
+PE_EXPORT void *
+__libc_calloc(size_t n, size_t m)
+{
+    return calloc(n, m);
+}
+
+PE_EXPORT void *
+__libc_realloc(void *old, size_t size)
+{
+    return realloc_impl(old, size);
+}
+
+PE_EXPORT void
+__libc_free(void *p)
+{
+    free(p);
+}
+
+PE_EXPORT void *
+__libc_memalign(size_t align, size_t size)
+{
+    return memalign(align, size);
+}
+
+PE_EXPORT void *
+__libc_valloc(size_t size)
+{
+    return valloc(size);
+}
+
+PE_EXPORT void *
+__libc_pvalloc(size_t size)
+{
+    return pvalloc(size);
+}
+
+PE_EXPORT void
+free_sized(void *p, size_t size)
+{
+    free(p);
+}
+
+PE_EXPORT void
+free_aligned_sized(void *p, size_t align, size_t size)
+{
+    free(p);
 }

@@ -169,9 +169,14 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
 static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
 {
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
-    int n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0), start;
+    uintptr_t pcs[PE_HEAP_MAX_FRAMES], lo = pe_tls.stack_lo;
+    int n, start;
 
+    /* a small stack (pe_tls.stack_lo) near its end: the unwinder could run
+       into the guard page (test/p_host_smallstack) */
+    if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
+        return PE_HEAP_NO_STACK;
+    n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
     if (n <= 0)
         return PE_HEAP_NO_STACK;
     start = pe_heap_trim(pcs, n);

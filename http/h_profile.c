@@ -78,6 +78,9 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     case -EPERM:
         return pe_http_error(r, 503, "%s profiling unavailable: SIGPROF is handled by the program",
                              k->what);
+    case -EACCES:
+        return pe_http_error(r, 503, "%s profiling unavailable: %s", k->what,
+                             pe_sampler_unavailable() ? pe_sampler_unavailable() : strerror(-rc));
     default:
         return pe_http_error(r, 500, "%s profiling failed to start: %s", k->what, strerror(-rc));
     }

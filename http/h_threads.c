@@ -26,6 +26,9 @@ capture(pe_req_t *r, pe_stacks_t **s)
     case -EPERM:
         return pe_http_error(r, 503,
                              "thread stacks unavailable: SIGPROF is handled by the program");
+    case -EACCES:
+        return pe_http_error(r, 503, "thread stacks unavailable: %s",
+                             pe_sampler_unavailable() ? pe_sampler_unavailable() : strerror(-rc));
     default: return pe_http_error(r, 500, "thread stacks failed: %s", strerror(-rc));
     }
 }

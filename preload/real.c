@@ -55,12 +55,6 @@ next_symbol(const char *name)
 
 #define RESOLVE(field) pe_real.field = (__typeof__(pe_real.field))next_symbol(#field)
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
 void
 pe_real_init(void)
 {
@@ -107,6 +101,7 @@ pe_real_init(void)
     }
     /* A foreign allocator (jemalloc, tcmalloc) loaded after us owns the heap:
        we forward to it and never mix in glibc's blocks. */
-    pe_real_foreign_malloc = pe_real.malloc != (void *(*)(size_t))__libc_malloc;
+    /* (by name: heap/hooks.c defines __libc_malloc too, for programs that call it) */
+    pe_real_foreign_malloc = pe_real.malloc != (void *(*)(size_t))next_symbol("__libc_malloc");
     __atomic_store_n(&pe_real_ready, 1, __ATOMIC_RELEASE);
 }

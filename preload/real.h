@@ -5,7 +5,7 @@
  * first interposed call or the constructor, whichever comes first.  While it
  * runs, allocations are served from a static bootstrap pool; pe_real_owns()
  * recognises those pointers so free/realloc never hand them to libc.  When
- * the next malloc is glibc's own, the __libc_* entry points are used directly.
+ * the next malloc is not glibc's own (__libc_malloc), pe_real_foreign_malloc says so.
  *
  * Signal-safe: the pointers, once resolved, are plain loads.
  */

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "ring.h"
 
@@ -92,7 +93,12 @@ void pe_cpu_sig_quiesce(int timeout_ms);
 int pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid);
 void pe_cpu_timer_delete(int timerid);
 
-/* Take the signal for a profile: 0, or -EPERM when the program handles it. */
+/* Constructor: says in one line when the process starts under a seccomp filter. */
+void pe_cpu_seccomp_init(void);
+/* Why a seccomp filter keeps signal-based profiling off, or NULL. */
+const char *pe_cpu_seccomp_reason(void);
+/* Take the signal for a profile: 0, -EPERM when the program handles it, or
+   -EACCES under a seccomp filter (pe_cpu_seccomp_reason). */
 int pe_cpu_sig_acquire(void);
 /* 1 when the program handles the signal itself (so pe_cpu_sig_acquire would fail). */
 int pe_cpu_sig_program_owns(void);
@@ -117,6 +123,23 @@ void pe_cpu_exec_begin(void);
 void pe_cpu_exec_end(void);
 /* fork child: forget the lock state, hand-on and exec counts. */
 void pe_cpu_sig_atfork_child(void);
+/* On a new thread: set pe_tls.stack_lo when its stack is small (at most
+   PE_CPU_SMALL_STACK), so that the handler and the heap sampler leave the
+   unwinding out when too little is left (PE_CPU_STACK_NEED); 0 otherwise. */
+#define PE_CPU_SMALL_STACK (1024 * 1024)
+void pe_cpu_stack_note(void);
+/* Bytes the handler's unwinding (and the malloc path's) may take below the
+   interrupted frame, with a margin: test/p_host_smallstack measures it. */
+#define PE_CPU_STACK_NEED 8192
+PE_SIGSAFE static inline int pe_cpu_stack_short(void);
+static inline int
+pe_cpu_stack_short(void)
+{
+    char here;
+    uintptr_t lo = pe_tls.stack_lo;
+
+    return lo && (uintptr_t)&here - lo < PE_CPU_STACK_NEED;
+}
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
    program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */
 extern int pe_cpu_profiling;

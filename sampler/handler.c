@@ -11,6 +11,7 @@
  * and pe_unwind_signal keeps its own in_unwind flag for other signals.
  */
 #include <errno.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "../preload/guard.h"
@@ -36,7 +37,14 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
         pe_ring_drop(&pe_cpu_ring, weight);
         return;
     }
-    n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+    if (PE_UNLIKELY(pe_cpu_stack_short())) {
+        /* a small stack near its end: the unwinder could run into the guard
+           page; the interrupted pc alone */
+        s->pcs[0] = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+        n = 1;
+    } else {
+        n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+    }
     s->tid = pe_gettid();
     s->weight = weight;
     s->nframes = n;
@@ -65,7 +73,10 @@ pe_cpu_handler(int sig, siginfo_t *si, void *uc)
         if (pe_tls.internal) {
             /* never ours to sample */
         } else if (kind == PE_SIGQ_CAPTURE) {
-            pe_stacks_sig_capture(v, uc);
+            /* not on a small stack near its end: the capture times out for
+               this thread instead */
+            if (!pe_cpu_stack_short())
+                pe_stacks_sig_capture(v, uc);
         } else if (kind == PE_SIGQ_WALL && pe_cpu_ring.slots &&
                    (uint32_t)v == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) && (uint32_t)v) {
             uint32_t w = (uint32_t)(v >> 32) & 255u;

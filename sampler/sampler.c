@@ -408,6 +408,10 @@ collector_main(void *unused)
 const char *
 pe_sampler_unavailable(void)
 {
+    const char *why = pe_cpu_seccomp_reason();
+
+    if (why)
+        return why;
     return pe_cpu_sig_program_owns() ? "SIGPROF is handled by the program" : NULL;
 }
 
@@ -416,6 +420,7 @@ pe_sampler_init(void)
 {
     if (!pe_real_ready)
         pe_real_init();
+    pe_cpu_seccomp_init();
     return 0;
 }
 
@@ -525,6 +530,8 @@ err_unlock:
 int
 pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
 {
+    if (pe_cpu_seccomp_reason()) /* also while a session runs: a filter may be new */
+        return -EACCES;
     return win_open(K_CPU, delay, max_frames, out, running_delay);
 }
 
@@ -532,6 +539,8 @@ int
 pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                      double *running_delay)
 {
+    if (pe_cpu_seccomp_reason())
+        return -EACCES;
     return win_open(K_WALL, delay, max_frames, out, running_delay);
 }
 
@@ -623,6 +632,7 @@ pe_sampler_running(double *delay)
 void
 pe_sampler_thread_started(void)
 {
+    pe_cpu_stack_note();
     if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
         return;
     tlock_take();

@@ -192,6 +192,15 @@ check "disconnect: 6 profiles admitted after 8 clients left mid-profile ($ok_slo
 check "disconnect: the server still answers" [ "$(pe_status /debug/pprof/)" = 200 ]
 pe_stop
 
+if [ "${STRESS_SHORT:-0}" != 1 ]; then
+    echo "== 8. host matrix: every p_host_* row ${PE_HOST_RUNS:-20} times, the long variants (10,000 threads)"
+    PE_HOST_RUNS=${PE_HOST_RUNS:-20} PE_HOST_LONG=1 bash test/e2e_host_matrix.sh >$T/matrix.out 2>&1
+    mrc=$?
+    grep -E '^(row|[a-z_0-9]+ +[0-9]+ +[0-9]+$|    )|^matrix:' $T/matrix.out | sed 's/^/  /'
+    check "host matrix: every run of every row passed" [ $mrc = 0 ]
+    fig "host matrix: $(grep '^matrix:' $T/matrix.out)"
+fi
+
 # The fleet soak: a scraper's default schedule for SOAK_SECONDS (an hour unless
 # set; skipped in the short run, whose budget is make test's).
 if [ "${STRESS_SHORT:-0}" != 1 ]; then
