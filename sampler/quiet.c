@@ -1,0 +1,476 @@
+/*
+ * quiet.c: capture a blocked thread's stack without signalling it (quiet.h).
+ * Owns the dlopen'd generic libunwind (libunwind-x86_64.so.8, RTLD_LOCAL) and
+ * its one address space whose accessors read our own memory through
+ * process_vm_readv and know two registers only (RIP, RSP); the per-walk page
+ * cache; and the bounded per-thread cache of last captures.  Lookups of
+ * unwind tables use the generic library's own local find_proc_info (the
+ * program's dl_iterate_phdr, from our thread, outside any signal).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/guard.h"
+#include "../preload/log.h"
+#include "quiet.h"
+
+#define PAGE 4096u
+#define PAGES 64            /* page cache slots (per walk) */
+#define CACHE_N 256         /* cached captures, direct-mapped by tid */
+#define LINE_MAX_ 192       /* a /proc syscall line */
+#define RS_CACHE_SIZE 1024  /* libunwind's register-state cache (entries) */
+
+/* ---- data ----------------------------------------------------------------------- */
+
+typedef struct fns_s {
+    __typeof__(unw_create_addr_space) *create_addr_space;
+    __typeof__(unw_init_remote) *init_remote;
+    __typeof__(unw_step) *step;
+    __typeof__(unw_get_reg) *get_reg;
+    __typeof__(unw_get_accessors) *get_accessors;
+    __typeof__(unw_set_caching_policy) *set_caching_policy;
+    __typeof__(unw_set_cache_size) *set_cache_size;
+    __typeof__(unw_flush_cache) *flush_cache;
+    unw_addr_space_t *local_as;
+} fns_t;
+
+/* One walk's context (the accessors' `arg`). */
+typedef struct walk_s {
+    uintptr_t pc, sp;
+    pid_t pid;
+    int missing_reg; /* a register other than RIP/RSP was asked for */
+    int bad_mem;     /* a read failed */
+} walk_t;
+
+/* One cached capture (nframes > 0), or a known failure (nframes < 0). */
+typedef struct qc_s {
+    pid_t tid;
+    int nframes;
+    uint64_t nvcsw, nivcsw;
+    char state;
+    const char *why;
+    char line[LINE_MAX_];
+    uintptr_t pcs[PE_MAX_FRAMES];
+} qc_t;
+
+static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER; /* everything below */
+static int loaded;                                        /* 1 ok, -1 unavailable */
+static fns_t F;
+static unw_addr_space_t as;
+static int objs_adds = -1, objs_subs = -1; /* dl_iterate_phdr counters at the last flush */
+
+/* Page cache of one walk: tag = page address, valid when gen matches. */
+static struct {
+    uintptr_t page;
+    uint32_t gen;
+    int ok;
+} ptag[PAGES];
+static char *pdata; /* PAGES * PAGE bytes (mmap) */
+static uint32_t pgen;
+
+static qc_t *cache; /* CACHE_N entries (mmap, NORESERVE) */
+static pe_quiet_stats_t stats;
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *
+state_name(char c)
+{
+    switch (c) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "disk-sleep";
+    case 'T': return "stopped";
+    case 't': return "tracing-stop";
+    case 'Z': return "zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    default: return "unknown";
+    }
+}
+
+/* Read /proc/self/task/TID/<what> into buf (NUL-terminated).  Length or -errno. */
+static int
+read_task(pid_t tid, const char *what, char *buf, size_t len)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return errno == ESRCH ? -ESRCH : -EIO;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* State letter and context-switch counts from status.  0 or -errno. */
+static int
+read_status(pid_t tid, char *state, uint64_t *nv, uint64_t *niv)
+{
+    char buf[4096], *p;
+    int rc = read_task(tid, "status", buf, sizeof(buf));
+
+    if (rc < 0)
+        return rc;
+    *state = '?';
+    *nv = *niv = UINT64_MAX;
+    if ((p = strstr(buf, "\nState:\t")))
+        *state = p[8];
+    if ((p = strstr(buf, "\nvoluntary_ctxt_switches:\t")))
+        *nv = strtoull(p + 26, NULL, 10);
+    if ((p = strstr(buf, "\nnonvoluntary_ctxt_switches:\t")))
+        *niv = strtoull(p + 29, NULL, 10);
+    return 0;
+}
+
+/*
+ * The syscall line: "NR a1 .. a6 SP PC", "-1 SP PC" (blocked outside a system
+ * call) or "running".  Returns 1 with *sp, *pc; 0 when running; -errno.
+ */
+static int
+read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
+{
+    char *tok[12], *save = NULL, tmp[LINE_MAX_];
+    int rc = read_task(tid, "syscall", line, len), n = 0;
+
+    if (rc < 0)
+        return rc;
+    if (!strncmp(line, "running", 7))
+        return 0;
+    snprintf(tmp, sizeof(tmp), "%s", line);
+    for (char *t = strtok_r(tmp, " \n", &save); t && n < 12; t = strtok_r(NULL, " \n", &save))
+        tok[n++] = t;
+    if (n != 3 && n != 9)
+        return -EINVAL;
+    *sp = (uintptr_t)strtoull(tok[n - 2], NULL, 16);
+    *pc = (uintptr_t)strtoull(tok[n - 1], NULL, 16);
+    return *pc ? 1 : -EINVAL;
+}
+
+/* ---- the address space ------------------------------------------------------------ */
+
+/* One page of our memory, cached for this walk; NULL when unreadable. */
+static const char *
+page_at(walk_t *w, uintptr_t page)
+{
+    unsigned i = (unsigned)((page / PAGE) % PAGES);
+    char *dst = pdata + (size_t)i * PAGE;
+    struct iovec local = {dst, PAGE}, remote = {(void *)page, PAGE};
+
+    if (ptag[i].gen == pgen && ptag[i].page == page)
+        return ptag[i].ok ? dst : NULL;
+    ptag[i].gen = pgen;
+    ptag[i].page = page;
+    ptag[i].ok = process_vm_readv(w->pid, &local, 1, &remote, 1, 0) == (ssize_t)PAGE;
+    return ptag[i].ok ? dst : NULL;
+}
+
+static int
+acc_mem(unw_addr_space_t a, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+    walk_t *w = arg;
+    unsigned char out[sizeof(unw_word_t)];
+    size_t done = 0;
+
+    if (write)
+        return -UNW_EINVAL;
+    while (done < sizeof(out)) {
+        uintptr_t x = (uintptr_t)addr + done, page = x & ~(uintptr_t)(PAGE - 1);
+        size_t off = x - page, k = PAGE - off;
+        const char *p = page_at(w, page);
+        if (!p) {
+            w->bad_mem = 1;
+            return -UNW_EINVAL;
+        }
+        if (k > sizeof(out) - done)
+            k = sizeof(out) - done;
+        memcpy(out + done, p + off, k);
+        done += k;
+    }
+    memcpy(val, out, sizeof(out));
+    return 0;
+}
+
+static int
+acc_reg(unw_addr_space_t a, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+    walk_t *w = arg;
+
+    if (write)
+        return -UNW_EINVAL;
+    if (reg == UNW_X86_64_RIP) {
+        *val = w->pc;
+        return 0;
+    }
+    if (reg == UNW_X86_64_RSP) {
+        *val = w->sp;
+        return 0;
+    }
+    w->missing_reg = 1; /* only the live value would do: we do not have it */
+    return -UNW_EBADREG;
+}
+
+static int
+acc_fpreg(unw_addr_space_t a, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+    ((walk_t *)arg)->missing_reg = 1;
+    return -UNW_EBADREG;
+}
+
+static int
+acc_resume(unw_addr_space_t a, unw_cursor_t *c, void *arg)
+{
+    return -UNW_EINVAL;
+}
+
+static int
+acc_dyn_list(unw_addr_space_t a, unw_word_t *dilap, void *arg)
+{
+    return -UNW_ENOINFO; /* no dynamically registered unwind info is looked at */
+}
+
+static int
+acc_proc_name(unw_addr_space_t a, unw_word_t addr, char *buf, size_t len, unw_word_t *off,
+              void *arg)
+{
+    return -UNW_ENOINFO;
+}
+
+/* Load the generic libunwind and make the address space (qlock held).  0 or -errno. */
+static int
+load(void)
+{
+    unw_accessors_t acc, *local;
+    void *h;
+
+    if (loaded)
+        return loaded > 0 ? 0 : -ENOENT;
+    loaded = -1;
+    pe_tls.guard++;
+    h = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    pe_tls.guard--;
+    if (!h) {
+        pe_log_info("no libunwind-x86_64.so.8: every thread's stack is taken with a signal");
+        return -ENOENT;
+    }
+    F.create_addr_space = dlsym(h, "_Ux86_64_create_addr_space");
+    F.init_remote = dlsym(h, "_Ux86_64_init_remote");
+    F.step = dlsym(h, "_Ux86_64_step");
+    F.get_reg = dlsym(h, "_Ux86_64_get_reg");
+    F.get_accessors = dlsym(h, "_Ux86_64_get_accessors");
+    F.set_caching_policy = dlsym(h, "_Ux86_64_set_caching_policy");
+    F.set_cache_size = dlsym(h, "_Ux86_64_set_cache_size");
+    F.flush_cache = dlsym(h, "_Ux86_64_flush_cache");
+    F.local_as = dlsym(h, "_Ux86_64_local_addr_space");
+    if (!F.create_addr_space || !F.init_remote || !F.step || !F.get_reg || !F.get_accessors ||
+        !F.set_caching_policy || !F.flush_cache || !F.local_as || !*F.local_as)
+        return -ENOENT;
+    local = F.get_accessors(*F.local_as);
+    memset(&acc, 0, sizeof(acc));
+    /* tables are found as a local unwinder finds them (dl_iterate_phdr and
+       .eh_frame_hdr), then read through our access_mem since `as` is not the
+       local address space */
+    acc.find_proc_info = local->find_proc_info;
+    acc.put_unwind_info = local->put_unwind_info;
+    acc.get_dyn_info_list_addr = acc_dyn_list;
+    acc.access_mem = acc_mem;
+    acc.access_reg = acc_reg;
+    acc.access_fpreg = acc_fpreg;
+    acc.resume = acc_resume;
+    acc.get_proc_name = acc_proc_name;
+    if (!acc.find_proc_info || !(as = F.create_addr_space(&acc, 0)))
+        return -ENOENT;
+    F.set_caching_policy(as, UNW_CACHE_GLOBAL);
+    if (F.set_cache_size)
+        F.set_cache_size(as, RS_CACHE_SIZE, 0);
+    pdata = mmap(NULL, (size_t)PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+    cache = mmap(NULL, CACHE_N * sizeof(qc_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (pdata == MAP_FAILED || cache == MAP_FAILED) {
+        pdata = NULL;
+        cache = NULL;
+        return -ENOMEM;
+    }
+    loaded = 1;
+    return 0;
+}
+
+static int
+counters_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    int *v = data;
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+        return 1;
+    v[0] = (int)info->dlpi_adds;
+    v[1] = (int)info->dlpi_subs;
+    return 1;
+}
+
+/* Objects were loaded or unloaded since the last walk: drop libunwind's caches. */
+static void
+flush_if_objects_changed(void)
+{
+    int v[2] = {-2, -2};
+
+    dl_iterate_phdr(counters_cb, v);
+    if (v[0] != objs_adds || v[1] != objs_subs) {
+        F.flush_cache(as, 0, 0);
+        objs_adds = v[0];
+        objs_subs = v[1];
+    }
+}
+
+/* Walk from w->pc/w->sp.  Frames (>= 1) or -ENOTSUP. */
+static int
+walk(walk_t *w, uintptr_t *pcs, int max, const char **why)
+{
+    unw_cursor_t c;
+    unw_word_t ip;
+    int n = 0, r;
+
+    if (++pgen == 0) { /* a new walk: the stack pages of the last one are stale */
+        memset(ptag, 0, sizeof(ptag));
+        pgen = 1;
+    }
+    pe_tls.guard++;
+    r = F.init_remote(&c, as, w);
+    if (r >= 0) {
+        pcs[n++] = w->pc;
+        while (n < max && (r = F.step(&c)) > 0) {
+            if (F.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+                break;
+            pcs[n++] = (uintptr_t)ip;
+        }
+    }
+    pe_tls.guard--;
+    if (r < 0) {
+        *why = w->missing_reg ? PE_QUIET_WHY_REG : PE_QUIET_WHY_WALK;
+        return -ENOTSUP;
+    }
+    return n;
+}
+
+/* ---- module API ------------------------------------------------------------------ */
+
+int
+pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const char **why,
+                 int *cached)
+{
+    char line[LINE_MAX_], line2[LINE_MAX_], st, st2;
+    uint64_t nv, niv, nv2, niv2;
+    walk_t w;
+    qc_t *e;
+    int64_t t0;
+    int rc, n;
+
+    *state = "unknown";
+    *why = NULL;
+    *cached = 0;
+    if (max > PE_MAX_FRAMES)
+        max = PE_MAX_FRAMES;
+    if ((rc = read_status(tid, &st, &nv, &niv)) < 0)
+        return rc == -ESRCH ? -ESRCH : -ENOTSUP;
+    *state = state_name(st);
+    memset(&w, 0, sizeof(w));
+    if ((rc = read_syscall(tid, line, sizeof(line), &w.sp, &w.pc)) <= 0) {
+        if (rc == -ESRCH)
+            return -ESRCH;
+        *why = rc == 0 ? PE_QUIET_WHY_RUNNING : PE_QUIET_WHY_WALK;
+        pthread_mutex_lock(&qlock);
+        if (rc == 0)
+            stats.running++;
+        pthread_mutex_unlock(&qlock);
+        return rc == 0 ? -EAGAIN : -ENOTSUP;
+    }
+    pthread_mutex_lock(&qlock);
+    if ((rc = load()) < 0) {
+        pthread_mutex_unlock(&qlock);
+        *why = PE_QUIET_WHY_OFF;
+        return -ENOTSUP;
+    }
+    e = &cache[(unsigned)tid % CACHE_N];
+    if (e->tid == tid && e->nvcsw == nv && e->nivcsw == niv && !strcmp(e->line, line)) {
+        /* it has not run since: the same stack, or the same failure */
+        *cached = 1;
+        stats.reused++;
+        *state = state_name(e->state);
+        if (e->nframes < 0) {
+            *why = e->why;
+            pthread_mutex_unlock(&qlock);
+            return e->nframes;
+        }
+        n = e->nframes < max ? e->nframes : max;
+        memcpy(pcs, e->pcs, (size_t)n * sizeof(*pcs));
+        pthread_mutex_unlock(&qlock);
+        return n;
+    }
+    t0 = now_ns();
+    flush_if_objects_changed();
+    w.pid = getpid();
+    n = walk(&w, pcs, max, why);
+    stats.walks++;
+    stats.walk_ns += now_ns() - t0;
+    /* still the same blocked thread?  Else the walk may have read a moving stack. */
+    if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
+        read_status(tid, &st2, &nv2, &niv2) < 0 || nv2 != nv || niv2 != niv) {
+        stats.woke++;
+        e->tid = 0;
+        pthread_mutex_unlock(&qlock);
+        *why = PE_QUIET_WHY_WOKE;
+        return -EAGAIN;
+    }
+    if (n < 0)
+        stats.failed++;
+    e->tid = tid;
+    e->nvcsw = nv;
+    e->nivcsw = niv;
+    e->state = st;
+    e->why = *why;
+    snprintf(e->line, sizeof(e->line), "%s", line);
+    e->nframes = n;
+    if (n > 0)
+        memcpy(e->pcs, pcs, (size_t)n * sizeof(*pcs));
+    pthread_mutex_unlock(&qlock);
+    return n;
+}
+
+void
+pe_quiet_stats(pe_quiet_stats_t *out)
+{
+    pthread_mutex_lock(&qlock);
+    *out = stats;
+    pthread_mutex_unlock(&qlock);
+}
+
+void
+pe_quiet_atfork_child(void)
+{
+    pthread_mutex_init(&qlock, NULL);
+    if (cache) /* the parent's tids: zero pages again, without touching them */
+        madvise(cache, CACHE_N * sizeof(qc_t), MADV_DONTNEED);
+}
