@@ -57,7 +57,7 @@ typedef struct walk_s {
 typedef struct qc_s {
     pid_t tid;
     int nframes;
-    uint64_t nvcsw, nivcsw;
+    uint64_t k1, k2; /* schedstat (run ns, times on a CPU), or status (ctxt switches) */
     char state;
     const char *why;
     char line[LINE_MAX_];
@@ -80,6 +80,7 @@ static char *pdata; /* PAGES * PAGE bytes (mmap) */
 static uint32_t pgen;
 
 static qc_t *cache; /* CACHE_N entries (mmap, NORESERVE) */
+static int have_schedstat = -1; /* /proc/self/task/TID/schedstat exists (CONFIG_SCHED_INFO) */
 static pe_quiet_stats_t stats;
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -169,6 +170,45 @@ read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
     *sp = (uintptr_t)strtoull(tok[n - 2], NULL, 16);
     *pc = (uintptr_t)strtoull(tok[n - 1], NULL, 16);
     return *pc ? 1 : -EINVAL;
+}
+
+/*
+ * What changes whenever the thread gets a CPU: schedstat's run time and its
+ * count of arrivals on a CPU (bumped the moment a woken thread runs), or,
+ * without schedstat, status's context-switch counts (then the syscall line
+ * must match too: a woken thread that has not switched out yet shows
+ * "running" there).  0 or -errno.
+ */
+static int
+read_key(pid_t tid, uint64_t *k1, uint64_t *k2)
+{
+    char buf[128], *end;
+    char st;
+    int rc;
+
+    if (have_schedstat != 0) {
+        rc = read_task(tid, "schedstat", buf, sizeof(buf));
+        if (rc >= 0) {
+            have_schedstat = 1;
+            *k1 = strtoull(buf, &end, 10);
+            strtoull(end, &end, 10); /* time waiting on a runqueue: changes without running */
+            *k2 = strtoull(end, NULL, 10);
+            return 0;
+        }
+        if (rc == -ESRCH && access("/proc/self/schedstat", F_OK) == 0)
+            return -ESRCH;
+        have_schedstat = 0;
+    }
+    return read_status(tid, &st, k1, k2);
+}
+
+/* Without schedstat: the syscall line must be the cached one too (qlock held). */
+static int
+reuse_by_status(pid_t tid, const qc_t *e)
+{
+    char line[LINE_MAX_];
+    uintptr_t sp, pc;
+    return read_syscall(tid, line, sizeof(line), &sp, &pc) > 0 && !strcmp(line, e->line);
 }
 
 /* ---- the address space ------------------------------------------------------------ */
@@ -382,7 +422,7 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
                  int *cached)
 {
     char line[LINE_MAX_], line2[LINE_MAX_], st, st2;
-    uint64_t nv, niv, nv2, niv2;
+    uint64_t k1, k2, k1b, k2b, nv, niv;
     walk_t w;
     qc_t *e;
     int64_t t0;
@@ -393,6 +433,27 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     *cached = 0;
     if (max > PE_MAX_FRAMES)
         max = PE_MAX_FRAMES;
+    /* Has it been on a CPU since its last capture?  One read when not. */
+    if ((rc = read_key(tid, &k1, &k2)) < 0)
+        return rc == -ESRCH ? -ESRCH : -ENOTSUP;
+    pthread_mutex_lock(&qlock);
+    if (cache && (e = &cache[(unsigned)tid % CACHE_N])->tid == tid && e->k1 == k1 &&
+        e->k2 == k2 && (have_schedstat || reuse_by_status(tid, e))) {
+        /* it has not run since: the same stack, or the same failure */
+        *cached = 1;
+        stats.reused++;
+        *state = state_name(e->state);
+        if (e->nframes < 0) {
+            *why = e->why;
+            pthread_mutex_unlock(&qlock);
+            return e->nframes;
+        }
+        n = e->nframes < max ? e->nframes : max;
+        memcpy(pcs, e->pcs, (size_t)n * sizeof(*pcs));
+        pthread_mutex_unlock(&qlock);
+        return n;
+    }
+    pthread_mutex_unlock(&qlock);
     if ((rc = read_status(tid, &st, &nv, &niv)) < 0)
         return rc == -ESRCH ? -ESRCH : -ENOTSUP;
     *state = state_name(st);
@@ -414,21 +475,6 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         return -ENOTSUP;
     }
     e = &cache[(unsigned)tid % CACHE_N];
-    if (e->tid == tid && e->nvcsw == nv && e->nivcsw == niv && !strcmp(e->line, line)) {
-        /* it has not run since: the same stack, or the same failure */
-        *cached = 1;
-        stats.reused++;
-        *state = state_name(e->state);
-        if (e->nframes < 0) {
-            *why = e->why;
-            pthread_mutex_unlock(&qlock);
-            return e->nframes;
-        }
-        n = e->nframes < max ? e->nframes : max;
-        memcpy(pcs, e->pcs, (size_t)n * sizeof(*pcs));
-        pthread_mutex_unlock(&qlock);
-        return n;
-    }
     t0 = now_ns();
     flush_if_objects_changed();
     w.pid = getpid();
@@ -437,7 +483,8 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     stats.walk_ns += now_ns() - t0;
     /* still the same blocked thread?  Else the walk may have read a moving stack. */
     if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
-        read_status(tid, &st2, &nv2, &niv2) < 0 || nv2 != nv || niv2 != niv) {
+        read_key(tid, &k1b, &k2b) < 0 || k1b != k1 || k2b != k2 ||
+        (!have_schedstat && (read_status(tid, &st2, &nv, &niv) < 0 || nv != k1 || niv != k2))) {
         stats.woke++;
         e->tid = 0;
         pthread_mutex_unlock(&qlock);
@@ -447,8 +494,8 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     if (n < 0)
         stats.failed++;
     e->tid = tid;
-    e->nvcsw = nv;
-    e->nivcsw = niv;
+    e->k1 = k1;
+    e->k2 = k2;
     e->state = st;
     e->why = *why;
     snprintf(e->line, sizeof(e->line), "%s", line);
