@@ -38,6 +38,7 @@ typedef struct fns_s {
     __typeof__(unw_init_remote) *init_remote;
     __typeof__(unw_step) *step;
     __typeof__(unw_get_reg) *get_reg;
+    __typeof__(unw_get_proc_info) *get_proc_info;
     __typeof__(unw_get_accessors) *get_accessors;
     __typeof__(unw_set_caching_policy) *set_caching_policy;
     __typeof__(unw_set_cache_size) *set_cache_size;
@@ -49,7 +50,10 @@ typedef struct fns_s {
 typedef struct walk_s {
     uintptr_t pc, sp;
     pid_t pid;
-    int missing_reg; /* a register other than RIP/RSP was asked for */
+    int missing_reg; /* a register we do not have was asked for */
+    int missing_rbp; /* ... and it was %rbp only */
+    int have_rbp;    /* rbp holds the live %rbp, inferred (frame_pointer_rbp) */
+    uintptr_t rbp;
     int bad_mem;     /* a read failed */
 } walk_t;
 
@@ -270,6 +274,14 @@ acc_reg(unw_addr_space_t a, unw_regnum_t reg, unw_word_t *val, int write, void *
         *val = w->sp;
         return 0;
     }
+    if (reg == UNW_X86_64_RBP && w->have_rbp) {
+        *val = w->rbp;
+        return 0;
+    }
+    if (!w->missing_reg)
+        w->missing_rbp = reg == UNW_X86_64_RBP;
+    else if (reg != UNW_X86_64_RBP)
+        w->missing_rbp = 0;
     w->missing_reg = 1; /* only the live value would do: we do not have it */
     return -UNW_EBADREG;
 }
@@ -278,6 +290,7 @@ static int
 acc_fpreg(unw_addr_space_t a, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
 {
     ((walk_t *)arg)->missing_reg = 1;
+    ((walk_t *)arg)->missing_rbp = 0;
     return -UNW_EBADREG;
 }
 
@@ -321,6 +334,7 @@ load(void)
     F.init_remote = dlsym(h, "_Ux86_64_init_remote");
     F.step = dlsym(h, "_Ux86_64_step");
     F.get_reg = dlsym(h, "_Ux86_64_get_reg");
+    F.get_proc_info = dlsym(h, "_Ux86_64_get_proc_info");
     F.get_accessors = dlsym(h, "_Ux86_64_get_accessors");
     F.set_caching_policy = dlsym(h, "_Ux86_64_set_caching_policy");
     F.set_cache_size = dlsym(h, "_Ux86_64_set_cache_size");
@@ -385,27 +399,146 @@ flush_if_objects_changed(void)
     }
 }
 
+/* Read n bytes of our memory at addr through the page cache.  0 or -1. */
+static int
+read_bytes(walk_t *w, uintptr_t addr, unsigned char *out, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        uintptr_t x = addr + done, page = x & ~(uintptr_t)(PAGE - 1);
+        size_t off = x - page, k = PAGE - off;
+        const char *p = page_at(w, page);
+        if (!p)
+            return -1;
+        if (k > n - done)
+            k = n - done;
+        memcpy(out + done, p + off, k);
+        done += k;
+    }
+    return 0;
+}
+
+/* The bytes before `ret` end a call instruction (direct, or one of the usual indirect forms). */
+static int
+after_call(walk_t *w, uintptr_t ret)
+{
+    unsigned char b[7];
+
+    if (ret < 16 || read_bytes(w, ret - 7, b, 7) < 0)
+        return 0;
+    /* b[6] is the byte at ret-1 */
+    return b[2] == 0xe8 ||                                           /* call rel32 */
+           (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||                /* call *%reg */
+           (b[5] == 0xff && (b[6] & 0xf8) == 0x10 && b[6] != 0x14 && b[6] != 0x15) || /* *(%reg) */
+           (b[4] == 0xff && (b[5] & 0xf8) == 0x50) ||                /* call *d8(%reg) */
+           (b[1] == 0xff && ((b[2] & 0xf8) == 0x90 || b[2] == 0x15)) || /* *d32(%reg), *d32(%rip) */
+           (b[3] == 0xff && b[4] == 0x14);                           /* call *(%reg,%reg,s) */
+}
+
+/*
+ * The live %rbp when frame k (SP sp_k, in the function starting at `start`)
+ * is the first frame whose CFA is %rbp-based (a frame-pointer build calling
+ * into code that never saved %rbp): from its prologue, `push %rbp; mov
+ * %rsp,%rbp; push <callee-saved>*; [sub $N,%rsp]` within its first 32 bytes
+ * (after endbr64 or an early-exit test), %rbp = sp_k + 8 *
+ * pushes + N, provided the return address above it follows a call.  1 with
+ * *rbp, else 0.
+ */
+static int
+frame_pointer_rbp(walk_t *w, uintptr_t start, uintptr_t sp_k, uintptr_t *rbp)
+{
+    unsigned char b[64];
+    uintptr_t size = 0, x, ret;
+    size_t i;
+
+    if (read_bytes(w, start, b, sizeof(b)) < 0)
+        return 0;
+    /* at the start, or a little later when the compiler wrapped the prologue
+       around an early exit */
+    for (i = 0; i < 32; i++)
+        if (b[i] == 0x55 && b[i + 1] == 0x48 &&
+            ((b[i + 2] == 0x89 && b[i + 3] == 0xe5) || (b[i + 2] == 0x8b && b[i + 3] == 0xec)))
+            break;
+    if (i == 32)
+        return 0;
+    for (i += 4; i + 7 < sizeof(b);) {
+        if (b[i] >= 0x50 && b[i] <= 0x57 && b[i] != 0x54 && b[i] != 0x55) {
+            size += 8, i += 1;
+        } else if (b[i] == 0x41 && b[i + 1] >= 0x50 && b[i + 1] <= 0x57) {
+            size += 8, i += 2;
+        } else if (b[i] == 0x48 && b[i + 1] == 0x83 && b[i + 2] == 0xec) {
+            size += b[i + 3];
+            break;
+        } else if (b[i] == 0x48 && b[i + 1] == 0x81 && b[i + 2] == 0xec) {
+            size += (uint32_t)b[i + 3] | (uint32_t)b[i + 4] << 8 | (uint32_t)b[i + 5] << 16 |
+                    (uint32_t)b[i + 6] << 24;
+            break;
+        } else {
+            break; /* no sub: the frame is the pushes alone */
+        }
+    }
+    x = sp_k + size;
+    if (x & 15 || size > (1u << 20))
+        return 0;
+    /* the saved %rbp is not checked: a caller built without frame pointers
+       leaves anything there */
+    if (read_bytes(w, x + 8, (unsigned char *)&ret, 8) < 0 || !after_call(w, ret))
+        return 0;
+    *rbp = x;
+    return 1;
+}
+
+/* One walk from w->pc/w->sp (and w->rbp when have_rbp).  Frames; *r the last step's result. */
+static int
+walk_once(walk_t *w, uintptr_t *pcs, int max, int *r, uintptr_t *sp_k, uintptr_t *start_k)
+{
+    unw_cursor_t c;
+    unw_proc_info_t pi;
+    unw_word_t ip, sp;
+    int n = 0;
+
+    w->missing_reg = w->missing_rbp = 0;
+    *r = F.init_remote(&c, as, w);
+    if (*r < 0)
+        return 0;
+    pcs[n++] = w->pc;
+    while (n < max && (*r = F.step(&c)) > 0) {
+        if (F.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
+            break;
+        pcs[n++] = (uintptr_t)ip;
+    }
+    *sp_k = *start_k = 0;
+    if (*r < 0 && w->missing_rbp && F.get_proc_info && F.get_reg(&c, UNW_X86_64_RSP, &sp) == 0 &&
+        F.get_proc_info(&c, &pi) == 0) {
+        *sp_k = (uintptr_t)sp;
+        *start_k = (uintptr_t)pi.start_ip;
+    }
+    return n;
+}
+
 /* Walk from w->pc/w->sp.  Frames (>= 1) or -ENOTSUP. */
 static int
 walk(walk_t *w, uintptr_t *pcs, int max, const char **why)
 {
-    unw_cursor_t c;
-    unw_word_t ip;
-    int n = 0, r;
+    uintptr_t sp_k, start_k, rbp;
+    int n, r;
 
     if (++pgen == 0) { /* a new walk: the stack pages of the last one are stale */
         memset(ptag, 0, sizeof(ptag));
         pgen = 1;
     }
     pe_tls.guard++;
-    r = F.init_remote(&c, as, w);
-    if (r >= 0) {
-        pcs[n++] = w->pc;
-        while (n < max && (r = F.step(&c)) > 0) {
-            if (F.get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
-                break;
-            pcs[n++] = (uintptr_t)ip;
-        }
+    w->have_rbp = 0;
+    n = walk_once(w, pcs, max, &r, &sp_k, &start_k);
+    if (r < 0 && w->missing_rbp && start_k && frame_pointer_rbp(w, start_k, sp_k, &rbp)) {
+        /* a frame-pointer build: walk again knowing %rbp; only a walk that
+           reaches the outermost frame is trusted */
+        w->have_rbp = 1;
+        w->rbp = rbp;
+        n = walk_once(w, pcs, max, &r, &sp_k, &start_k);
+        if (r > 0 && n < max)
+            r = -UNW_EINVAL;
+        if (r >= 0)
+            stats.rbp_inferred++;
     }
     pe_tls.guard--;
     if (r < 0) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # e2e_threads_quiet: stacks of blocked threads without interrupting them.
 # (a) p_quiet_park (threads in nanosleep, poll, epoll_wait, read, cond_wait,
-#     mutex_lock, sem_wait, accept, waitpid): every thread comes from /proc,
+#     mutex_lock, sem_wait, accept, waitpid), built without and with frame
+#     pointers (p_quiet_park_fp): every thread comes from /proc,
 #     and its stack equals the signal method's (capture=signal), frame by frame
 #     (the leaf by function: a restarted syscall's signal PC is 2 bytes back);
 #     every form says how (debug=0 label and comment, debug=1 labels line,
@@ -56,12 +57,15 @@ many() { # N path...: fetch the paths in turn N times over one connection; print
 wait_ready() { for _ in $(seq 100); do grep -q ready "$PE_OUT" && return 0; sleep 0.05; done; return 1; }
 
 # ---- (a) the same stacks as the signal's ----------------------------------------------
-pe_start $P/p_quiet_park || exit 1
-check "p_quiet_park ready" wait_ready
+for prog in p_quiet_park p_quiet_park_fp; do
+echo "-- $prog"
+pe_start $P/$prog || exit 1
+check "$prog ready" wait_ready
 pe_get '/debug/pprof/goroutine?debug=2' >$T/auto.txt
 check "debug=2: all 10 threads from /proc, none signalled" \
     grep -q '^threads: 10 (pid [0-9]*), 0 without answer; .* 10 from /proc without a signal ([0-9]* unchanged), 0 by signal$' $T/auto.txt
-check "debug=2: a '# capture: proc' note per thread" [ "$(grep -c '^# capture: proc' $T/auto.txt)" = 10 ]
+check "debug=2: a '# capture: proc' note per thread" [ "$(grep -c '^# capture: proc' $T/auto.txt)" = 10 ] ||
+    { head -1 $T/auto.txt; grep -B1 -A4 '^# capture: signal' $T/auto.txt | head -20; }
 for f in park_sleep park_poll park_epoll park_read park_cond park_mutex park_sem park_accept park_wait; do
     grep -q "	$f+" $T/auto.txt || bad "debug=2: $f missing"
 done
@@ -86,6 +90,7 @@ pe_get '/profile_wall?duration=1&delay=0.01&capture=signal' -o $T/ws.pb.gz
 go tool pprof -raw $T/ws.pb.gz >$T/ws.raw 2>&1
 check "wall capture=signal: signals only" bash -c "grep -q 'capture:\[signal\]' $T/ws.raw && ! grep -q 'capture:\[proc\]' $T/ws.raw"
 pe_stop
+done
 
 # ---- (b) a program for which EINTR is fatal -----------------------------------------------
 pe_start $P/p_quiet_park strict || exit 1

@@ -10,8 +10,9 @@
  *   strict:  any EINTR is fatal: "EINTR in <thread>" on stderr, exit 3.
  * SIGTERM (taken by main only; the parked threads block it) ends the run:
  * exit 0 when nothing went wrong.  Built without frame pointers, as Debian
- * builds programs: a frame whose CFA is %rbp-based cannot be walked from
- * /proc's SP and PC alone (those threads are signalled instead).
+ * builds programs; p_quiet_park_fp is the same with frame pointers (its
+ * frames' CFA is %rbp-based: /proc gives SP and PC only, so %rbp is found
+ * from the first such frame's prologue).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,7 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef P_QUIET_PARK_FP
 #pragma GCC optimize("omit-frame-pointer")
+#endif
 
 static int strict;
 static volatile sig_atomic_t stop;
