@@ -71,3 +71,42 @@ for method in auto signal; do
     rm -f $T/port
 done
 echo "  (process CPU includes the 2 spinners, ~2000 ms/s when they get both cores)"
+
+# ---- the share of blocked threads captured without a signal, per program ----------------
+# Three goroutine?debug=2 dumps of each program (0.3 s apart); a thread is blocked when
+# its state is not "running".  Programs missing here are skipped.
+share() { # label cmd...
+    local label=$1 pid addr i
+    shift
+    command -v "$1" >/dev/null || { printf '  %-26s (not installed)\n' "$label"; return; }
+    PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port LD_PRELOAD=$LIB "$@" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [ -s $T/port ] && break; sleep 0.05; done
+    addr=$(cat $T/port 2>/dev/null)
+    sleep 1
+    : >$T/dumps
+    for i in 1 2 3; do
+        curl -s --max-time 30 "http://$addr/debug/pprof/goroutine?debug=2" >>$T/dumps
+        sleep 0.3
+    done
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    rm -f $T/port
+    awk -v l="$label" '/^thread / { blocked = $0 !~ /\[running\]:$/; next }
+        /^# capture: / && blocked { n++; if ($3 == "proc") q++ }
+        END { printf "  %-26s %3d of %3d blocked threads from /proc (%.0f%%)\n", l, q, n, n ? 100 * q / n : 0 }' $T/dumps
+}
+echo
+echo "  blocked threads captured without a signal (3 dumps each):"
+PY='import threading, time, queue, socket, select
+q = queue.Queue(); s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+for f, a in ((time.sleep, (60,)), (q.get, ()), (s.accept, ()), (select.select, ([s], [], [], 60))):
+    threading.Thread(target=f, args=a, daemon=True).start()
+threading.Event().wait(60)'
+share "python3 (5 threads)" /usr/bin/python3 -c "$PY"
+share "perl sleep" perl -e 'sleep 60'
+share "perl select" perl -e 'select(undef, undef, undef, 60)'
+share "redis-server" redis-server --port 0 --unixsocket $T/redis.sock --save ''
+share "p_quiet_park" $BUILD/test/p_quiet_park
+share "p_quiet_park_fp" $BUILD/test/p_quiet_park_fp
+share "p_parked" $BUILD/test/p_parked
