@@ -72,9 +72,9 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     /* wall: capture=signal signals every thread, as before /proc captures */
     if (k->open == pe_sampler_open_wall && (rc = pe_param_enum(r, "capture", capture, 0, &how)))
         return rc;
-    rc = how == PE_SAMPLER_CAPTURE_AUTO ? k->open(delay, (int64_t)n, w, &running)
-                                        : pe_sampler_open_wall_capture(delay, (int64_t)n, how, w,
-                                                                       &running);
+    rc = how == PE_SAMPLER_CAPTURE_AUTO
+             ? k->open(delay, (int64_t)n, w, &running)
+             : pe_sampler_open_wall_capture(delay, (int64_t)n, how, w, &running);
 
     switch (rc) {
     case 0: return 0;

@@ -26,10 +26,10 @@
 #include "quiet.h"
 
 #define PAGE 4096u
-#define PAGES 64            /* page cache slots (per walk) */
-#define CACHE_N 256         /* cached captures, direct-mapped by tid */
-#define LINE_MAX_ 192       /* a /proc syscall line */
-#define RS_CACHE_SIZE 1024  /* libunwind's register-state cache (entries) */
+#define PAGES 64           /* page cache slots (per walk) */
+#define CACHE_N 256        /* cached captures, direct-mapped by tid */
+#define LINE_MAX_ 192      /* a /proc syscall line */
+#define RS_CACHE_SIZE 1024 /* libunwind's register-state cache (entries) */
 
 /* ---- data ----------------------------------------------------------------------- */
 
@@ -54,7 +54,7 @@ typedef struct walk_s {
     int missing_rbp; /* ... and it was %rbp only */
     int have_rbp;    /* rbp holds the live %rbp, inferred (frame_pointer_rbp) */
     uintptr_t rbp;
-    int bad_mem;     /* a read failed */
+    int bad_mem; /* a read failed */
 } walk_t;
 
 /* One cached capture (nframes > 0), or a known failure (nframes < 0). */
@@ -83,7 +83,7 @@ static struct {
 static char *pdata; /* PAGES * PAGE bytes (mmap) */
 static uint32_t pgen;
 
-static qc_t *cache; /* CACHE_N entries (mmap, NORESERVE) */
+static qc_t *cache;             /* CACHE_N entries (mmap, NORESERVE) */
 static int have_schedstat = -1; /* /proc/self/task/TID/schedstat exists (CONFIG_SCHED_INFO) */
 static pe_quiet_stats_t stats;
 
@@ -426,12 +426,12 @@ after_call(walk_t *w, uintptr_t ret)
     if (ret < 16 || read_bytes(w, ret - 7, b, 7) < 0)
         return 0;
     /* b[6] is the byte at ret-1 */
-    return b[2] == 0xe8 ||                                           /* call rel32 */
-           (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||                /* call *%reg */
+    return b[2] == 0xe8 ||                            /* call rel32 */
+           (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) || /* call *%reg */
            (b[5] == 0xff && (b[6] & 0xf8) == 0x10 && b[6] != 0x14 && b[6] != 0x15) || /* *(%reg) */
-           (b[4] == 0xff && (b[5] & 0xf8) == 0x50) ||                /* call *d8(%reg) */
+           (b[4] == 0xff && (b[5] & 0xf8) == 0x50) ||                   /* call *d8(%reg) */
            (b[1] == 0xff && ((b[2] & 0xf8) == 0x90 || b[2] == 0x15)) || /* *d32(%reg), *d32(%rip) */
-           (b[3] == 0xff && b[4] == 0x14);                           /* call *(%reg,%reg,s) */
+           (b[3] == 0xff && b[4] == 0x14);                              /* call *(%reg,%reg,s) */
 }
 
 /*
@@ -570,8 +570,8 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     if ((rc = read_key(tid, &k1, &k2)) < 0)
         return rc == -ESRCH ? -ESRCH : -ENOTSUP;
     pthread_mutex_lock(&qlock);
-    if (cache && (e = &cache[(unsigned)tid % CACHE_N])->tid == tid && e->k1 == k1 &&
-        e->k2 == k2 && (have_schedstat || reuse_by_status(tid, e))) {
+    if (cache && (e = &cache[(unsigned)tid % CACHE_N])->tid == tid && e->k1 == k1 && e->k2 == k2 &&
+        (have_schedstat || reuse_by_status(tid, e))) {
         /* it has not run since: the same stack, or the same failure */
         *cached = 1;
         stats.reused++;

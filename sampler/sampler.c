@@ -599,8 +599,8 @@ pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
 }
 
 int
-pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture,
-                             pe_sampler_win_t **out, double *running_delay)
+pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
+                             double *running_delay)
 {
     return win_open(K_WALL, delay, max_frames, capture, out, running_delay);
 }

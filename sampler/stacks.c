@@ -649,8 +649,8 @@ pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
     pe_sink_printf(out,
                    "threads: %d (pid %d), %d without answer; captured in %.1f ms; "
                    "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
-                   s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc,
-                   s->nreused, s->nsignal);
+                   s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc, s->nreused,
+                   s->nsignal);
     /* one sample per thread, in capture order (the tid label keeps them apart) */
     for (i = 0; i < pe_prof_nsamples(p); i++) {
         pe_prof_sample_t sm;

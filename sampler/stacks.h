@@ -34,14 +34,14 @@
 
 typedef struct pe_stack_s {
     pid_t tid;
-    int answered;      /* 1: pcs hold the stack; 0: no answer within the bound */
-    int nframes;       /* pcs[0] is the interrupted PC (exact), then return addresses */
-    char name[32];     /* /proc comm */
-    const char *state; /* /proc state before the signal: "running", "sleeping", ... */
-    const char *why;   /* when !answered: a short reason */
-    const char *method; /* when answered: "proc" (no signal) or "signal" */
+    int answered;          /* 1: pcs hold the stack; 0: no answer within the bound */
+    int nframes;           /* pcs[0] is the interrupted PC (exact), then return addresses */
+    char name[32];         /* /proc comm */
+    const char *state;     /* /proc state before the signal: "running", "sleeping", ... */
+    const char *why;       /* when !answered: a short reason */
+    const char *method;    /* when answered: "proc" (no signal) or "signal" */
     const char *quiet_why; /* when signalled or unanswered: why /proc did not do */
-    int reused;        /* "proc" and unchanged since the last capture */
+    int reused;            /* "proc" and unchanged since the last capture */
     uintptr_t pcs[PE_MAX_FRAMES];
 } pe_stack_t;
 
