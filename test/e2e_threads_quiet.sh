@@ -6,7 +6,7 @@
 #     and its stack equals the signal method's (capture=signal), frame by frame
 #     (the leaf by function: a restarted syscall's signal PC is 2 bytes back);
 #     every form says how (debug=0 label and comment, debug=1 labels line,
-#     debug=2 note, /task_backtraces).
+#     debug=2 note, /task_backtraces, the peek).
 # (b) p_quiet_park strict (any EINTR exits 3) survives 100 dumps and a 10 s
 #     wall-clock profile at delay=0.01, exit 0; the wall samples are all /proc.
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
@@ -91,6 +91,17 @@ go tool pprof -raw $T/ws.pb.gz >$T/ws.raw 2>&1
 check "wall capture=signal: signals only" bash -c "grep -q 'capture:\[signal\]' $T/ws.raw && ! grep -q 'capture:\[proc\]' $T/ws.raw"
 pe_stop
 done
+
+# ---- the peek prints the same capture ------------------------------------------------------
+PE_ENV="PROFEP_PEEK_SIGNAL=USR1 PROFEP_PEEK_SECONDS=0.2" pe_start $P/p_quiet_park || exit 1
+PE_ENV=
+check "peek: ready" wait_ready
+kill -USR1 $PE_PID
+for _ in $(seq 100); do grep -q 'peek done' $PE_ERR && break; sleep 0.05; done
+# the thread that took SIGUSR1 may still be on its way back into its call
+check "peek: blocked threads from /proc ($(grep -c '^# capture: proc' $PE_ERR) of 10)" \
+    [ "$(grep -c '^# capture: proc' $PE_ERR)" -ge 9 ]
+pe_stop
 
 # ---- (b) a program for which EINTR is fatal -----------------------------------------------
 pe_start $P/p_quiet_park strict || exit 1
