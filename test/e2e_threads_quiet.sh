@@ -6,7 +6,8 @@
 #     and its stack equals the signal method's (capture=signal), frame by frame
 #     (the leaf by function: a restarted syscall's signal PC is 2 bytes back);
 #     every form says how (debug=0 label and comment, debug=1 labels line,
-#     debug=2 note, /task_backtraces, the peek).
+#     debug=2 note, /task_backtraces, the peek); a thread that blocks SIGPROF
+#     is read from /proc all the same.
 # (b) p_quiet_park strict (any EINTR exits 3) survives 100 dumps and a 10 s
 #     wall-clock profile at delay=0.01, exit 0; the wall samples are all /proc.
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
@@ -91,6 +92,20 @@ go tool pprof -raw $T/ws.pb.gz >$T/ws.raw 2>&1
 check "wall capture=signal: signals only" bash -c "grep -q 'capture:\[signal\]' $T/ws.raw && ! grep -q 'capture:\[proc\]' $T/ws.raw"
 pe_stop
 done
+
+# ---- a thread that blocks SIGPROF (p_parked, frame pointers) is read all the same --------------
+PE_ENV="P_PARKED_BLOCK=1" pe_start $P/p_parked || exit 1
+PE_ENV=
+for _ in $(seq 50); do grep -q ready "$PE_OUT" && break; sleep 0.1; done
+got=
+for _ in 1 2 3; do # it wakes every 100 ms: a capture may find it running
+    txt=$(pe_get /task_backtraces)
+    grep -q '	park_blocked+' <<<"$(block "$txt" p-blocked)" && { got=1; break; }
+    sleep 0.2
+done
+check "SIGPROF blocked: its stack from /proc (park_blocked)" [ -n "$got" ]
+check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(block "$txt" p-blocked)"
+pe_stop
 
 # ---- the peek prints the same capture ------------------------------------------------------
 PE_ENV="PROFEP_PEEK_SIGNAL=USR1 PROFEP_PEEK_SECONDS=0.2" pe_start $P/p_quiet_park || exit 1
