@@ -65,8 +65,16 @@ sampling_params(pe_req_t *r, const kind_t *k, double *n, double *delay)
 static int
 open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win_t **w)
 {
+    static const char *const capture[] = {"auto", "signal", NULL};
     double running = 0;
-    int rc = k->open(delay, (int64_t)n, w, &running);
+    int rc, how = PE_SAMPLER_CAPTURE_AUTO;
+
+    /* wall: capture=signal signals every thread, as before /proc captures */
+    if (k->open == pe_sampler_open_wall && (rc = pe_param_enum(r, "capture", capture, 0, &how)))
+        return rc;
+    rc = how == PE_SAMPLER_CAPTURE_AUTO
+             ? k->open(delay, (int64_t)n, w, &running)
+             : pe_sampler_open_wall_capture(delay, (int64_t)n, how, w, &running);
 
     switch (rc) {
     case 0: return 0;

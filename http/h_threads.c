@@ -2,7 +2,10 @@
  * h_threads.c: the every-thread endpoints: /debug/pprof/goroutine (Go's name,
  * kept for scrapers; debug=0 pprof, 1 grouped text, 2 per-thread text),
  * /task_backtraces (the debug=2 text) and /debug/pprof/threadcreate.  The
- * wall-clock profiles share h_profile.c with CPU.
+ * wall-clock profiles share h_profile.c with CPU.  `capture=auto|signal|proc`
+ * picks how stacks are taken (default auto: /proc first, a signal only for
+ * threads it cannot give; signal: every thread signalled, as before; proc:
+ * never a signal).
  * Capturing is sampler/stacks.c's business; formats are pe_http_send_profile's.
  */
 #include <errno.h>
@@ -19,7 +22,12 @@
 static int
 capture(pe_req_t *r, pe_stacks_t **s)
 {
-    int rc = pe_stacks_capture(PE_STACKS_TIMEOUT_MS, s);
+    static const char *const modes[] = {"auto", "signal", "proc", NULL};
+    int mode, rc;
+
+    if ((rc = pe_param_enum(r, "capture", modes, PE_STACKS_AUTO, &mode)))
+        return rc;
+    rc = pe_stacks_capture_mode(PE_STACKS_TIMEOUT_MS, mode, s);
 
     switch (rc) {
     case 0: return 0;

@@ -34,6 +34,7 @@
 #include "../proto/profile.h"
 #include "cpu.h"
 #include "peek.h"
+#include "quiet.h"
 #include "sampler.h"
 #include "stacks.h"
 
@@ -61,6 +62,7 @@ struct pe_sampler_win_s {
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     uint64_t ticks0;          /* wall_ticks at open */
+    uint64_t quiet0, sigs0;   /* wall_quiet, wall_sigs at open */
     int64_t t0_real, t0_mono;
 };
 
@@ -75,6 +77,9 @@ static uint64_t session_gen;
 static uint32_t wall_gen_next;
 static int want_scan;       /* writer: open (a CPU session began); reader: collector */
 static uint64_t wall_ticks; /* ticks sent (collector), read by close */
+/* Wall samples taken from /proc without a signal, and wall signals sent (collector). */
+static uint64_t wall_quiet, wall_sigs;
+static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -259,26 +264,78 @@ state_code(pid_t tid)
     return 0;
 }
 
+static unsigned
+state_code_of(const char *st)
+{
+    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
+        if (!strcmp(st, state_names[i]))
+            return i;
+    return 0;
+}
+
 /*
- * One wall-clock tick: signal the next WALL_PER_TICK threads of the last scan
+ * A wall sample of a thread that is off the CPU, read from /proc without a
+ * signal (quiet.h), straight into the ring.  1 when taken (or the thread is
+ * gone), 0 when it must be signalled; *state gets its state code.
+ */
+static int
+wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+    const char *st, *why;
+    pe_ring_slot_t *s;
+    int cached, n = pe_quiet_capture(tid, pcs, PE_MAX_FRAMES, &st, &why, &cached);
+
+    *state = state_code_of(st);
+    if (n == -ESRCH)
+        return 1;
+    if (n <= 0)
+        return 0;
+    __atomic_add_fetch(&wall_quiet, 1, __ATOMIC_RELAXED);
+    if (!(s = pe_ring_claim(&pe_cpu_ring))) {
+        pe_ring_drop(&pe_cpu_ring, weight);
+        return 1;
+    }
+    memcpy(s->pcs, pcs, (size_t)n * sizeof(pcs[0]));
+    s->tid = tid;
+    s->weight = weight;
+    s->nframes = n;
+    s->flags = PE_RING_F_WALL | PE_RING_F_PROC | (*state << PE_RING_STATE_SHIFT);
+    pe_ring_publish(&pe_cpu_ring, s);
+    return 1;
+}
+
+/*
+ * One wall-clock tick: sample the next WALL_PER_TICK threads of the last scan
  * (all of them when there are fewer), each sample weighted by how many ticks
  * pass before that thread's turn comes again, times `periods`, the periods
  * this tick stands for (more than 1 when the collector was late: a starved
- * collector then still accounts for the wall time that passed).  Collector
- * only.
+ * collector then still accounts for the wall time that passed).  A thread off
+ * the CPU is read from /proc (no signal); the others are signalled.
+ * Collector only.
  */
 static void
 wall_tick(uint32_t gen, int64_t periods)
 {
     int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
+    int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
 
     if (weight > 255)
         weight = 255;
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
-        /* the state before our signal wakes it; a vanished thread answers ESRCH */
-        (void)pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(state_code(tid), (unsigned)weight, gen));
+        unsigned st;
+
+        if (quiet) {
+            if (wall_quiet_sample(tid, (uint32_t)weight, &st))
+                continue;
+        } else {
+            st = state_code(tid); /* the state before our signal wakes it */
+        }
+        /* a vanished thread answers ESRCH */
+        if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
+            __atomic_add_fetch(&wall_sigs, 1, __ATOMIC_RELAXED);
     }
     if (n)
         wall_rot = (wall_rot + k) % n;
@@ -292,7 +349,7 @@ drain(void)
     pe_ring_slot_t *s;
 
     while ((s = pe_ring_peek(&pe_cpu_ring))) {
-        pe_prof_label_t labels[3];
+        pe_prof_label_t labels[4];
         int64_t values[2];
         int n = s->nframes, kind = (s->flags & PE_RING_F_WALL) ? K_WALL : K_CPU, nl = 2;
 
@@ -309,7 +366,9 @@ drain(void)
             unsigned st = PE_RING_STATE(s->flags);
             labels[2].key = "state";
             labels[2].str = state_names[st < PE_ARRAY_SIZE(state_names) ? st : 0];
-            nl = 3;
+            labels[3].key = "capture";
+            labels[3].str = (s->flags & PE_RING_F_PROC) ? "proc" : "signal";
+            nl = 4;
         }
         for (pe_sampler_win_t *w = windows; w; w = w->next) {
             if (w->kind != kind)
@@ -430,7 +489,8 @@ pe_sampler_init(void)
  * cookie, timers on the next scan; wall: a new generation, ticks at once).
  */
 static int
-win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
+win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
+         double *running_delay)
 {
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
     pe_sampler_win_t *w;
@@ -485,6 +545,7 @@ win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out, dou
             __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
         } else {
             __atomic_store_n(&wall_period_ns, want, __ATOMIC_RELEASE);
+            __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
             if (++wall_gen_next == 0)
                 wall_gen_next = 1;
             __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
@@ -508,6 +569,8 @@ win_open(int kind, double delay, int64_t max_frames, pe_sampler_win_t **out, dou
     w->t0_real = now_ns(CLOCK_REALTIME);
     w->t0_mono = now_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
+    w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
+    w->sigs0 = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
     drain(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
@@ -532,16 +595,24 @@ pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double
 {
     if (pe_cpu_seccomp_reason()) /* also while a session runs: a filter may be new */
         return -EACCES;
-    return win_open(K_CPU, delay, max_frames, out, running_delay);
+    return win_open(K_CPU, delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out, running_delay);
 }
 
 int
 pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                      double *running_delay)
 {
+    return pe_sampler_open_wall_capture(delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
+                                        running_delay);
+}
+
+int
+pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
+                             double *running_delay)
+{
     if (pe_cpu_seccomp_reason())
         return -EACCES;
-    return win_open(K_WALL, delay, max_frames, out, running_delay);
+    return win_open(K_WALL, delay, max_frames, capture, out, running_delay);
 }
 
 pe_prof_t *
@@ -549,7 +620,7 @@ pe_sampler_close(pe_sampler_win_t *w)
 {
     pe_sampler_win_t **pp;
     pe_prof_t *p;
-    uint64_t ring_dropped, ticks;
+    uint64_t ring_dropped, ticks, quiet, sigs;
     int64_t period;
     int kind;
 
@@ -570,6 +641,8 @@ pe_sampler_close(pe_sampler_win_t *w)
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     }
     ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
+    quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
+    sigs = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED) - w->sigs0;
     pthread_mutex_lock(&wlock);
     drain();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
@@ -596,6 +669,11 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "at most %d threads signalled per tick",
                         (unsigned long long)w->samples, (unsigned long long)w->weight,
                         (unsigned long long)ticks, (long long)period, WALL_PER_TICK);
+    if (kind == K_WALL)
+        pe_prof_comment(p,
+                        "capture: %llu samples from /proc without a signal, %llu signals sent "
+                        "(running threads, or stacks /proc cannot give)",
+                        (unsigned long long)quiet, (unsigned long long)sigs);
     else
         pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
                         (unsigned long long)w->samples, (unsigned long long)w->weight,

@@ -53,18 +53,26 @@ int pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out,
 pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
 /*
  * Wall-clock windows, the same way (http/h_threads.c): every application
- * thread, running or blocked, is signalled every `delay` s of wall time (at
+ * thread, running or blocked, is sampled every `delay` s of wall time (at
  * most 16 threads per tick, rotating; each sample then weighs the ticks until
- * that thread's next turn) and unwound in its own handler.  Sample types
- * samples/count and wall/nanoseconds, period type wall/nanoseconds, labels
- * thread, thread_name and state (/proc state just before the signal).  Wall
+ * that thread's next turn).  A thread off the CPU is read from /proc without
+ * a signal (quiet.h); a running one (or one /proc cannot give) is signalled
+ * and unwound in its own handler.  Sample types samples/count and
+ * wall/nanoseconds, period type wall/nanoseconds, labels thread, thread_name,
+ * state (/proc state at the sample) and capture ("proc" or "signal").  Wall
  * and CPU sessions run side by side; -EBUSY only against another wall delay.
- * Returns as pe_sampler_open; close with pe_sampler_close.  Note that the
- * signal interrupts blocked syscalls: poll, epoll_wait, nanosleep and
- * sem_timedwait return EINTR in the program (read, accept restart).
+ * Returns as pe_sampler_open; close with pe_sampler_close.  A signalled
+ * thread blocked in a syscall sees it interrupted: poll, epoll_wait,
+ * nanosleep and sem_timedwait return EINTR in the program (read, accept
+ * restart); /proc captures never interrupt anything.
  */
 int pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                          double *running_delay) PE_NODISCARD;
+/* How wall samples are taken: /proc first then signal, or signal only (as before). */
+enum { PE_SAMPLER_CAPTURE_AUTO = 0, PE_SAMPLER_CAPTURE_SIGNAL = 1 };
+/* pe_sampler_open_wall with a capture method; a session keeps its first window's. */
+int pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture,
+                                 pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
 /* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
 int pe_sampler_running(double *delay);
 

@@ -31,6 +31,7 @@
 #include "../preload/guard.h"
 #include "../preload/threads.h"
 #include "cpu.h"
+#include "quiet.h"
 #include "stacks.h"
 #include "unwind.h"
 
@@ -216,11 +217,64 @@ list_threads(pid_t *tids, int max)
 int
 pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
 {
+    return pe_stacks_capture_mode(timeout_ms, PE_STACKS_AUTO, out);
+}
+
+/*
+ * The quiet pass: every thread that /proc can give without a signal.  Marks
+ * slot[i] = -2 for threads gone, -3 for threads done, -1 for those to signal.
+ * Returns how many need the signal.
+ */
+static int
+quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
+{
+    int need = 0;
+
+    for (int i = 0; i < n; i++) {
+        pe_stack_t *st = &r->v[i];
+        const char *why = NULL;
+        int rc = -ENOTSUP, reused = 0;
+
+        st->tid = tids[i];
+        pe_threads_name(st->tid, st->name, sizeof(st->name));
+        slot[i] = -1;
+        if (mode == PE_STACKS_SIGNAL) {
+            st->state = pe_threads_state(st->tid); /* before the signal wakes it */
+            need++;
+            continue;
+        }
+        rc = pe_quiet_capture(st->tid, st->pcs, PE_MAX_FRAMES, &st->state, &why, &reused);
+        if (rc == -ESRCH) {
+            slot[i] = -2;
+            continue;
+        }
+        if (rc > 0) {
+            st->nframes = rc;
+            st->answered = 1;
+            st->method = "proc";
+            st->reused = reused;
+            slot[i] = -3;
+            continue;
+        }
+        st->quiet_why = why;
+        if (mode == PE_STACKS_PROC) {
+            st->why = why ? why : "no stack from /proc";
+            slot[i] = -3;
+            continue;
+        }
+        need++;
+    }
+    return need;
+}
+
+int
+pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
+{
     pe_stacks_t *r;
     pid_t *tids;
-    int *slot, n, i, rc, pending;
+    int *slot, n, i, rc, pending, need, acquired = 0;
     int64_t t0, deadline, resend;
-    uint32_t gen;
+    uint32_t gen = 0;
 
     *out = NULL;
     r = calloc(1, sizeof(*r));
@@ -240,12 +294,12 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
         }
         __atomic_store_n(&cap, (cap_slot_t *)m, __ATOMIC_RELEASE);
     }
-    if ((rc = pe_cpu_sig_acquire()) < 0)
+    /* The signal is taken only when some thread needs it: a capture all from
+       /proc leaves the program's disposition alone. */
+    if (mode != PE_STACKS_PROC && pe_cpu_sig_program_owns()) {
+        rc = -EPERM;
         goto err_unlock;
-    __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-    if (++cap_gen > 0xfffffu)
-        cap_gen = 1;
-    gen = cap_gen;
+    }
 
     n = list_threads(tids, CAP_SLOTS);
     if (n < 0)
@@ -253,23 +307,32 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
     r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
     if (!r->v) {
         rc = -ENOMEM;
-        goto err_release;
+        goto err_unlock;
     }
     r->time_nanos = now_ns(CLOCK_REALTIME);
     t0 = now_ns(CLOCK_MONOTONIC);
-    for (i = 0; i < n; i++) {
+    need = quiet_pass(r, tids, slot, n, mode);
+    if (need) {
+        if ((rc = pe_cpu_sig_acquire()) < 0)
+            goto err_unlock;
+        acquired = 1;
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        if (++cap_gen > 0xfffffu)
+            cap_gen = 1;
+        gen = cap_gen;
+    }
+    for (i = 0; need && i < n; i++) {
         pe_stack_t *st = &r->v[i];
         cap_slot_t *s;
-        int j = slot_take();
+        int j;
 
-        st->tid = tids[i];
-        pe_threads_name(st->tid, st->name, sizeof(st->name));
-        st->state = pe_threads_state(st->tid); /* before the signal wakes it */
-        slot[i] = j;
-        if (j < 0) {
+        if (slot[i] != -1)
+            continue;
+        if ((j = slot_take()) < 0) {
             st->why = "no capture slot free";
             continue;
         }
+        slot[i] = j;
         s = &cap[j];
         __atomic_store_n(&s->state, S_FREE, __ATOMIC_RELAXED);
         __atomic_store_n(&s->tid, st->tid, __ATOMIC_RELAXED);
@@ -285,9 +348,9 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
 
     /* Wait for the answers; send again to the silent now and then (a SIGPROF
        already pending on a thread, e.g. a CPU timer's, swallows ours). */
-    deadline = t0 + (int64_t)timeout_ms * 1000000;
+    deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
     resend = t0 + 10 * 1000000;
-    for (;;) {
+    for (int64_t ts = now_ns(CLOCK_MONOTONIC); need;) {
         int64_t now = now_ns(CLOCK_MONOTONIC);
         pending = 0;
         for (i = 0; i < n; i++)
@@ -302,7 +365,7 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
                     (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
             resend = now + 4 * (resend - t0 > 10 * 1000000 ? resend - t0 : 10 * 1000000);
         }
-        if (now - t0 < 2 * 1000000)
+        if (now - ts < 2 * 1000000)
             sched_yield();
         else
             sleep_ns(1000000);
@@ -314,7 +377,7 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
         cap_slot_t *s;
         int expected = S_PENDING;
 
-        if (slot[i] == -2)
+        if (slot[i] == -2 || slot[i] == -3)
             continue;
         if (slot[i] < 0)
             goto silent;
@@ -333,8 +396,10 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
         st->nframes = s->nframes > PE_MAX_FRAMES ? PE_MAX_FRAMES : s->nframes;
         memcpy(st->pcs, s->pcs, (size_t)st->nframes * sizeof(st->pcs[0]));
         st->answered = st->nframes > 0;
-        if (st->answered)
+        if (st->answered) {
+            st->method = "signal";
             continue;
+        }
     silent:
         if (!thread_alive(st->tid)) {
             slot[i] = -2; /* it exited: not a thread any more */
@@ -344,18 +409,25 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
             st->why = why_silent(st->tid);
     }
     r->wait_ns = now_ns(CLOCK_MONOTONIC) - t0;
-    pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
-    __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-    pe_cpu_sig_release();
+    if (acquired) {
+        pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        pe_cpu_sig_release();
+    }
     pthread_mutex_unlock(&cap_lock);
 
     /* compact: exited threads out */
     for (i = 0; i < n; i++) {
+        pe_stack_t *st = &r->v[i];
         if (slot[i] == -2)
             continue;
-        r->v[r->n] = r->v[i];
-        if (!r->v[r->n].answered)
+        r->v[r->n] = *st;
+        if (!st->answered)
             r->noanswer++;
+        else if (!strcmp(st->method, "proc"))
+            r->nproc++, r->nreused += st->reused;
+        else
+            r->nsignal++;
         r->n++;
     }
     free(tids);
@@ -363,9 +435,6 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
     *out = r;
     return 0;
 
-err_release:
-    __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-    pe_cpu_sig_release();
 err_unlock:
     pthread_mutex_unlock(&cap_lock);
 err_free:
@@ -390,6 +459,7 @@ void
 pe_stacks_atfork_child(void)
 {
     pthread_mutex_init(&cap_lock, NULL);
+    pe_quiet_atfork_child();
 }
 
 /* ---- profiles ------------------------------------------------------------------- */
@@ -398,7 +468,7 @@ pe_stacks_atfork_child(void)
 static int
 add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
 {
-    pe_prof_label_t l[3];
+    pe_prof_label_t l[4];
     int64_t one = 1;
     int nl = 0;
 
@@ -411,6 +481,10 @@ add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
     l[nl++].str = st->name;
     l[nl].key = "state";
     l[nl++].str = st->state;
+    if (st->answered) {
+        l[nl].key = "capture";
+        l[nl++].str = st->method;
+    }
     if (!st->answered)
         return pe_prof_add_named(p, "[no answer]", &one, l, nl);
     return pe_prof_add(p, st->pcs, st->nframes, 1, &one, l, nl);
@@ -433,6 +507,10 @@ stacks_prof(const pe_stacks_t *s, int with_tid)
     pe_prof_set_time(p, s->time_nanos, s->wait_ns);
     pe_prof_comment(p, "threads: %d, %d without answer within the bound (captured in %.1f ms)",
                     s->n, s->noanswer, (double)s->wait_ns / 1e6);
+    pe_prof_comment(p,
+                    "capture: %d from /proc without a signal (%d of them unchanged since the "
+                    "last capture), %d by signal",
+                    s->nproc, s->nreused, s->nsignal);
     return p;
 }
 
@@ -535,12 +613,15 @@ pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
     pe_sink_printf(out, "%s profile: total %lld\n", title, (long long)total);
     for (int i = 0; i < n; i++) {
         pe_prof_sample_t sm;
+        const pe_prof_label_t *cl;
         pe_prof_sample(p, idx[i], &sm);
         pe_sink_printf(out, "%lld @", (long long)sm.values[0]);
         for (int f = 0; f < sm.nframes; f++)
             if (sm.frames[f]->addr) /* pseudo-frames ("[no answer]") have none */
                 pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
         pe_sink_put(out, "\n");
+        if ((cl = label(&sm, "capture")) && cl->str)
+            pe_sink_printf(out, "# labels: {\"capture\":\"%s\"}\n", cl->str);
         put_frames(out, &sm);
         pe_sink_put(out, "\n");
     }
@@ -565,8 +646,11 @@ pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
         return -ENOMEM;
     if ((rc = pe_prof_resolve(p, 0)) < 0)
         goto out;
-    pe_sink_printf(out, "threads: %d (pid %d), %d without answer; captured in %.1f ms\n\n", s->n,
-                   (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6);
+    pe_sink_printf(out,
+                   "threads: %d (pid %d), %d without answer; captured in %.1f ms; "
+                   "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
+                   s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc, s->nreused,
+                   s->nsignal);
     /* one sample per thread, in capture order (the tid label keeps them apart) */
     for (i = 0; i < pe_prof_nsamples(p); i++) {
         pe_prof_sample_t sm;
@@ -588,6 +672,11 @@ pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
             continue;
         }
         pe_sink_put(out, "\n");
+        if (st && st->method && !strcmp(st->method, "proc"))
+            pe_sink_printf(out, "# capture: proc%s\n", st->reused ? " (unchanged)" : "");
+        else if (st && st->method)
+            pe_sink_printf(out, "# capture: signal (%s)\n",
+                           st->quiet_why ? st->quiet_why : "asked for");
         put_frames(out, &sm);
         pe_sink_put(out, "\n");
     }

@@ -129,13 +129,13 @@ PE_ENV="P_PARKED_BLOCK=1" pe_start $P/p_parked || exit 1
 for _ in $(seq 50); do grep -q ready "$PE_OUT" && break; sleep 0.1; done
 sleep 0.3
 s0=$(date +%s%N)
-txt=$(pe_get /task_backtraces)
+txt=$(pe_get '/task_backtraces?capture=signal') # from /proc it would be read without a signal
 ms=$(( ($(date +%s%N) - s0) / 1000000 ))
 check "blocked SIGPROF: reported without answer ($(block "$txt" p-blocked | head -1))" \
     grep -Eq '^thread [0-9]+ "p-blocked" \[[a-z-]+\]: no answer within the bound \(it blocks SIGPROF\)' <<<"$txt"
 check "blocked SIGPROF: the others still answered" grep -q '^threads: 6 (pid [0-9]*), 1 without answer' <<<"$txt"
 check "blocked SIGPROF: bounded wait (${ms} ms < 1500)" [ "$ms" -lt 1500 ]
-pe_get '/debug/pprof/goroutine' -o $T/gb.pb.gz
+pe_get '/debug/pprof/goroutine?capture=signal' -o $T/gb.pb.gz
 check "blocked SIGPROF: pprof has a [no answer] frame" bash -c "go tool pprof -traces $T/gb.pb.gz 2>/dev/null | grep -q 'no answer'"
 check "the program is still running" kill -0 $PE_PID
 pe_stop
