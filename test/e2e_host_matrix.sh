@@ -63,7 +63,7 @@ one_run() {
     local rowenv=()
     [ -f test/p_host_$row.env ] && mapfile -t rowenv < <(grep -v '^#' test/p_host_$row.env)
     mkfifo "$d/in"
-    env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$d/port.%p" LD_PRELOAD="$LIB" \
+    env TMPDIR="$d" PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$d/port.%p" LD_PRELOAD="$LIB" \
         "${heapenv[@]}" "${rowenv[@]}" "$prog" <"$d/in" >"$d/out" 2>"$d/err" &
     pid=$!
     exec {wfd}>"$d/in"
