@@ -438,7 +438,8 @@ after_call(walk_t *w, uintptr_t ret)
  * The live %rbp when frame k (SP sp_k, in the function starting at `start`)
  * is the first frame whose CFA is %rbp-based (a frame-pointer build calling
  * into code that never saved %rbp): from its prologue, `push %rbp; mov
- * %rsp,%rbp; push <callee-saved>*; [sub $N,%rsp]` within its first 32 bytes
+ * %rsp,%rbp; push <callee-saved>*; [sub $N,%rsp]` (register moves and
+ * `lea d8(%rbp)` in between skipped) within its first 32 bytes
  * (after endbr64 or an early-exit test), %rbp = sp_k + 8 *
  * pushes + N, provided the return address above it follows a call.  1 with
  * *rbp, else 0.
@@ -465,6 +466,10 @@ frame_pointer_rbp(walk_t *w, uintptr_t start, uintptr_t sp_k, uintptr_t *rbp)
             size += 8, i += 1;
         } else if (b[i] == 0x41 && b[i + 1] >= 0x50 && b[i + 1] <= 0x57) {
             size += 8, i += 2;
+        } else if ((b[i] & 0xf0) == 0x40 && b[i + 1] == 0x89 && (b[i + 2] & 0xc0) == 0xc0) {
+            i += 3; /* mov %reg,%reg: the compiler interleaves it with the prologue */
+        } else if ((b[i] & 0xf0) == 0x40 && b[i + 1] == 0x8d && (b[i + 2] & 0xc7) == 0x45) {
+            i += 4; /* lea d8(%rbp),%reg */
         } else if (b[i] == 0x48 && b[i + 1] == 0x83 && b[i + 2] == 0xec) {
             size += b[i + 3];
             break;

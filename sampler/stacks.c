@@ -273,7 +273,7 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     pe_stacks_t *r;
     pid_t *tids;
     int *slot, n, i, rc, pending, need, acquired = 0;
-    int64_t t0, deadline, resend;
+    int64_t t0, ts, deadline, resend;
     uint32_t gen = 0;
 
     *out = NULL;
@@ -348,9 +348,10 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 
     /* Wait for the answers; send again to the silent now and then (a SIGPROF
        already pending on a thread, e.g. a CPU timer's, swallows ours). */
-    deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
-    resend = t0 + 10 * 1000000;
-    for (int64_t ts = now_ns(CLOCK_MONOTONIC); need;) {
+    ts = now_ns(CLOCK_MONOTONIC); /* the signals went now, after the /proc pass */
+    deadline = ts + (int64_t)timeout_ms * 1000000;
+    resend = ts + 10 * 1000000;
+    while (need) {
         int64_t now = now_ns(CLOCK_MONOTONIC);
         pending = 0;
         for (i = 0; i < n; i++)
@@ -363,7 +364,7 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
                 if (slot[i] >= 0 &&
                     __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) == S_PENDING)
                     (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
-            resend = now + 4 * (resend - t0 > 10 * 1000000 ? resend - t0 : 10 * 1000000);
+            resend = now + 4 * (resend - ts > 10 * 1000000 ? resend - ts : 10 * 1000000);
         }
         if (now - ts < 2 * 1000000)
             sched_yield();
