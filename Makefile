@@ -117,7 +117,8 @@ $(BUILD)/test/u_%: test/u_%.c $(CORE_AR)
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=default -o $@ $< $(CORE_AR) $(TEST_LIBS) $(SAN)
 
-$(BUILD)/test/p_%: test/p_%.c
+# (the row programs share small headers: test/p_host.h, test/host_row.h)
+$(BUILD)/test/p_%: test/p_%.c $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread -lm

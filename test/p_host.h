@@ -142,7 +142,8 @@ row_http(const char *addr, const char *path, char *body, size_t cap, size_t *len
         close(fd);
         return -1;
     }
-    n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
+    /* Host names us as curl does (the server answers 421 to a Host not its own) */
+    n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1%s\r\n\r\n", path, colon);
     if (write(fd, req, (size_t)n) != n) {
         close(fd);
         return -1;
