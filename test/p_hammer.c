@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 static struct sockaddr_in addr;
+static char host_hdr[128]; /* HOST:PORT, as the server must be named (it answers 421 otherwise) */
 static double deadline;
 static int npaths, abort_some;
 static char **paths;
@@ -61,12 +62,12 @@ one(const char *spec, int hang_up, long long *got)
     }
     if (body)
         len = snprintf(req, sizeof(req),
-                       "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+                       "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n"
                        "Connection: close\r\n\r\n%s",
-                       path, strlen(body), body);
+                       path, host_hdr, strlen(body), body);
     else
-        len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                       path);
+        len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                       path, host_hdr);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -EMFILE;
@@ -151,6 +152,7 @@ main(int argc, char **argv)
         return 2;
     }
     snprintf(host, sizeof(host), "%.*s", (int)(colon - argv[1]), argv[1]);
+    snprintf(host_hdr, sizeof(host_hdr), "%s", argv[1]);
     addr.sin_family = AF_INET;
     addr.sin_port = htons((unsigned short)atoi(colon + 1));
     inet_pton(AF_INET, host, &addr.sin_addr);
