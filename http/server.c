@@ -351,6 +351,10 @@ server_main(void *unused)
         "64",
         "enable_auth_domain_check",
         "no",
+        /* civetweb's own answers (400, 413 to malformed requests) too: ours
+           set it themselves (respond.c). */
+        "additional_header",
+        "X-Content-Type-Options: nosniff",
         /* No document_root: nothing is ever served from disk. */
         tls_cert[0] ? "ssl_certificate" : NULL,
         tls_cert,
