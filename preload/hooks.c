@@ -1,12 +1,13 @@
 /*
  * hooks.c: the process-level interposers: pthread_create (thread registry,
  * thread-start event), dlopen/dlclose/dl_iterate_phdr (keep the loader out of
- * our signal handler), the exec family and posix_spawn/system/popen (their
- * events: no profiling signal crosses them, a program's SIG_IGN does), and
- * sigaction/signal (our threads never change a disposition; SIGPROF stays
- * ours while a profile runs).  Fork needs no interposer: events.c hears of
- * every fork through pthread_atfork.  Each wrapper is thin and forwards to
- * pe_real; the logic lives in events.c and the modules.
+ * our signal handler), the exec family (execveat too), posix_spawn, system
+ * and popen (their events: no profiling signal crosses them, a program's
+ * SIG_IGN does), and sigaction/signal (our threads never change a
+ * disposition; SIGPROF stays ours while a profile runs).  fork needs no
+ * interposer: events.c hears of every fork through pthread_atfork; _Fork,
+ * which runs no fork handlers, has one.  Each wrapper is thin and forwards to
+ * the real function; the logic lives in events.c and the modules.
  */
 #include <alloca.h>
 #include <errno.h>

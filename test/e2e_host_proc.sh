@@ -72,6 +72,12 @@ for prog in p_host_exec_huge p_host_exec_thread; do
     check "$prog: 3 execs each inside a 1000 Hz wall profile, $good of $n runs lived" [ $good = $n ]
 done
 
+# the same inside CPU profiles at 1000 Hz (timer signals at exec) and stack captures
+for path in '/profile?duration=1&delay=0.001' '/debug/pprof/goroutine?debug=2'; do
+    rc=$(run_row p_host_exec_thread PE_ROW_SELF_WALL=1 PE_ROW_SELF_PATH="$path" PE_ROW_GENS=3)
+    check "p_host_exec_thread: 3 execs each inside $path (exit $rc)" [ "$rc" = 0 ]
+done
+
 # ---- 2. vfork + exec during a CPU profile ---------------------------------------------
 start_row p_host_vfork PE_ROW_SECONDS=5
 c0=$(proc_cpu_ticks $PE_PID)

@@ -69,9 +69,9 @@ row_now(void)
 
 /*
  * PE_ROW_SELF_WALL=1: ask our own server (its address from PROFEP_PORT_FILE,
- * "%p" being our pid, waiting up to 3 s for it) for `path` and leave the
- * request running (the socket is close-on-exec and never read).  Returns 0 when
- * the request was sent.
+ * "%p" being our pid, waiting up to 3 s for it) for `path` (or for
+ * PE_ROW_SELF_PATH when set) and leave the request running (the socket is
+ * close-on-exec and never read).  Returns 0 when the request was sent.
  */
 static __attribute__((unused)) int
 row_self_request(const char *path)
@@ -85,6 +85,8 @@ row_self_request(const char *path)
 
     if (!pf || !getenv("PE_ROW_SELF_WALL"))
         return -1;
+    if (getenv("PE_ROW_SELF_PATH"))
+        path = getenv("PE_ROW_SELF_PATH");
     for (p = pf; *p && w + 16 < sizeof(file); p++) {
         if (p[0] == '%' && p[1] == 'p') {
             w += (size_t)snprintf(file + w, sizeof(file) - w, "%d", (int)getpid());

@@ -1,6 +1,6 @@
 /*
  * p_host_fork_dlopen (host-matrix row): fork from a thread while two others
- * allocate 1 MiB blocks, PE_ROW_CHILDREN children (default 60;
+ * allocate 1 MiB blocks, PE_ROW_CHILDREN children (default 20;
  * test/e2e_host_proc.sh runs more at PROFEP_HEAP_RATE=1) in each of two
  * phases.  Phase 1: each child does dlopen("libz.so.1")/dlclose and exits 0;
  * a child not done within 10 s has hung (it used to spin in dlclose on an
@@ -85,7 +85,7 @@ forker(void *arg)
 int
 main(void)
 {
-    long children = getenv("PE_ROW_CHILDREN") ? atol(getenv("PE_ROW_CHILDREN")) : 60;
+    long children = getenv("PE_ROW_CHILDREN") ? atol(getenv("PE_ROW_CHILDREN")) : 20;
     pthread_t a, b, l, f;
 
     if (pthread_create(&a, NULL, allocator, NULL) || pthread_create(&b, NULL, allocator, NULL) ||
