@@ -101,7 +101,7 @@ int
 main(void)
 {
     static const char job[] = "{\"profile_type\": \"task_backtraces\"}";
-    char ours[64], first[512], moved[512];
+    char ours[64], first[512], moved[sizeof(first) + 8];
     struct timespec t0, t1;
     got_t g;
     int i, n, mode_ok;
