@@ -211,7 +211,13 @@ pe_threads_state(pid_t tid)
 
     if (read_proc(tid, "stat", stat, sizeof(stat)) < 0 || !(p = strrchr(stat, ')')) || !p[1])
         return "unknown";
-    switch (p[2]) {
+    return pe_threads_state_name(p[2]);
+}
+
+const char *
+pe_threads_state_name(char c)
+{
+    switch (c) {
     case 'R': return "running";
     case 'S': return "sleeping";
     case 'D': return "disk-sleep";

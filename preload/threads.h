@@ -59,5 +59,7 @@ void pe_threads_atfork_child(void);
 int pe_threads_name(pid_t tid, char *buf, size_t len);
 /* Read the one-letter state of tid from /proc (R, S, D, ...) and name it. */
 const char *pe_threads_state(pid_t tid);
+/* The name of a state letter of /proc/PID/stat ('R' -> "running"; "unknown"). */
+const char *pe_threads_state_name(char c);
 
 #endif /* PE_THREADS_H */

@@ -23,6 +23,7 @@
 
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/threads.h"
 #include "quiet.h"
 
 #define PAGE 4096u
@@ -95,22 +96,6 @@ now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static const char *
-state_name(char c)
-{
-    switch (c) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "disk-sleep";
-    case 'T': return "stopped";
-    case 't': return "tracing-stop";
-    case 'Z': return "zombie";
-    case 'X': return "dead";
-    case 'I': return "idle";
-    default: return "unknown";
-    }
 }
 
 /* Read /proc/self/task/TID/<what> into buf (NUL-terminated).  Length or -errno. */
@@ -580,7 +565,7 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         /* it has not run since: the same stack, or the same failure */
         *cached = 1;
         stats.reused++;
-        *state = state_name(e->state);
+        *state = pe_threads_state_name(e->state);
         if (e->nframes < 0) {
             *why = e->why;
             pthread_mutex_unlock(&qlock);
@@ -594,7 +579,7 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     pthread_mutex_unlock(&qlock);
     if ((rc = read_status(tid, &st, &nv, &niv)) < 0)
         return rc == -ESRCH ? -ESRCH : -ENOTSUP;
-    *state = state_name(st);
+    *state = pe_threads_state_name(st);
     memset(&w, 0, sizeof(w));
     if ((rc = read_syscall(tid, line, sizeof(line), &w.sp, &w.pc)) <= 0) {
         if (rc == -ESRCH)

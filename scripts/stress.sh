@@ -63,7 +63,7 @@ paths=()
 while read -r route; do
     case $route in
     /profile | /profile_wall | /allocs_profile) paths+=("$route?duration=1") ;;
-    /debug/pprof/profile) paths+=("$route?seconds=1") ;;
+    /debug/pprof/profile | /debug/fgprof) paths+=("$route?seconds=1") ;;
     /debug_engine) paths+=("POST:$route|{\"profile_type\": \"task_backtraces\"}"
                            "POST:$route|{\"profile_type\": \"cpu_profile\", \"duration\": 1}") ;;
     /debug/pprof/symbol) paths+=("$route" "POST:$route|0x1+0x401000+0xffffffffffffffff") ;;

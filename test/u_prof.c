@@ -642,10 +642,12 @@ test_big(int n)
     CHECK(pe_prof_write_text(p, &discard, &o) == 0);
     printf("u_prof: %d samples (%d distinct): build+resolve %.3f s, pprof %.3f s, text %.3f s\n", n,
            pe_prof_nsamples(p), t1 - t0, t2 - t1, now() - t2);
-    /* Generous: the target is well under a second; this only catches blow-ups.
-     * Runs under valgrind (small n) are too slow to time. */
+    /* Generous: the target is well under a second (make bench times it); this
+     * only catches blow-ups (quadratic work takes minutes), and must hold under
+     * ASan on a busy 2-core machine (5.4 s seen).  Runs under valgrind (small
+     * n) are too slow to time. */
     if (n >= 100000)
-        CHECKF(now() - t0 < 5.0, "took %.3f s", now() - t0);
+        CHECKF(now() - t0 < 30.0, "took %.3f s", now() - t0);
     pe_prof_free(p);
 }
 
