@@ -240,7 +240,12 @@ typedef struct pe_heap_live_s {
     uint64_t size;  /* requested bytes */
     double weight;  /* objects this sample stands for: 1/(1-exp(-size/rate)) */
     uint32_t stack; /* pe_heap_stack() id */
+    uint32_t born;  /* pe_heap_now_s() when it was sampled (a realloc re-samples) */
 } pe_heap_live_t;
+
+/* A coarse clock for the age of samples: whole seconds of CLOCK_MONOTONIC_COARSE
+   (vDSO, no syscall).  Read on the sampled path only. */
+PE_SIGSAFE uint32_t pe_heap_now_s(void);
 
 /*
  * Call cb for every live sampled block, from a copy taken first without a

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# e2e_heap_time.sh: memory over time against ground truth.  p_heap_leak churns
+# ~16 MiB of short-lived blocks from churn_alloc and, for a known window, leaks
+# 4 KiB blocks from leak_alloc: min_age/max_age (pprof, debug=1, age_s label,
+# /heap_snapshot) must separate the two.
+cd "$(dirname "$0")/.." || exit 1
+. test/e2e_heap.inc
+
+# share FILE FUNC: FUNC's share of the profile's inuse_space, in percent.
+share() {
+    local f t
+    f=$(flat "$1" inuse_space "$2"); t=$(total "$1" inuse_space)
+    awk -v f="$f" -v t="$t" 'BEGIN { if (t > 0) printf "%.1f", f * 100 / t; else print 0 }'
+}
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+wait_line() { # NAME WORD: up to 60 s for a line starting with WORD
+    local i
+    for i in $(seq 300); do grep -q "^$2" "$T/$1.out" && return 0; sleep 0.2; done
+    return 1
+}
+
+start_prog leak PROFEP_HEAP_RATE=4096 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_leak" 3 6 || finish
+wait_line leak leak_start || fail "leak never started"
+sleep 3
+code=$(fetch '/debug/pprof/heap?max_age=1' "$T/young.pb.gz")
+s=$(share "$T/young.pb.gz" churn_alloc)
+[ "$code" = 200 ] && ge "$s" 80 && pass "max_age=1 while leaking: churn_alloc has $s% of the bytes" ||
+    fail "max_age=1 ($code): churn_alloc has $s%, want >= 80%"
+wait_line leak leak_done || fail "leak never finished"
+LEAK=$(val leak leak_done)
+sleep 6
+code=$(fetch '/debug/pprof/heap?min_age=5' "$T/old.pb.gz")
+s=$(share "$T/old.pb.gz" leak_alloc); b=$(flat "$T/old.pb.gz" inuse_space leak_alloc)
+[ "$code" = 200 ] && ge "$s" 95 && pass "min_age=5: leak_alloc has $s% of the bytes" ||
+    fail "min_age=5 ($code): leak_alloc has $s%, want >= 95%"
+within "$b" "$LEAK" 10 && pass "min_age=5: leak_alloc $b vs true $LEAK ($(pct "$b" "$LEAK"))" ||
+    fail "min_age=5: leak_alloc $b vs true $LEAK ($(pct "$b" "$LEAK")), want within 10%"
+code=$(fetch '/debug/pprof/heap?min_age=0' "$T/all.pb.gz")
+go tool pprof -top -unit=B -tagfocus=age_s=5: "$T/all.pb.gz" >"$T/focus" 2>&1
+grep -q 'leak_alloc' "$T/focus" && ! grep -q 'churn_alloc' "$T/focus" &&
+    pass "-tagfocus=age_s=5: keeps leak_alloc only" || { fail "tagfocus age_s"; head -12 "$T/focus"; }
+go tool pprof -raw "$T/all.pb.gz" 2>/dev/null | grep -q 'age_s:\[[0-9]*\]' && pass "age_s is a numeric label" ||
+    fail "no numeric age_s label"
+code=$(fetch '/debug/pprof/heap?min_age=5&debug=1' "$T/old.txt")
+[ "$code" = 200 ] && head -1 "$T/old.txt" | grep -Eq '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/2$' &&
+    grep -q $'\tleak_alloc' "$T/old.txt" && ! grep -q $'\tchurn_alloc' "$T/old.txt" &&
+    pass "min_age=5&debug=1: Go's text, leak only" || { fail "debug=1 text ($code)"; head -5 "$T/old.txt"; }
+tb=$(flat "$T/old.txt" space leak_alloc) # (pprof names equal alloc and inuse "space")
+within "$tb" "$b" 2 && pass "debug=1 read back by pprof: $tb" || fail "debug=1 via pprof: $tb vs $b"
+code=$(fetch '/debug/pprof/heap?min_age=5&format=text' "$T/old.text")
+[ "$code" = 200 ] && grep -q leak_alloc "$T/old.text" && ! grep -q churn_alloc "$T/old.text" &&
+    pass "min_age=5&format=text" || fail "format=text ($code)"
+code=$(fetch '/heap_snapshot?min_age=5' "$T/old.heapsnapshot")
+[ "$code" = 200 ] && grep -q leak_alloc "$T/old.heapsnapshot" && ! grep -q churn_alloc "$T/old.heapsnapshot" &&
+    pass "/heap_snapshot?min_age=5 lists the leak only" || fail "/heap_snapshot?min_age=5 ($code)"
+code=$(fetch '/heap_snapshot?max_age=1' "$T/young.heapsnapshot")
+[ "$code" = 200 ] && grep -q churn_alloc "$T/young.heapsnapshot" && ! grep -q leak_alloc "$T/young.heapsnapshot" &&
+    pass "/heap_snapshot?max_age=1 lists the churn only" || fail "/heap_snapshot?max_age=1 ($code)"
+code=$(fetch '/debug/pprof/heap?min_age=9&max_age=3' "$T/x")
+[ "$code" = 400 ] && pass "min_age > max_age is 400" || fail "min_age > max_age answered $code"
+code=$(fetch '/debug/pprof/heap?min_age=5&seconds=1' "$T/x")
+[ "$code" = 400 ] && pass "min_age with seconds is 400" || fail "min_age+seconds answered $code"
+#STEP2
+stop_prog leak
+finish
