@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../heap/heap.h"
+#include "../preload/config.h"
 #include "http_int.h"
 
 /* What these profiles hold: what is live (or its change), never allocations. */
@@ -302,6 +303,64 @@ heap_by_age(pe_req_t *r, const pe_http_age_t *f, const char *name, int debug)
     return rc;
 }
 
+/* ---- /debug/pprof/heap?since= ------------------------------------------------------- */
+
+/* Checkpoint entries as profile records (no age label). */
+static ht_rec_t *
+ck_recs(const pe_heap_ck_ent_t *v, int n)
+{
+    ht_rec_t *out = malloc((size_t)(n ? n : 1) * sizeof(*out));
+
+    for (int i = 0; out && i < n; i++) {
+        out[i].stack = v[i].stack;
+        out[i].age = NO_AGE;
+        out[i].cnt_fx = v[i].cnt_fx;
+        out[i].bytes_fx = v[i].bytes_fx;
+    }
+    return out;
+}
+
+static int
+history_unavailable(pe_req_t *r)
+{
+    if (!pe_heap_hist_running())
+        return pe_http_error(r, 503, "the heap history thread is not running (see stderr)");
+    return 0;
+}
+
+static int
+heap_since(pe_req_t *r, double ago, const char *name, int debug)
+{
+    pe_heap_ck_ent_t *v;
+    ht_rec_t *recs;
+    int64_t taken = 0, now = now_nanos(), total = 0;
+    char comment[512];
+    int n, rc;
+
+    if ((rc = history_unavailable(r)))
+        return rc;
+    rc = pe_heap_hist_since(ago, &v, &n, &taken);
+    if (rc == -ENOENT)
+        return pe_http_error(r, 503, "no heap checkpoint yet (one is taken when the server "
+                                     "starts, then every PROFEP_HEAP_CHECKPOINT s)");
+    if (rc < 0)
+        return pe_http_error(r, 500, "out of memory reading the heap checkpoints");
+    recs = ck_recs(v, n);
+    free(v);
+    if (!recs)
+        return pe_http_error(r, 500, "out of memory");
+    for (int i = 0; i < n; i++)
+        total += recs[i].bytes_fx;
+    snprintf(comment, sizeof(comment),
+             "change of the sampled live heap since the checkpoint of %.1f s ago (asked: "
+             "since=%g; checkpoints every %g s, %d kept): %+" PRId64 " bytes",
+             (double)(now - taken) / 1e9, ago, pe_cfg.heap_checkpoint, PE_HEAP_CHECKPOINTS,
+             fx_round(total, PE_HEAP_BYTES_ONE));
+    rc = send_recs(r, recs, n, name, debug, taken, now - taken, comment);
+    free(recs);
+    return rc;
+}
+
 int
 pe_http_heap_time(pe_req_t *r, const char *name)
 {
@@ -313,6 +372,15 @@ pe_http_heap_time(pe_req_t *r, const char *name)
         return rc;
     if (pe_param(r, "seconds"))
         return pe_http_error(r, 400, "seconds= cannot be combined with min_age, max_age or since");
+    if (pe_param(r, "since")) {
+        double ago;
+
+        if (f.on)
+            return pe_http_error(r, 400, "since= cannot be combined with min_age or max_age");
+        if ((rc = pe_param_number(r, "since", 0, 0, 1e9, &ago)))
+            return rc;
+        return heap_since(r, ago, name, (int)debug);
+    }
     if (f.on)
         return heap_by_age(r, &f, name, (int)debug);
     return pe_http_error(r, 400, "nothing asked");
@@ -321,5 +389,5 @@ pe_http_heap_time(pe_req_t *r, const char *name)
 int
 pe_http_heap_time_wanted(pe_req_t *r)
 {
-    return pe_param(r, "min_age") || pe_param(r, "max_age");
+    return pe_param(r, "min_age") || pe_param(r, "max_age") || pe_param(r, "since");
 }

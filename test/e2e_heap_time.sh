@@ -19,7 +19,7 @@ wait_line() { # NAME WORD: up to 60 s for a line starting with WORD
     return 1
 }
 
-start_prog leak PROFEP_HEAP_RATE=4096 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_leak" 3 6 || finish
+start_prog leak PROFEP_HEAP_RATE=1024 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_leak" 3 6 || finish
 wait_line leak leak_start || fail "leak never started"
 sleep 3
 code=$(fetch '/debug/pprof/heap?max_age=1' "$T/young.pb.gz")
@@ -27,7 +27,19 @@ s=$(share "$T/young.pb.gz" churn_alloc)
 [ "$code" = 200 ] && ge "$s" 80 && pass "max_age=1 while leaking: churn_alloc has $s% of the bytes" ||
     fail "max_age=1 ($code): churn_alloc has $s%, want >= 80%"
 wait_line leak leak_done || fail "leak never finished"
-LEAK=$(val leak leak_done)
+LEAK=$(val leak leak_done); T_START=$(val leak leak_start)
+# since=: the checkpoint nearest to 1.5 s before the leak began (checkpoints every 1 s).
+ago=$(awk -v s="$T_START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s + 1.5 }')
+code=$(fetch "/debug/pprof/heap?since=$ago" "$T/since.pb.gz")
+code2=$(fetch "/debug/pprof/heap?since=$ago&debug=1" "$T/since.txt") # at once: since= is relative to now
+g=$(flat "$T/since.pb.gz" inuse_space leak_alloc); c=$(flat "$T/since.pb.gz" inuse_space churn_alloc)
+[ "$code" = 200 ] && within "$g" "$LEAK" 10 && pass "since=$ago: leak_alloc grew $g vs true $LEAK ($(pct "$g" "$LEAK")), churn_alloc $c" ||
+    fail "since=$ago ($code): leak_alloc grew $g vs true $LEAK ($(pct "$g" "$LEAK")), want within 10%"
+go tool pprof -raw "$T/since.pb.gz" 2>/dev/null | grep -q '^Comment: change of the sampled live heap since the checkpoint of' &&
+    pass "since= says which checkpoint" || fail "since= comment"
+[ "$code2" = 200 ] && grep -q $'\tleak_alloc' "$T/since.txt" && pass "since=&debug=1 text" || { fail "since debug=1 ($code2)"; head -3 "$T/since.txt"; }
+code=$(fetch "/debug/pprof/heap?since=5&min_age=1" "$T/x")
+[ "$code" = 400 ] && pass "since with min_age is 400" || fail "since+min_age answered $code"
 sleep 6
 code=$(fetch '/debug/pprof/heap?min_age=5' "$T/old.pb.gz")
 s=$(share "$T/old.pb.gz" leak_alloc); b=$(flat "$T/old.pb.gz" inuse_space leak_alloc)

@@ -6,7 +6,7 @@
  * them.  Then churn goes on until stdin closes.
  *
  * usage: p_heap_leak [LEAD [LEAK]]   (defaults 3 and 5 s)
- * stdout: ready, leak_start, leak_done BYTES (flushed as they happen)
+ * stdout: ready, leak_start EPOCH-SECONDS, leak_done BYTES (flushed as they happen)
  */
 #include <poll.h>
 #include <stdint.h>
@@ -65,7 +65,9 @@ main(int argc, char **argv)
         }
         if (phase == 0 && t >= lead) {
             phase = 1;
-            printf("leak_start\n");
+            struct timespec rt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            printf("leak_start %ld.%09ld\n", (long)rt.tv_sec, rt.tv_nsec); /* wall clock */
             fflush(stdout);
         }
         if (phase == 1) {
