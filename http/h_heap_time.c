@@ -361,6 +361,48 @@ heap_since(pe_req_t *r, double ago, const char *name, int debug)
     return rc;
 }
 
+/* ---- /heap_peak ---------------------------------------------------------------------- */
+
+int
+pe_http_h_heap_peak(pe_req_t *r)
+{
+    pe_heap_ck_ent_t *v;
+    ht_rec_t *recs;
+    int64_t when = 0, now = now_nanos();
+    uint64_t bytes = 0;
+    char comment[512], stamp[64];
+    struct tm tm;
+    time_t secs;
+    double debug;
+    int n, rc;
+
+    if (!pe_heap_available())
+        return pe_http_error(r, 503, "heap profiling unavailable: %s", pe_heap_reason());
+    if (pe_heap_rate() <= 0)
+        return pe_http_error(r, 503, "heap sampling is off (PROFEP_HEAP_RATE=0)");
+    if ((rc = history_unavailable(r)) || (rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
+        return rc;
+    rc = pe_heap_hist_peak(&v, &n, &when, &bytes);
+    if (rc == -ENOENT)
+        return pe_http_error(r, 503, "no peak noted yet (the heap is read once a second)");
+    if (rc < 0)
+        return pe_http_error(r, 500, "out of memory reading the peak");
+    recs = ck_recs(v, n);
+    free(v);
+    if (!recs)
+        return pe_http_error(r, 500, "out of memory");
+    secs = (time_t)(when / 1000000000);
+    gmtime_r(&secs, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(comment, sizeof(comment),
+             "peak of the sampled live heap: %" PRIu64 " bytes (%.1f MiB) at %s (%.0f s ago); "
+             "live heap per stack then (read once a second)",
+             bytes, (double)bytes / 1048576.0, stamp, (double)(now - when) / 1e9);
+    rc = send_recs(r, recs, n, "heap_peak", (int)debug, when, 0, comment);
+    free(recs);
+    return rc;
+}
+
 int
 pe_http_heap_time(pe_req_t *r, const char *name)
 {

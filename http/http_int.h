@@ -103,6 +103,7 @@ uint32_t pe_http_age_of(const pe_http_age_t *f, const struct pe_heap_live_s *b);
 /* /debug/pprof/heap (and allocs) with min_age, max_age or since: */
 int pe_http_heap_time_wanted(pe_req_t *r);
 int pe_http_heap_time(pe_req_t *r, const char *name);
+int pe_http_h_heap_peak(pe_req_t *r);
 /* h_snapshot.c */
 int pe_http_h_heap_snapshot(pe_req_t *r);
 /* h_mutex.c */

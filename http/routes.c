@@ -69,6 +69,8 @@ const pe_route_t pe_routes[] = {
      "stop and return the allocation profile", "", NULL},
     {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
      "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", "", HEAP},
+    {"/heap_peak", pe_http_h_heap_peak, GH,
+     "live heap per stack at its sampled peak (pprof; every format)", "", HEAP},
     {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
      "CPU profile for `seconds` s (go tool pprof)", "?seconds=5", SIG},
     {"/debug/pprof/heap", pe_http_h_pprof_heap, GH,

@@ -72,6 +72,35 @@ code=$(fetch '/debug/pprof/heap?min_age=9&max_age=3' "$T/x")
 [ "$code" = 400 ] && pass "min_age > max_age is 400" || fail "min_age > max_age answered $code"
 code=$(fetch '/debug/pprof/heap?min_age=5&seconds=1' "$T/x")
 [ "$code" = 400 ] && pass "min_age with seconds is 400" || fail "min_age+seconds answered $code"
-#STEP2
 stop_prog leak
+
+# p_heap_peak: 300 MiB from site_big held 3 s and freed, then 20 MiB from site_small.
+start_prog peak PROFEP_HEAP_RATE=16384 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_peak" 300 20 3 || finish
+BIG=$(val peak big_bytes); SMALL=$(val peak small_bytes)
+B0=$(val peak big_start); B1=$(val peak big_done)
+sleep 1.5
+mid=$(awk -v a="$B0" -v b="$B1" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - (a + b) / 2 }')
+code=$(fetch "/debug/pprof/heap?since=$mid" "$T/since_peak.pb.gz")
+code1=$(fetch /heap_peak "$T/peak.pb.gz")
+code2=$(fetch /debug/pprof/heap "$T/now.pb.gz")
+pb=$(flat "$T/peak.pb.gz" inuse_space site_big)
+[ "$code1" = 200 ] && within "$pb" "$BIG" 10 && pass "/heap_peak: site_big $pb vs true $BIG ($(pct "$pb" "$BIG"))" ||
+    fail "/heap_peak ($code1): site_big $pb vs true $BIG ($(pct "$pb" "$BIG")), want within 10%"
+go tool pprof -raw "$T/peak.pb.gz" 2>/dev/null | grep -Eq '^Comment: peak of the sampled live heap: [0-9]+ bytes .* at 20' &&
+    pass "/heap_peak says when and how much" || fail "/heap_peak comment"
+ns=$(flat "$T/now.pb.gz" inuse_space site_small); nb=$(flat "$T/now.pb.gz" inuse_space site_big)
+[ "$code2" = 200 ] && within "$ns" "$SMALL" 10 && [ "${nb%.*}" -lt $((BIG / 100)) ] &&
+    pass "/debug/pprof/heap now: site_small $ns vs true $SMALL ($(pct "$ns" "$SMALL")), site_big $nb" ||
+    fail "/debug/pprof/heap now ($code2): site_small $ns vs $SMALL ($(pct "$ns" "$SMALL")), site_big $nb"
+sb=$(flat "$T/since_peak.pb.gz" inuse_space site_big)
+[ "$code" = 200 ] && within "${sb#-}" "$BIG" 10 && [ "${sb:0:1}" = - ] &&
+    pass "since= across the free: site_big $sb (negative, Go's delta)" || fail "since= across the free ($code): site_big $sb, want -$BIG"
+for f in text folded svg; do
+    code=$(fetch "/heap_peak?format=$f" "$T/peak.$f")
+    [ "$code" = 200 ] && grep -q site_big "$T/peak.$f" && pass "/heap_peak?format=$f" || fail "/heap_peak?format=$f ($code)"
+done
+code=$(fetch '/heap_peak?debug=1' "$T/peak.txt")
+[ "$code" = 200 ] && grep -q $'\tsite_big' "$T/peak.txt" && pass "/heap_peak?debug=1" || fail "/heap_peak?debug=1 ($code)"
+#STEP4
+stop_prog peak
 finish
