@@ -104,6 +104,8 @@ uint32_t pe_http_age_of(const pe_http_age_t *f, const struct pe_heap_live_s *b);
 int pe_http_heap_time_wanted(pe_req_t *r);
 int pe_http_heap_time(pe_req_t *r, const char *name);
 int pe_http_h_heap_peak(pe_req_t *r);
+/* h_heap_timeline.c */
+int pe_http_h_heap_timeline(pe_req_t *r);
 /* h_snapshot.c */
 int pe_http_h_heap_snapshot(pe_req_t *r);
 /* h_mutex.c */

@@ -77,7 +77,7 @@ stop_prog leak
 # p_heap_peak: 300 MiB from site_big held 3 s and freed, then 20 MiB from site_small.
 start_prog peak PROFEP_HEAP_RATE=16384 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_peak" 300 20 3 || finish
 BIG=$(val peak big_bytes); SMALL=$(val peak small_bytes)
-B0=$(val peak big_start); B1=$(val peak big_done)
+B0=$(val peak big_held); B1=$(val peak big_done)
 sleep 1.5
 mid=$(awk -v a="$B0" -v b="$B1" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - (a + b) / 2 }')
 code=$(fetch "/debug/pprof/heap?since=$mid" "$T/since_peak.pb.gz")
@@ -101,6 +101,52 @@ for f in text folded svg; do
 done
 code=$(fetch '/heap_peak?debug=1' "$T/peak.txt")
 [ "$code" = 200 ] && grep -q $'\tsite_big' "$T/peak.txt" && pass "/heap_peak?debug=1" || fail "/heap_peak?debug=1 ($code)"
-#STEP4
+# The timeline follows the program: its highest sampled heap is the 300 MiB, its last the 20 MiB,
+# and its RSS is what /proc says.
+code=$(fetch '/heap_timeline?format=json' "$T/tl.json")
+read -r n hmax hlast rlast tdiff <<<"$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); p = d["points"]
+ts = [b["t_ms"] - a["t_ms"] for a, b in zip(p, p[1:])]
+print(len(p), max(x["heap"] for x in p), p[-1]["heap"], p[-1]["rss"], max(ts) if ts else 0)' "$T/tl.json")"
+prss=$(awk -v pg="$(getconf PAGESIZE)" '{ print $2 * pg }' "/proc/$PROG_PID/statm")
+[ "$code" = 200 ] && [ "${n:-0}" -ge 5 ] && pass "timeline JSON: $n points, largest gap ${tdiff} ms" || fail "timeline JSON ($code): ${n:-no} points"
+within "$hmax" "$BIG" 10 && pass "timeline: highest heap $hmax vs true $BIG ($(pct "$hmax" "$BIG"))" ||
+    fail "timeline: highest heap $hmax vs true $BIG ($(pct "$hmax" "$BIG"))"
+within "$hlast" "$SMALL" 10 && pass "timeline: last heap $hlast vs true $SMALL ($(pct "$hlast" "$SMALL"))" ||
+    fail "timeline: last heap $hlast vs true $SMALL ($(pct "$hlast" "$SMALL"))"
+within "$rlast" "$prss" 10 && pass "timeline: RSS $rlast vs /proc $prss ($(pct "$rlast" "$prss"))" ||
+    fail "timeline: RSS $rlast vs /proc $prss ($(pct "$rlast" "$prss"))"
+code=$(fetch /heap_timeline "$T/tl.html")
+[ "$code" = 200 ] && grep -q '<svg' "$T/tl.html" && grep -q 'id="s-rss"' "$T/tl.html" && grep -q 'id="peak"' "$T/tl.html" &&
+    grep -q 'href="debug/pprof/heap?since=' "$T/tl.html" && ! grep -qi '<script' "$T/tl.html" &&
+    pass "timeline page: SVG chart, peak marked, links to heap?since=, no script" || fail "timeline page ($code)"
+if command -v chromium >/dev/null; then
+    # The page as a browser renders it: the DOM's last point matches the JSON.
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --dump-dom "http://$ADDR/heap_timeline" >"$T/dom.html" 2>/dev/null
+    dheap=$(grep -o 'class="pt"[^>]*data-heap="[0-9]*"' "$T/dom.html" | tail -1 | sed 's/.*data-heap="\([0-9]*\)"/\1/')
+    [ -n "$dheap" ] && within "$dheap" "$hlast" 1 && pass "headless Chromium: the DOM's last heap $dheap matches the JSON's $hlast" ||
+        fail "headless Chromium DOM: heap '$dheap' vs JSON $hlast"
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --window-size=1100,720 \
+        --screenshot="$T/timeline.png" "http://$ADDR/heap_timeline" >/dev/null 2>&1
+    [ -s "$T/timeline.png" ] && pass "headless Chromium screenshot ($(stat -c %s "$T/timeline.png") bytes)" || fail "no screenshot"
+    [ -n "$PE_KEEP_SCREENSHOT" ] && cp "$T/timeline.png" "$PE_KEEP_SCREENSHOT"
+else
+    echo "skip: chromium missing (the page's DOM check)"
+fi
 stop_prog peak
+
+# Bounded: 131072 distinct stacks (four times the stack table) held live, a checkpoint a second.
+start_prog stacks PROFEP_HEAP_RATE=1 PROFEP_HEAP_CHECKPOINT=1 -- "$BUILD/test/p_heap_stacks" 17 || finish
+sleep 4
+code=$(fetch '/heap_timeline?format=json' "$T/st.json")
+read -r ck hb <<<"$(python3 -c '
+import json, sys; d = json.load(open(sys.argv[1])); print(d["checkpoints"], d["history_bytes"])' "$T/st.json")"
+bound=$(( 3600 * 56 + (ck + 1) * 24 * 32768 ))
+[ "$code" = 200 ] && [ "${ck:-0}" -ge 3 ] && [ "${hb:-0}" -le "$bound" ] &&
+    pass "131072 stacks: history holds $hb bytes after $ck checkpoints (bound $bound; 60 kept: $(( 3600 * 56 + 61 * 24 * 32768 )))" ||
+    fail "131072 stacks ($code): history $hb bytes after $ck checkpoints, bound $bound"
+code=$(fetch '/debug/pprof/heap?since=2' "$T/st.pb.gz")
+[ "$code" = 200 ] && pass "since= with a full stack table" || fail "since= with a full stack table ($code)"
+stop_prog stacks
 finish

@@ -4,7 +4,7 @@
  * blocks until stdin closes.  Every block is written through, so RSS follows.
  *
  * usage: p_heap_peak [BIG [SMALL [HOLD]]]   (defaults 300, 20, 3)
- * stdout: big_start EPOCH, big_bytes N, big_done EPOCH, small_bytes N, ready
+ * stdout: big_start EPOCH, big_bytes N, big_held EPOCH, big_done EPOCH, small_bytes N, ready
  */
 #include <poll.h>
 #include <stdint.h>
@@ -57,7 +57,7 @@ main(int argc, char **argv)
         if (!(b[i] = site_big(1 << 20)))
             return 1;
     printf("big_bytes %llu\n", (unsigned long long)big << 20);
-    fflush(stdout);
+    stamp("big_held");
     usleep((useconds_t)(hold * 1e6));
     for (int i = 0; i < big; i++)
         free(b[i]);
