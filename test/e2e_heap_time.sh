@@ -134,6 +134,20 @@ if command -v chromium >/dev/null; then
 else
     echo "skip: chromium missing (the page's DOM check)"
 fi
+# scripts/profep: peak, leaks AGE, timeline
+P=$PWD/scripts/profep
+(cd "$T" && bash "$P" peak "$ADDR" -o peak2.pb.gz 2>"$T/profep.err") && [ "$(flat "$T/peak2.pb.gz" inuse_space site_big)" = "$pb" ] &&
+    pass "profep peak" || { fail "profep peak"; cat "$T/profep.err"; }
+(cd "$T" && bash "$P" leaks "$ADDR" 1 -o leaks.pb.gz 2>"$T/profep.err") && grep -q 'older\|more than 1 s' "$T/profep.err" &&
+    [ "$(flat "$T/leaks.pb.gz" inuse_space site_small)" != 0 ] && pass "profep leaks 1" || { fail "profep leaks"; cat "$T/profep.err"; }
+(cd "$T" && bash "$P" timeline "$ADDR" 5 -f json -o tl2.json 2>"$T/profep.err") &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert 1 <= len(d["points"]) <= 5' "$T/tl2.json" &&
+    pass "profep timeline 5 -f json" || { fail "profep timeline"; cat "$T/profep.err"; }
+(cd "$T" && bash "$P" timeline "$ADDR" -o tl2.html 2>"$T/profep.err") && grep -q '<svg' "$T/tl2.html" &&
+    pass "profep timeline (html)" || { fail "profep timeline html"; cat "$T/profep.err"; }
+code=$(fetch /debug/pprof/ "$T/index.html")
+grep -q 'heap_timeline' "$T/index.html" && grep -q 'heap_peak' "$T/index.html" && grep -q 'PROFEP_HEAP_CHECKPOINT' "$T/index.html" &&
+    pass "index lists /heap_timeline, /heap_peak, PROFEP_HEAP_CHECKPOINT" || fail "index"
 stop_prog peak
 
 # Bounded: 131072 distinct stacks (four times the stack table) held live, a checkpoint a second.
