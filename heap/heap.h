@@ -295,9 +295,9 @@ typedef struct pe_heap_ck_ent_s {
 
 /* One second of the timeline; bytes. */
 typedef struct pe_heap_tl_s {
-    int64_t t_ms;  /* CLOCK_REALTIME */
-    uint64_t rss;  /* /proc/self/statm resident pages */
-    uint64_t heap; /* sampled live-heap estimate */
+    int64_t t_ms;                        /* CLOCK_REALTIME */
+    uint64_t rss;                        /* /proc/self/statm resident pages */
+    uint64_t heap;                       /* sampled live-heap estimate */
     uint64_t mi_inuse, mi_free, mi_mmap; /* mallinfo2: uordblks, fordblks, hblkhd */
     uint32_t threads;                    /* the process's, ours included */
     uint32_t have_arena;                 /* mallinfo2 was found */

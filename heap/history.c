@@ -236,7 +236,7 @@ hist_main(void *unused)
 {
     sigset_t all;
     struct timespec next;
-    int64_t every = (int64_t)pe_cfg.heap_checkpoint, since_ck = 0;
+    int64_t every = (int64_t)pe_cfg.ckpt_seconds, since_ck = 0;
 
     (void)unused;
     sigfillset(&all);

@@ -235,8 +235,8 @@ send_text(pe_req_t *r, ht_rec_t *v, int n, const char *comment)
         if (!cn && !b)
             continue;
         k = pe_heap_stack(v[i].stack, pcs, PE_HEAP_MAX_FRAMES);
-        pe_sink_printf(&resp.sink, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", cn, b,
-                       cn, b);
+        pe_sink_printf(&resp.sink, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", cn, b, cn,
+                       b);
         pe_prof_write_go_stack(&resp.sink, pcs, k);
     }
     pe_sink_printf(&resp.sink, "\n# profendpoints: %s\n# rate = %" PRId64 "\n", comment,
@@ -341,8 +341,9 @@ heap_since(pe_req_t *r, double ago, const char *name, int debug)
         return rc;
     rc = pe_heap_hist_since(ago, &v, &n, &taken);
     if (rc == -ENOENT)
-        return pe_http_error(r, 503, "no heap checkpoint yet (one is taken when the server "
-                                     "starts, then every PROFEP_HEAP_CHECKPOINT s)");
+        return pe_http_error(r, 503,
+                             "no heap checkpoint yet (one is taken when the server "
+                             "starts, then every PROFEP_HEAP_CHECKPOINT s)");
     if (rc < 0)
         return pe_http_error(r, 500, "out of memory reading the heap checkpoints");
     recs = ck_recs(v, n);
@@ -354,7 +355,7 @@ heap_since(pe_req_t *r, double ago, const char *name, int debug)
     snprintf(comment, sizeof(comment),
              "change of the sampled live heap since the checkpoint of %.1f s ago (asked: "
              "since=%g; checkpoints every %g s, %d kept): %+" PRId64 " bytes",
-             (double)(now - taken) / 1e9, ago, pe_cfg.heap_checkpoint, PE_HEAP_CHECKPOINTS,
+             (double)(now - taken) / 1e9, ago, pe_cfg.ckpt_seconds, PE_HEAP_CHECKPOINTS,
              fx_round(total, PE_HEAP_BYTES_ONE));
     rc = send_recs(r, recs, n, name, debug, taken, now - taken, comment);
     free(recs);

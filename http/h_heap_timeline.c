@@ -37,11 +37,31 @@ typedef struct series_s {
     uint64_t (*get)(const pe_heap_tl_t *e);
 } series_t;
 
-static uint64_t g_rss(const pe_heap_tl_t *e) { return e->rss; }
-static uint64_t g_heap(const pe_heap_tl_t *e) { return e->heap; }
-static uint64_t g_inuse(const pe_heap_tl_t *e) { return e->mi_inuse; }
-static uint64_t g_free(const pe_heap_tl_t *e) { return e->mi_free; }
-static uint64_t g_mmap(const pe_heap_tl_t *e) { return e->mi_mmap; }
+static uint64_t
+g_rss(const pe_heap_tl_t *e)
+{
+    return e->rss;
+}
+static uint64_t
+g_heap(const pe_heap_tl_t *e)
+{
+    return e->heap;
+}
+static uint64_t
+g_inuse(const pe_heap_tl_t *e)
+{
+    return e->mi_inuse;
+}
+static uint64_t
+g_free(const pe_heap_tl_t *e)
+{
+    return e->mi_free;
+}
+static uint64_t
+g_mmap(const pe_heap_tl_t *e)
+{
+    return e->mi_mmap;
+}
 
 static const series_t series[] = {
     {"rss", "RSS (/proc/self/statm)", "#d62728", g_rss},
@@ -106,7 +126,7 @@ send_json(pe_req_t *r, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t p
                    "{\"interval_s\":1,\"checkpoint_s\":%g,\"checkpoints\":%" PRIu64
                    ",\"history_bytes\":%" PRIu64 ",\"heap_rate\":%" PRId64
                    ",\"peak\":{\"t_ms\":%" PRId64 ",\"heap\":%" PRIu64 "},\"points\":[",
-                   pe_cfg.heap_checkpoint, pe_heap_hist_checkpoints(), pe_heap_hist_bytes(),
+                   pe_cfg.ckpt_seconds, pe_heap_hist_checkpoints(), pe_heap_hist_bytes(),
                    pe_heap_rate(), peak_ms, peak_b);
     for (int i = 0; i < n && !resp.sink.err; i++)
         pe_sink_printf(&resp.sink,
@@ -122,8 +142,7 @@ send_json(pe_req_t *r, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t p
 /* ---- SVG --------------------------------------------------------------------------- */
 
 static void
-write_svg(pe_sink_t *s, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t peak_b,
-          int64_t now)
+write_svg(pe_sink_t *s, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t peak_b, int64_t now)
 {
     double pw = W - ML - MR, t0 = (double)v[0].t_ms, t1 = (double)v[n - 1].t_ms, ymax = 1, tmax = 1;
     double span = t1 > t0 ? t1 - t0 : 1000, unit, step, ty = MT + H + GAP;
@@ -140,11 +159,12 @@ write_svg(pe_sink_t *s, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t 
 #define X(t) (ML + ((double)(t)-t0) / span * pw)
 #define Y(b) (MT + H - (double)(b) / ymax * H)
 #define YT(k) (ty + TH - (double)(k) / tmax * TH)
-    pe_sink_printf(s,
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" viewBox=\"0 0 %.0f %.0f\" "
-                   "width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                   "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-                   W, ty + TH + MB, W, ty + TH + MB);
+    pe_sink_printf(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" viewBox=\"0 0 %.0f %.0f\" "
+        "width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+        W, ty + TH + MB, W, ty + TH + MB);
     /* byte axis: gridlines at round steps of a unit that suits the maximum */
     unit = ymax >= 1 << 30 ? 1 << 30 : ymax >= 1 << 20 ? 1 << 20 : ymax >= 1 << 10 ? 1 << 10 : 1;
     step = nice_step(ymax, 6, unit);
@@ -174,8 +194,9 @@ write_svg(pe_sink_t *s, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t 
     for (int k = 0; k < NSERIES; k++) {
         if (k >= 2 && !v[n - 1].have_arena)
             continue;
-        pe_sink_printf(s, "<polyline id=\"s-%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-                       series[k].key, series[k].color);
+        pe_sink_printf(
+            s, "<polyline id=\"s-%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+            series[k].key, series[k].color);
         for (int i = 0; i < n && !s->err; i++)
             pe_sink_printf(s, "%.1f,%.1f ", X(v[i].t_ms), Y(series[k].get(&v[i])));
         pe_sink_put(s, "\"/>\n");
@@ -184,14 +205,14 @@ write_svg(pe_sink_t *s, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t 
     if (peak_ms >= v[0].t_ms && peak_ms <= v[n - 1].t_ms + 1000) {
         human((double)peak_b, a, sizeof(a));
         hms(peak_ms, tb, sizeof(tb));
-        pe_sink_printf(s,
-                       "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
-                       "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
-                       "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">peak %s at %s</text>"
-                       "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
-                       "</g></a>\n",
-                       X(peak_ms), Y(peak_b), X(peak_ms) + 8, fmax(Y(peak_b) - 8, MT + 12), a, tb,
-                       a, tb);
+        pe_sink_printf(
+            s,
+            "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+            "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">peak %s at %s</text>"
+            "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
+            "</g></a>\n",
+            X(peak_ms), Y(peak_b), X(peak_ms) + 8, fmax(Y(peak_b) - 8, MT + 12), a, tb, a, tb);
     }
     /* threads strip */
     pe_sink_printf(s,
@@ -260,8 +281,7 @@ safe_name(char *buf, size_t len)
 }
 
 static int
-send_page(pe_req_t *r, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t peak_b,
-          int svg_only)
+send_page(pe_req_t *r, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t peak_b, int svg_only)
 {
     pe_resp_t resp;
     char a[32], b[32], tb[16], name[64];

@@ -315,10 +315,10 @@ pe_cfg_load(void)
         else
             bad_value("PROFEP_HEAP_RATE", v, "bytes >= 0, e.g. 524288 or 512k", "524288");
     }
-    pe_cfg.heap_checkpoint = 60;
+    pe_cfg.ckpt_seconds = 60;
     if ((v = getenv("PROFEP_HEAP_CHECKPOINT"))) {
         if (pe_cfg_parse_seconds(v, &d) == 0 && d >= 1 && d <= 3600)
-            pe_cfg.heap_checkpoint = d;
+            pe_cfg.ckpt_seconds = d;
         else
             bad_value("PROFEP_HEAP_CHECKPOINT", v, "seconds in [1, 3600]", "60");
     }
