@@ -163,4 +163,20 @@ bound=$(( 3600 * 56 + (ck + 1) * 24 * 32768 ))
 code=$(fetch '/debug/pprof/heap?since=2' "$T/st.pb.gz")
 [ "$code" = 200 ] && pass "since= with a full stack table" || fail "since= with a full stack table ($code)"
 stop_prog stacks
+# Heap sampling off: one 503 per request (each written once), the timeline still answers.
+start_prog off PROFEP_HEAP_RATE=0 -- "$BUILD/test/p_heap_peak" 1 1 0 || finish
+raw() { # PATH: the whole raw answer to a GET
+    exec 5<>"/dev/tcp/${ADDR%:*}/${ADDR##*:}" && printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&5 && timeout 10 cat <&5; exec 5>&-
+}
+for q in '/debug/pprof/heap' '/debug/pprof/heap?min_age=1' '/debug/pprof/heap?since=1' '/heap_peak'; do
+    n=$(raw "$q" | grep -c '^HTTP/1.1 ')
+    st=$(raw "$q" | head -1 | tr -d '\r')
+    [ "$n" = 1 ] && [ "$st" = "HTTP/1.1 503 Service Unavailable" ] && pass "rate 0: $q answers one 503" ||
+        fail "rate 0: $q: $n status lines, first '$st'"
+done
+sleep 1.2
+code=$(fetch '/heap_timeline?format=json' "$T/off.json")
+[ "$code" = 200 ] && python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["points"]; assert p and p[-1]["rss"] > 0 and p[-1]["heap"] == 0' "$T/off.json" &&
+    pass "rate 0: /heap_timeline still answers (RSS, heap 0)" || fail "rate 0: /heap_timeline ($code)"
+stop_prog off
 finish
