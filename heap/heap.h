@@ -244,7 +244,12 @@ typedef struct pe_heap_live_s {
     uint64_t size;  /* requested bytes */
     double weight;  /* objects this sample stands for: 1/(1-exp(-size/rate)) */
     uint32_t stack; /* pe_heap_stack() id */
+    uint32_t born;  /* pe_heap_now_s() when it was sampled (a realloc re-samples) */
 } pe_heap_live_t;
+
+/* A coarse clock for the age of samples: whole seconds of CLOCK_MONOTONIC_COARSE
+   (vDSO, no syscall).  Read on the sampled path only. */
+PE_SIGSAFE uint32_t pe_heap_now_s(void);
 
 /*
  * Call cb for every live sampled block, from a copy taken first without a
@@ -279,5 +284,49 @@ int pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p,
                         uint64_t *over_count, uint64_t *over_bytes);
 /* 1 when a recording runs: 1 timed, 2 open-ended; 0 none. */
 int pe_heap_allocs_state(void);
+
+/* ---- memory over time (history.c) ------------------------------------------------ */
+
+#define PE_HEAP_CHECKPOINTS 60 /* per-stack checkpoints kept */
+#define PE_HEAP_TIMELINE 3600  /* seconds of timeline kept */
+
+/* One stack's live totals (or their change), fixed point as pe_heap_rec_t. */
+typedef struct pe_heap_ck_ent_s {
+    uint32_t stack;
+    uint32_t pad;
+    int64_t cnt_fx, bytes_fx;
+} pe_heap_ck_ent_t;
+
+/* One second of the timeline; bytes. */
+typedef struct pe_heap_tl_s {
+    int64_t t_ms;                        /* CLOCK_REALTIME */
+    uint64_t rss;                        /* /proc/self/statm resident pages */
+    uint64_t heap;                       /* sampled live-heap estimate */
+    uint64_t mi_inuse, mi_free, mi_mmap; /* mallinfo2: uordblks, fordblks, hblkhd */
+    uint32_t threads;                    /* the process's, ours included */
+    uint32_t have_arena;                 /* mallinfo2 was found */
+} pe_heap_tl_t;
+
+/*
+ * Start the history thread (internal, every signal blocked): every second it
+ * reads the per-stack live totals, RSS, mallinfo2 and the thread count;
+ * every PROFEP_HEAP_CHECKPOINT s it keeps a checkpoint, and a copy at each
+ * new peak of the sampled live total.  0 or -errno.  Called once the server
+ * runs (http/server.c).
+ */
+int pe_heap_hist_start(void);
+int pe_heap_hist_running(void);
+/* Change of the per-stack live totals since the checkpoint nearest to `ago`
+   s before now (malloc'd *out, ascending stack; when it was taken in
+   *taken_ns, CLOCK_REALTIME).  0, -ENOENT (no checkpoint yet) or -ENOMEM. */
+int pe_heap_hist_since(double ago, pe_heap_ck_ent_t **out, int *n, int64_t *taken_ns);
+/* The per-stack live totals at the highest sampled live total seen (when, how
+   many bytes).  0, -ENOENT (none yet) or -ENOMEM. */
+int pe_heap_hist_peak(pe_heap_ck_ent_t **out, int *n, int64_t *when_ns, uint64_t *bytes);
+/* The timeline, oldest first (malloc'd; NULL and 0 when empty).  0 or -ENOMEM. */
+int pe_heap_hist_timeline(pe_heap_tl_t **out, int *n);
+/* Bytes the history holds now; checkpoints kept now. */
+uint64_t pe_heap_hist_bytes(void);
+uint64_t pe_heap_hist_checkpoints(void);
 
 #endif /* PE_HEAP_H */

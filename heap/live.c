@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "heap_int.h"
 
@@ -29,7 +30,7 @@ typedef struct live_ent_s {
     uint64_t size;
     uint64_t cnt_fx;
     uint32_t stack;
-    uint32_t pad;
+    uint32_t born; /* pe_heap_now_s() at insert: the sample's age */
 } live_ent_t;
 
 #define CLAIMED 1u
@@ -37,6 +38,18 @@ typedef struct live_ent_s {
 #define RUN 64     /* ... in runs of this many, each from a new place */
 
 static live_ent_t *slots;
+
+PE_SIGSAFE uint32_t
+pe_heap_now_s(void)
+{
+    struct timespec ts;
+
+    /* Coarse: a tick's resolution is plenty for ages in seconds, and it
+       costs a few ns where the sample's unwind costs microseconds. */
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return 0;
+    return (uint32_t)ts.tv_sec;
+}
 static uint32_t nslots; /* a power of two */
 
 int
@@ -80,6 +93,7 @@ pe_heap_live_insert(uintptr_t addr, uint64_t size, uint32_t stack, uint64_t cnt_
         e->size = size;
         e->cnt_fx = cnt_fx;
         e->stack = stack;
+        e->born = pe_heap_now_s();
         __atomic_store_n(&e->addr, addr, __ATOMIC_RELEASE);
         t->heap_live_cursor = (i + 1) | (i + 1 == 0);
         return (i & mask) + 1;
@@ -138,6 +152,7 @@ pe_heap_live_copy(pe_heap_live_t **out, size_t *n)
         b.size = __atomic_load_n(&e->size, __ATOMIC_RELAXED);
         b.weight = (double)__atomic_load_n(&e->cnt_fx, __ATOMIC_RELAXED) / PE_HEAP_CNT_ONE;
         b.stack = __atomic_load_n(&e->stack, __ATOMIC_RELAXED);
+        b.born = __atomic_load_n(&e->born, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&e->addr, __ATOMIC_RELAXED) != a)
             continue; /* freed (and maybe reused) while we read it */

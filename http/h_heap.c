@@ -219,8 +219,11 @@ heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline
     int64_t dur = 0, t0;
     pe_prof_t *p;
 
-    if ((rc = heap_unavailable(r, 1)) ||
-        (!base && (rc = pe_http_delta_window(r, heap_snap, (void **)&s0, &n0, &debug, &dur))))
+    if ((rc = heap_unavailable(r, 1)))
+        return rc;
+    if (!base && pe_http_heap_time_wanted(r))
+        return pe_http_heap_time(r, name); /* ages, since: h_heap_time.c */
+    if (!base && (rc = pe_http_delta_window(r, heap_snap, (void **)&s0, &n0, &debug, &dur)))
         return rc;
     if (pe_heap_snapshot(&s1, &n1) < 0) {
         free(s0);

@@ -29,6 +29,7 @@ typedef struct collect_s {
     pe_prof_hsnap_obj_t *v; /* .sample holds the heap stack id until mapped */
     size_t n, cap;
     int all_one;
+    pe_http_age_t age; /* min_age, max_age */
 } collect_t;
 
 /* The unbiased bytes of one sample (weight x size), or 1 with all_one;
@@ -50,6 +51,8 @@ collect_one(const pe_heap_live_t *b, void *arg)
 {
     collect_t *c = arg;
 
+    if (!pe_http_age_pass(&c->age, b))
+        return 0;
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 4096;
         pe_prof_hsnap_obj_t *v = realloc(c->v, cap * sizeof(*v));
@@ -147,7 +150,7 @@ pe_http_h_heap_snapshot(pe_req_t *r)
         return pe_http_error(r, 503,
                              "heap sampling is off (PROFEP_HEAP_RATE=0); set "
                              "PROFEP_HEAP_RATE to a mean number of bytes, e.g. 524288");
-    if ((rc = pe_param_bool(r, "all_one", 0, &c.all_one)))
+    if ((rc = pe_param_bool(r, "all_one", 0, &c.all_one)) || (rc = pe_http_age_parse(r, &c.age)))
         return rc;
 
     rc = pe_heap_live_iterate(collect_one, &c);

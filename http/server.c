@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../heap/heap.h"
 #include "../preload/config.h"
 #include "../preload/fd.h"
 #include "../preload/guard.h"
@@ -407,6 +408,9 @@ server_main(void *unused)
                     "it can read this process's memory layout and stacks",
                     pe_cfg.host);
     pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
+    if (pe_heap_hist_start() < 0) /* memory over time: only useful with a server */
+        pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
+                    "heap?since= answer 503");
     return NULL;
 
 err_dormant:

@@ -30,6 +30,7 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      "more Host names to answer (name, name:port or *, comma-separated); localhost, "
      "127.0.0.1, [::1] and the listen address with our port always are"},
     {"PROFEP_HEAP_RATE", "524288", "mean bytes between heap samples; 0 turns heap sampling off"},
+    {"PROFEP_HEAP_CHECKPOINT", "60", "seconds between checkpoints of the live heap (heap?since=)"},
     {"PROFEP_MAX_SECONDS", "600", "largest duration/seconds a request may ask for"},
     {"PROFEP_PEEK_SIGNAL", "", "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
     {"PROFEP_PEEK_SECONDS", "1", "length of the peek's CPU report"},
@@ -484,6 +485,13 @@ pe_cfg_load(void)
             pe_cfg.heap_rate = sz;
         else
             bad_value("PROFEP_HEAP_RATE", v, "bytes >= 0, e.g. 524288 or 512k", "524288");
+    }
+    pe_cfg.ckpt_seconds = 60;
+    if ((v = getenv("PROFEP_HEAP_CHECKPOINT"))) {
+        if (pe_cfg_parse_seconds(v, &d) == 0 && d >= 1 && d <= 3600)
+            pe_cfg.ckpt_seconds = d;
+        else
+            bad_value("PROFEP_HEAP_CHECKPOINT", v, "seconds in [1, 3600]", "60");
     }
 
     pe_cfg.max_seconds = 600;

@@ -27,6 +27,7 @@ typedef struct pe_cfg_s {
     int server_off;      /* PROFEP_ADDR=off */
     char match[128];     /* PROFEP_MATCH glob, "" = any */
     int64_t heap_rate;   /* PROFEP_HEAP_RATE bytes, 0 = off */
+    double ckpt_seconds; /* PROFEP_HEAP_CHECKPOINT: seconds between heap checkpoints */
     double max_seconds;  /* PROFEP_MAX_SECONDS */
     int peek_signal;     /* PROFEP_PEEK_SIGNAL, 0 = off */
     double peek_seconds; /* PROFEP_PEEK_SECONDS */
