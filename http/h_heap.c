@@ -67,9 +67,9 @@ heap_unavailable(pe_req_t *r, int need_sampling)
 }
 
 /* Add one stack's sample: frames from heap/, or a named pseudo-frame. */
-static int
-add_stack(pe_prof_t *p, uint32_t stack, const int64_t *values, const pe_prof_label_t *labels,
-          int nlabels)
+int
+pe_http_heap_add_stack(pe_prof_t *p, uint32_t stack, const int64_t *values,
+                       const pe_prof_label_t *labels, int nlabels)
 {
     uintptr_t pcs[PE_HEAP_MAX_FRAMES];
     int n = pe_heap_stack(stack, pcs, PE_HEAP_MAX_FRAMES);
@@ -110,8 +110,8 @@ by_inuse_desc(const void *a, const void *b)
 
 /* gperftools' trailer, which pprof's legacy parser reads to map addresses to
    binaries (Go's own text has no maps; readers skip what follows records). */
-static void
-append_maps(pe_sink_t *sink)
+void
+pe_http_heap_append_maps(pe_sink_t *sink)
 {
     char buf[4096];
     ssize_t n;
@@ -164,7 +164,7 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
                    "\n# stacks = %" PRIu64 " (%" PRIu64 " samples found the table full)\n",
                    pe_heap_rate(), st.samples, st.live, st.live_cap, st.dropped_live, st.stacks,
                    st.stacks_full);
-    append_maps(&resp.sink);
+    pe_http_heap_append_maps(&resp.sink);
     return pe_http_end(&resp);
 }
 
@@ -187,7 +187,7 @@ build_heap(pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns)
             continue;
         /* Go's label: the average block size of the record. */
         lab.num = v[i].raw_alloc_n ? (int64_t)(v[i].raw_alloc_b / v[i].raw_alloc_n) : 0;
-        if (add_stack(p, v[i].stack, vals, &lab, 1) < 0) {
+        if (pe_http_heap_add_stack(p, v[i].stack, vals, &lab, 1) < 0) {
             pe_prof_free(p);
             return NULL;
         }
@@ -339,7 +339,7 @@ finish(pe_req_t *r, int open_ended, int64_t duration_ns)
                            llround((double)v[i].count * (double)v[i].size / prob)};
         pe_prof_label_t lab = {"bytes", NULL, (int64_t)v[i].size, NULL}; /* as Go's heap label */
 
-        if (add_stack(p, v[i].stack, vals, &lab, 1) < 0)
+        if (pe_http_heap_add_stack(p, v[i].stack, vals, &lab, 1) < 0)
             break;
     }
     if (over_n) {

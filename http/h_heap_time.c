@@ -165,18 +165,6 @@ age_one(const pe_heap_live_t *b, void *arg)
 /* ---- sending ------------------------------------------------------------------- */
 
 static int
-add_stack(pe_prof_t *p, uint32_t stack, const int64_t *values, const pe_prof_label_t *labels,
-          int nlabels)
-{
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
-    int n = pe_heap_stack(stack, pcs, PE_HEAP_MAX_FRAMES);
-
-    if (n <= 0)
-        return pe_prof_add_named(p, "[unknown]", values, labels, nlabels);
-    return pe_prof_add(p, pcs, n, 0, values, labels, nlabels);
-}
-
-static int
 by_bytes_desc(const void *a, const void *b)
 {
     const ht_rec_t *x = a, *y = b;
@@ -184,22 +172,6 @@ by_bytes_desc(const void *a, const void *b)
     if (x->bytes_fx != y->bytes_fx)
         return x->bytes_fx > y->bytes_fx ? -1 : 1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-/* gperftools' trailer that maps addresses to binaries (as h_heap.c's). */
-static void
-append_maps(pe_sink_t *sink)
-{
-    char buf[4096];
-    ssize_t n;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return;
-    pe_sink_put(sink, "\nMAPPED_LIBRARIES:\n");
-    while ((n = read(fd, buf, sizeof(buf))) > 0 && !sink->err)
-        sink->err = sink->write(sink, buf, (size_t)n);
-    close(fd);
 }
 
 /*
@@ -241,7 +213,7 @@ send_text(pe_req_t *r, ht_rec_t *v, int n, const char *comment)
     }
     pe_sink_printf(&resp.sink, "\n# profendpoints: %s\n# rate = %" PRId64 "\n", comment,
                    pe_heap_rate());
-    append_maps(&resp.sink);
+    pe_http_heap_append_maps(&resp.sink);
     return pe_http_end(&resp);
 }
 
@@ -268,7 +240,7 @@ send_recs(pe_req_t *r, ht_rec_t *v, int n, const char *name, int debug, int64_t 
 
         if (!vals[0] && !vals[1])
             continue;
-        if (add_stack(p, v[i].stack, vals, &lab, v[i].age != NO_AGE) < 0) {
+        if (pe_http_heap_add_stack(p, v[i].stack, vals, &lab, v[i].age != NO_AGE) < 0) {
             pe_prof_free(p);
             return pe_http_error(r, 500, "out of memory building the profile");
         }
