@@ -41,7 +41,7 @@ while [ $SECONDS -lt $end ]; do
     rounds=$((rounds + 1))
     sleep $((15 - (SECONDS - t0) > 0 ? 15 - (SECONDS - t0) : 0))
 done
-wait $cpu_loop "${pids[@]}" # (not a bare wait: the service is a child too)
+wait $cpu_loop "${pids[@]}" 2>/dev/null # (not a bare wait: the service is a child too)
 echo quit >&3
 exec 3>&-
 wait "$PE_PID"; st=$?; PE_PID=
