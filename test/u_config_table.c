@@ -6,6 +6,7 @@
  * load) and, with --dump, prints "NAME<TAB>default" per row for
  * test/check_config_doc.sh, which holds README's table to the rows.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/http_int.h"
 #include "pe_test.h"
 #include "preload/config.h"
 #include "preload/log.h"
@@ -303,10 +305,57 @@ check_order(void)
          "using 100\n");
 }
 
+static char html[65536];
+static size_t html_len;
+
+static int
+html_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    (void)sink;
+    if (html_len + len >= sizeof(html))
+        return -ENOSPC;
+    memcpy(html + html_len, buf, len);
+    html[html_len += len] = '\0';
+    return 0;
+}
+
+/* The index lists every row once: the value read, else the default; never the token. */
+static void
+check_index(void)
+{
+    pe_sink_t sink = {html_write, 0};
+    pe_req_t *r = calloc(1, sizeof(*r));
+    char want[256];
+    const char *p;
+    int i, rows = 0;
+
+    LOAD("PROFEP_TOKEN=s3cret-value", "PROFEP_HEAP_RATE=1m");
+    r->method = "GET";
+    r->path = "/debug/pprof/";
+    r->capture = &sink;
+    html_len = 0;
+    pe_http_h_index(r);
+    for (i = 0; i < pe_cfg_nrows; i++) {
+        snprintf(want, sizeof(want), "<tr><td>%s</td><td>", pe_cfg_rows[i].name);
+        CHECKF(strstr(html, want) != NULL, "%s not in the index", pe_cfg_rows[i].name);
+    }
+    for (p = html; (p = strstr(p, "<tr><td>PROFEP_")); p++)
+        rows++;
+    CHECKF(rows == pe_cfg_nrows, "%d settings listed, %d rows", rows, pe_cfg_nrows);
+    CHECK(strstr(html, "s3cret-value") == NULL);
+    CHECK(strstr(html, "<td>PROFEP_TOKEN</td><td>(set)</td>") != NULL);
+    CHECK(strstr(html, "<td>PROFEP_HEAP_RATE</td><td>1m</td>") != NULL);
+    CHECK(strstr(html, "<td>PROFEP_MAX_SECONDS</td><td>600</td>") != NULL);
+    CHECK(strstr(html, "<td>PROFEP_MATCH</td><td>(unset)</td>") != NULL);
+    CHECK(strstr(html, "<td>PROFEP_STAGE_DIR</td><td>(unset)</td>") != NULL);
+    free(r);
+}
+
 int
 main(int argc, char **argv)
 {
     (void)argc, (void)argv;
+    check_index(); /* first: the loader keeps what it read, once per process */
     check_defaults();
     check_bad_values();
     check_good_values();
