@@ -187,7 +187,7 @@ check_good_values(void)
     pe_log_set_level(PE_LOG_INFO);
 
     LOAD("PROFEP_ADDR=off");
-    CHECK(pe_cfg.server_off && !strcmp(pe_cfg.addr, "off") && pe_cfg.port == 16825);
+    CHECK(pe_cfg.server_off && !strcmp(pe_cfg.addr, "off")); /* host and port unused */
     LOAD("PROFEP_ADDR=0.0.0.0:0");
     QUIET();
     CHECK(!pe_cfg.server_off && pe_cfg.port == 0 && !strcmp(pe_cfg.host, "0.0.0.0"));
@@ -351,15 +351,66 @@ check_index(void)
     free(r);
 }
 
+/* The rows themselves: names, fields, and defaults that load quietly as given. */
+static void
+check_rows(void)
+{
+    pe_cfg_t unset;
+    char env[300];
+    int i, j;
+
+    for (i = 0; i < pe_cfg_nrows; i++) {
+        const pe_cfg_row_t *row = &pe_cfg_rows[i];
+
+        CHECKF(!strncmp(row->name, "PROFEP_", 7), "%s", row->name);
+        for (j = 0; j < i; j++)
+            CHECKF(strcmp(row->name, pe_cfg_rows[j].name), "%s twice", row->name);
+        CHECKF(row->parse && row->help && row->help[0], "%s", row->name);
+        CHECKF(row->size > 0 && row->off + row->size <= sizeof(pe_cfg_t), "%s", row->name);
+        CHECKF(row->early >= 0 && row->early <= 2, "%s", row->name);
+
+        /* A bad value: at most one line, and never "(null)" in it. */
+        snprintf(env, sizeof(env), "%s=%%bogus value%%", row->name);
+        LOAD(env);
+        CHECKF(!strchr(got, '\n') || strchr(got, '\n') == got + strlen(got) - 1, "%s: %s",
+               row->name, got);
+        CHECKF(!strstr(got, "(null)"), "%s", got);
+
+        /* The default, given as a value, loads quietly and changes nothing. */
+        if (!row->def)
+            continue;
+        LOAD("TMPDIR=/var/tmp");
+        memcpy(&unset, &pe_cfg, sizeof(unset));
+        snprintf(env, sizeof(env), "%s=%s", row->name, row->def);
+        LOAD(env, "TMPDIR=/var/tmp");
+        QUIET();
+        CHECKF(!memcmp(&unset, &pe_cfg, sizeof(pe_cfg)), "%s=%s", row->name, row->def);
+    }
+    CHECK(!strcmp(pe_cfg_doc_default(&pe_cfg_rows[0]), "127.0.0.1:16825"));
+}
+
+/* --dump: "NAME<TAB>default as README gives it" per row, for check_config_doc.sh. */
+static int
+dump(void)
+{
+    int i;
+
+    for (i = 0; i < pe_cfg_nrows; i++)
+        printf("%s\t%s\n", pe_cfg_rows[i].name, pe_cfg_doc_default(&pe_cfg_rows[i]));
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-    (void)argc, (void)argv;
+    if (argc > 1 && !strcmp(argv[1], "--dump"))
+        return dump();
     check_index(); /* first: the loader keeps what it read, once per process */
     check_defaults();
     check_bad_values();
     check_good_values();
     check_limits();
     check_order();
+    check_rows();
     return pe_test_done();
 }
