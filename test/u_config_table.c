@@ -139,10 +139,12 @@ check_bad_values(void)
     CHECK(pe_cfg.heap_rate == 524288);
 
     LOAD("PROFEP_HEAP_CHECKPOINT=0.5");
-    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=0.5 is not valid (seconds in [1, 3600]); using 60\n");
+    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=0.5 is not valid (seconds in [1, 3600]); using "
+         "60\n");
     CHECK(pe_cfg.ckpt_seconds == 60);
     LOAD("PROFEP_HEAP_CHECKPOINT=3601");
-    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=3601 is not valid (seconds in [1, 3600]); using 60\n");
+    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=3601 is not valid (seconds in [1, 3600]); using "
+         "60\n");
 
     LOAD("PROFEP_MAX_SECONDS=0");
     SAID("profendpoints: PROFEP_MAX_SECONDS=0 is not valid (seconds > 0); using 600\n");
