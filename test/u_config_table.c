@@ -7,7 +7,6 @@
  * test/check_config_doc.sh, which holds README's table to the rows.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -61,7 +60,12 @@ load_env(const char *const *env)
         setenv(name, eq + 1, 1);
     }
     memset(&pe_cfg, 0, sizeof(pe_cfg));
-    fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+    {
+        char path[] = "/tmp/u_config_table.XXXXXX";
+
+        fd = mkstemp(path);
+        unlink(path);
+    }
     saved = dup(2);
     dup2(fd, 2);
     pe_cfg_load();
