@@ -65,7 +65,8 @@ typedef struct pe_cfg_row_s pe_cfg_row_t;
  * port).  Returns 0 when s is used; -EINVAL when it is not valid: the loader
  * says "NAME=s is not valid (allowed); using default" and loads the default;
  * any other -errno once the parser has said why itself (or refused): the
- * loader loads the default without a word.  On failure the field is as it was.
+ * loader loads the default without a word.  Either way the loader zeroes the
+ * field first, so a parser that fails need not undo what it wrote.
  */
 typedef int (*pe_cfg_parse_fn)(const pe_cfg_row_t *row, const char *s, void *field);
 
@@ -75,7 +76,7 @@ typedef int (*pe_cfg_parse_fn)(const pe_cfg_row_t *row, const char *s, void *fie
 
 struct pe_cfg_row_s {
     const char *name;    /* "PROFEP_..." */
-    const char *def;     /* the text loaded when unset or bad; NULL: the field stays zero */
+    const char *def;     /* the text parsed when unset or bad; NULL: the field is zeroed */
     const char *doc_def; /* README's default when def does not say it; else NULL */
     pe_cfg_parse_fn parse;
     const char *allowed; /* for the bad-value line, when parse can return -EINVAL */
