@@ -64,15 +64,16 @@ pe_http_h_index(pe_req_t *r)
     }
     pe_sink_put(s, "</table>\n<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {
+        const pe_cfg_row_t *row = &pe_cfg_rows[i];
         const char *v = pe_cfg_raw(i);
 
-        pe_sink_printf(s, "<tr><td>%s</td><td>", pe_cfg_rows[i].name);
-        if (!strcmp(pe_cfg_rows[i].name, "PROFEP_TOKEN"))
+        pe_sink_printf(s, "<tr><td>%s</td><td>", row->name);
+        if (row->flags & PE_CFG_SECRET)
             pe_sink_put(s, v ? "(set)" : "(unset)");
         else
-            html_escaped(s, v ? v : pe_cfg_rows[i].def[0] ? pe_cfg_rows[i].def : "(unset)");
+            html_escaped(s, v ? v : row->def && row->def[0] ? row->def : "(unset)");
         pe_sink_put(s, "</td><td>");
-        html_escaped(s, pe_cfg_rows[i].help);
+        html_escaped(s, row->help);
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile"

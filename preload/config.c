@@ -1,14 +1,16 @@
 /*
- * config.c: the PROFEP_* table, its parsers, and the one-line warnings.
- * Reading happens once, in the constructor, before any thread of ours runs;
- * nothing here allocates (getenv and fixed buffers only), so it is safe even
- * when the program's first malloc has not happened yet.
+ * config.c: the PROFEP_* rows, their parsers, and the loop that reads them
+ * (contract in config.h).  Reading happens once, in the constructor, before
+ * any thread of ours runs; nothing here allocates (getenv and fixed buffers
+ * only), so it is safe even when the program's first malloc has not happened
+ * yet.
  */
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,40 +21,6 @@
 #include "log.h"
 
 pe_cfg_t pe_cfg;
-
-const pe_cfg_row_t pe_cfg_rows[] = {
-    {"PROFEP_ADDR", "127.0.0.1:16825",
-     "host:port or port to listen on; port 0 picks one; off: no server"},
-    {"PROFEP_PORT_FILE", "", "after binding, write host:port here (%p = pid)"},
-    {"PROFEP_MATCH", "", "activate only in programs whose name matches this glob"},
-    {"PROFEP_TOKEN", "", "require Authorization: Bearer TOKEN or token=TOKEN"},
-    {"PROFEP_ALLOWED_HOSTS", "",
-     "more Host names to answer (name, name:port or *, comma-separated); localhost, "
-     "127.0.0.1, [::1] and the listen address with our port always are"},
-    {"PROFEP_HEAP_RATE", "524288", "mean bytes between heap samples; 0 turns heap sampling off"},
-    {"PROFEP_HEAP_CHECKPOINT", "60", "seconds between checkpoints of the live heap (heap?since=)"},
-    {"PROFEP_MAX_SECONDS", "600", "largest duration/seconds a request may ask for"},
-    {"PROFEP_PEEK_SIGNAL", "", "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
-    {"PROFEP_PEEK_SECONDS", "1", "length of the peek's CPU report"},
-    {"PROFEP_CHILDREN", "on",
-     "off: remove this library from LD_PRELOAD for programs started from here"},
-    {"PROFEP_STAGE_DIR", "",
-     "where /debug_engine writes its files (default: the temporary directory)"},
-    {"PROFEP_LOG", "info", "info, warn or off"},
-    {"PROFEP_MUTEX_RATE", "100", "record 1 in N contended lock waits; 0 turns it off"},
-    {"PROFEP_TLS_CERT", "", "a PEM file with key and certificate: serve https:// only"},
-};
-const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
-
-/* What each row's variable held at load; raw_set[i] = 0 when unset. */
-static char raw_values[PE_ARRAY_SIZE(pe_cfg_rows)][128];
-static char raw_set[PE_ARRAY_SIZE(pe_cfg_rows)];
-
-const char *
-pe_cfg_raw(int i)
-{
-    return i >= 0 && i < pe_cfg_nrows && raw_set[i] ? raw_values[i] : NULL;
-}
 
 /* ---- parsers ---------------------------------------------------------------- */
 
@@ -332,7 +300,7 @@ pe_cfg_progname(void)
     return name;
 }
 
-/* ---- loading ---------------------------------------------------------------- */
+/* ---- loading: what the row parsers share --------------------------------- */
 
 static void
 bad_value(const char *var, const char *val, const char *allowed, const char *def)
@@ -391,157 +359,329 @@ absolute_path(const char *var, char *path, size_t len)
     return 0;
 }
 
-void
-pe_cfg_load(void)
-{
-    const char *v;
-    double d;
-    int64_t sz;
-    int i;
+/* ---- row parsers (the contract of pe_cfg_parse_fn in config.h) ------------- */
 
-    for (i = 0; i < pe_cfg_nrows; i++) {
-        if ((v = getenv(pe_cfg_rows[i].name))) {
-            snprintf(raw_values[i], sizeof(raw_values[i]), "%s", v);
-            raw_set[i] = 1;
+static int
+load_log(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    /* "debug" is for us, not in the help. */
+    static const struct {
+        const char *name;
+        enum pe_log_level level;
+    } levels[] = {
+        {"info", PE_LOG_INFO}, {"warn", PE_LOG_WARN}, {"off", PE_LOG_OFF}, {"debug", PE_LOG_DEBUG}};
+    size_t i;
+
+    (void)row;
+    for (i = 0; i < PE_ARRAY_SIZE(levels); i++) {
+        if (!strcasecmp(s, levels[i].name)) {
+            *(int *)field = levels[i].level;
+            pe_log_set_level(levels[i].level);
+            return 0;
         }
     }
+    return -EINVAL;
+}
 
-    /* PROFEP_LOG first, so that warnings about the others obey it. */
-    pe_cfg.log_level = PE_LOG_INFO;
-    if ((v = getenv("PROFEP_LOG"))) {
-        if (!strcasecmp(v, "info"))
-            pe_cfg.log_level = PE_LOG_INFO;
-        else if (!strcasecmp(v, "warn"))
-            pe_cfg.log_level = PE_LOG_WARN;
-        else if (!strcasecmp(v, "off"))
-            pe_cfg.log_level = PE_LOG_OFF;
-        else if (!strcasecmp(v, "debug"))
-            pe_cfg.log_level = PE_LOG_DEBUG;
-        else
-            bad_value("PROFEP_LOG", v, "info, warn or off", "info");
+/* Kept whole or refused: ignoring a match that does not fit would profile every program. */
+static int
+load_match(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    char why[64];
+
+    if (strlen(s) >= row->size) {
+        snprintf(why, sizeof(why), "is longer than %zu bytes", row->size - 1);
+        refuse(row->name, why);
+        return -ENAMETOOLONG;
     }
-    pe_log_set_level((enum pe_log_level)pe_cfg.log_level);
+    memcpy(field, s, strlen(s) + 1);
+    return 0;
+}
 
-    /* First: a refusal below is said only in the programs PROFEP_MATCH picks. */
-    if ((v = getenv("PROFEP_MATCH"))) {
-        /* Ignoring a match that does not fit would profile every program. */
-        if (strlen(v) >= sizeof(pe_cfg.match))
-            refuse("PROFEP_MATCH", "is longer than 127 bytes");
-        else
-            copy_string("PROFEP_MATCH", v, pe_cfg.match, sizeof(pe_cfg.match));
-    }
-
-    snprintf(pe_cfg.addr, sizeof(pe_cfg.addr), "127.0.0.1:16825");
-    snprintf(pe_cfg.host, sizeof(pe_cfg.host), "127.0.0.1");
-    pe_cfg.port = 16825;
-    if ((v = getenv("PROFEP_ADDR")) && !strncasecmp(v, "unix:", 5)) {
+/* Also sets pe_cfg.host, .port and .server_off ("off" sets only server_off:
+   host and port are not used then). */
+static int
+load_addr(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    if (!strncasecmp(s, "unix:", 5)) {
         /* A Unix socket was asked for, whose file mode says who may profile:
            never a TCP port in its place. */
         refuse("PROFEP_ADDR=unix:...", "asks for a Unix socket, which Debian's civetweb 1.15 "
                                        "cannot listen on (README: Hardening)");
-    } else if (v) {
-        if (pe_cfg_parse_addr(v, pe_cfg.host, sizeof(pe_cfg.host), &pe_cfg.port,
-                              &pe_cfg.server_off) == 0)
-            copy_string("PROFEP_ADDR", v, pe_cfg.addr, sizeof(pe_cfg.addr));
-        else
-            bad_value("PROFEP_ADDR", v, "host:port, port (0-65535) or off", "127.0.0.1:16825");
+        return -EPERM;
     }
+    if (pe_cfg_parse_addr(s, pe_cfg.host, sizeof(pe_cfg.host), &pe_cfg.port, &pe_cfg.server_off))
+        return -EINVAL;
+    copy_string(row->name, s, field, row->size);
+    return 0;
+}
 
-    if ((v = getenv("PROFEP_PORT_FILE")) && *v) {
-        if (pe_cfg_expand_pid(v, pe_cfg.port_file, sizeof(pe_cfg.port_file), (int)getpid())) {
-            pe_log_warn("PROFEP_PORT_FILE is too long; no port file will be written");
-            pe_cfg.port_file[0] = '\0';
-        }
-        absolute_path("PROFEP_PORT_FILE", pe_cfg.port_file, sizeof(pe_cfg.port_file));
+static int
+load_port_file(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    if (pe_cfg_expand_pid(s, field, row->size, (int)getpid())) {
+        pe_log_warn("%s is too long; no port file will be written", row->name);
+        return -ENAMETOOLONG;
     }
-    if ((v = getenv("PROFEP_TOKEN"))) {
-        /* A token that cannot be used means no server, never an open one. */
-        const char *why = pe_cfg_token_problem(v);
+    return absolute_path(row->name, field, row->size);
+}
 
-        if (why)
-            refuse("PROFEP_TOKEN", why);
-        else
-            copy_string("PROFEP_TOKEN", v, pe_cfg.token, sizeof(pe_cfg.token));
-    }
-    if ((v = getenv("PROFEP_ALLOWED_HOSTS"))) {
-        const char *bad;
+/* A token that cannot be used means no server, never an open one. */
+static int
+load_token(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    const char *why = pe_cfg_token_problem(s);
 
-        switch (pe_cfg_parse_hosts(v, pe_cfg.allowed_hosts, sizeof(pe_cfg.allowed_hosts), &bad)) {
-        case -EINVAL:
-            pe_log_warn("PROFEP_ALLOWED_HOSTS: '%.*s' is not a name, name:port or *; left out",
-                        (int)strcspn(bad, ", \t"), bad);
-            break;
-        case -ENAMETOOLONG:
-            pe_log_warn("PROFEP_ALLOWED_HOSTS is longer than %zu bytes; no extra host is allowed",
-                        sizeof(pe_cfg.allowed_hosts) - 1);
-            break;
-        default: break;
-        }
+    if (why) {
+        refuse(row->name, why);
+        return -EPERM;
     }
+    copy_string(row->name, s, field, row->size);
+    return 0;
+}
 
-    pe_cfg.heap_rate = 524288;
-    if ((v = getenv("PROFEP_HEAP_RATE"))) {
-        if (pe_cfg_parse_size(v, &sz) == 0)
-            pe_cfg.heap_rate = sz;
-        else
-            bad_value("PROFEP_HEAP_RATE", v, "bytes >= 0, e.g. 524288 or 512k", "524288");
-    }
-    pe_cfg.ckpt_seconds = 60;
-    if ((v = getenv("PROFEP_HEAP_CHECKPOINT"))) {
-        if (pe_cfg_parse_seconds(v, &d) == 0 && d >= 1 && d <= 3600)
-            pe_cfg.ckpt_seconds = d;
-        else
-            bad_value("PROFEP_HEAP_CHECKPOINT", v, "seconds in [1, 3600]", "60");
-    }
+/* A malformed entry is left out, the others kept. */
+static int
+load_hosts(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    const char *bad;
 
-    pe_cfg.max_seconds = 600;
-    if ((v = getenv("PROFEP_MAX_SECONDS"))) {
-        if (pe_cfg_parse_seconds(v, &d) == 0)
-            pe_cfg.max_seconds = d;
-        else
-            bad_value("PROFEP_MAX_SECONDS", v, "seconds > 0", "600");
+    switch (pe_cfg_parse_hosts(s, field, row->size, &bad)) {
+    case -EINVAL:
+        pe_log_warn("%s: '%.*s' is not a name, name:port or *; left out", row->name,
+                    (int)strcspn(bad, ", \t"), bad);
+        return 0;
+    case -ENAMETOOLONG:
+        pe_log_warn("%s is longer than %zu bytes; no extra host is allowed", row->name,
+                    row->size - 1);
+        return -ENAMETOOLONG;
+    default: return 0;
     }
+}
 
-    if ((v = getenv("PROFEP_PEEK_SIGNAL")) && *v && pe_cfg_parse_signal(v, &pe_cfg.peek_signal)) {
-        bad_value("PROFEP_PEEK_SIGNAL", v, "a signal name such as USR1 or a number", "off");
-        pe_cfg.peek_signal = 0;
-    }
-    pe_cfg.peek_seconds = 1;
-    if ((v = getenv("PROFEP_PEEK_SECONDS"))) {
-        if (pe_cfg_parse_seconds(v, &d) == 0 && d <= 600)
-            pe_cfg.peek_seconds = d;
-        else
-            bad_value("PROFEP_PEEK_SECONDS", v, "seconds in (0, 600]", "1");
-    }
+/* Bytes or a count: 524288, 512k, 1m, 1e6. */
+static int
+load_size(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    int64_t v;
 
-    pe_cfg.children = 1;
-    if ((v = getenv("PROFEP_CHILDREN")) && pe_cfg_parse_bool(v, &i) == 0)
-        pe_cfg.children = i;
-    else if (v)
-        bad_value("PROFEP_CHILDREN", v, "on or off", "on");
+    (void)row;
+    if (pe_cfg_parse_size(s, &v))
+        return -EINVAL;
+    *(int64_t *)field = v;
+    return 0;
+}
 
-    /* A stage directory that cannot be used stays "" (/debug_engine answers
-       503): never the temporary directory in place of the one asked for. */
-    if ((v = getenv("PROFEP_STAGE_DIR")) && *v)
-        copy_string("PROFEP_STAGE_DIR", v, pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir));
+/* Seconds in (0, 1e9], and within [row->lo, row->hi]. */
+static int
+load_seconds(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    double v;
+
+    if (pe_cfg_parse_seconds(s, &v) || v < row->lo || v > row->hi)
+        return -EINVAL;
+    *(double *)field = v;
+    return 0;
+}
+
+static int
+load_signal(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    (void)row;
+    return pe_cfg_parse_signal(s, field);
+}
+
+static int
+load_bool(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    (void)row;
+    return pe_cfg_parse_bool(s, field);
+}
+
+/* "" (the default) is the temporary directory; a directory given that cannot
+   be kept stays "" (503): never the temporary directory in its place. */
+static int
+load_stage_dir(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    if (*s)
+        copy_string(row->name, s, field, row->size);
     else
-        snprintf(pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir), "%s",
-                 (v = getenv("TMPDIR")) && *v && strlen(v) < 200 ? v : "/tmp");
-    absolute_path("PROFEP_STAGE_DIR", pe_cfg.stage_dir, sizeof(pe_cfg.stage_dir));
+        snprintf(field, row->size, "%s", tmp && *tmp && strlen(tmp) < 200 ? tmp : "/tmp");
+    absolute_path(row->name, field, row->size);
+    return 0;
+}
 
-    if ((v = getenv("PROFEP_TLS_CERT")) && *v) {
-        copy_string("PROFEP_TLS_CERT", v, pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert));
-        if (pe_cfg.tls_cert[0])
-            absolute_path("PROFEP_TLS_CERT", pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert));
-        if (!pe_cfg.tls_cert[0]) /* TLS was asked for: never fall back to plain HTTP */
-            snprintf(pe_cfg.tls_cert, sizeof(pe_cfg.tls_cert), "(PROFEP_TLS_CERT too long)");
-    }
+/* TLS was asked for: a path that cannot be kept still means TLS (which then
+   fails to load: no server), never plain HTTP. */
+static int
+load_tls_cert(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    char *path = field;
 
-    pe_cfg.mutex_rate = 100;
-    if ((v = getenv("PROFEP_MUTEX_RATE"))) {
-        if (pe_cfg_parse_size(v, &sz) == 0)
-            pe_cfg.mutex_rate = sz;
-        else
-            bad_value("PROFEP_MUTEX_RATE", v, "an integer N >= 0 (1 in N waits)", "100");
-    }
+    copy_string(row->name, s, path, row->size);
+    if (path[0])
+        absolute_path(row->name, path, row->size);
+    if (!path[0])
+        snprintf(path, row->size, "(%s too long)", row->name);
+    return 0;
+}
+
+/* ---- the table --------------------------------------------------------------- */
+
+#define FIELD(f) .off = offsetof(pe_cfg_t, f), .size = sizeof(((pe_cfg_t *)0)->f)
+
+const pe_cfg_row_t pe_cfg_rows[] = {
+    {.name = "PROFEP_ADDR",
+     .def = "127.0.0.1:16825",
+     .parse = load_addr,
+     FIELD(addr),
+     .allowed = "host:port, port (0-65535) or off",
+     .help = "host:port or port to listen on; port 0 picks one; off: no server"},
+    {.name = "PROFEP_PORT_FILE",
+     .parse = load_port_file,
+     FIELD(port_file),
+     .flags = PE_CFG_EMPTY_UNSET,
+     .help = "after binding, write host:port here (%p = pid)"},
+    {.name = "PROFEP_MATCH",
+     .parse = load_match,
+     FIELD(match),
+     .early = 1,
+     .help = "activate only in programs whose name matches this glob"},
+    {.name = "PROFEP_TOKEN",
+     .parse = load_token,
+     FIELD(token),
+     .flags = PE_CFG_SECRET,
+     .help = "require Authorization: Bearer TOKEN or token=TOKEN"},
+    {.name = "PROFEP_ALLOWED_HOSTS",
+     .parse = load_hosts,
+     FIELD(allowed_hosts),
+     .help = "more Host names to answer (name, name:port or *, comma-separated); localhost, "
+             "127.0.0.1, [::1] and the listen address with our port always are"},
+    {.name = "PROFEP_HEAP_RATE",
+     .def = "524288",
+     .parse = load_size,
+     FIELD(heap_rate),
+     .allowed = "bytes >= 0, e.g. 524288 or 512k",
+     .help = "mean bytes between heap samples; 0 turns heap sampling off"},
+    {.name = "PROFEP_HEAP_CHECKPOINT",
+     .def = "60",
+     .parse = load_seconds,
+     FIELD(ckpt_seconds),
+     .lo = 1,
+     .hi = 3600,
+     .allowed = "seconds in [1, 3600]",
+     .help = "seconds between checkpoints of the live heap (heap?since=)"},
+    {.name = "PROFEP_MAX_SECONDS",
+     .def = "600",
+     .parse = load_seconds,
+     FIELD(max_seconds),
+     .lo = 0,
+     .hi = 1e9,
+     .allowed = "seconds > 0",
+     .help = "largest duration/seconds a request may ask for"},
+    /* Unset is off: the bad-value line says "using off". */
+    {.name = "PROFEP_PEEK_SIGNAL",
+     .parse = load_signal,
+     FIELD(peek_signal),
+     .flags = PE_CFG_EMPTY_UNSET,
+     .allowed = "a signal name such as USR1 or a number",
+     .help = "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
+    {.name = "PROFEP_PEEK_SECONDS",
+     .def = "1",
+     .parse = load_seconds,
+     FIELD(peek_seconds),
+     .lo = 0,
+     .hi = 600,
+     .allowed = "seconds in (0, 600]",
+     .help = "length of the peek's CPU report"},
+    {.name = "PROFEP_CHILDREN",
+     .def = "on",
+     .parse = load_bool,
+     FIELD(children),
+     .allowed = "on or off",
+     .help = "off: remove this library from LD_PRELOAD for programs started from here"},
+    {.name = "PROFEP_STAGE_DIR",
+     .def = "",
+     .doc_def = "$TMPDIR or /tmp",
+     .parse = load_stage_dir,
+     FIELD(stage_dir),
+     .help = "where /debug_engine writes its files (default: the temporary directory)"},
+    {.name = "PROFEP_LOG",
+     .def = "info",
+     .parse = load_log,
+     FIELD(log_level),
+     .early = 2,
+     .allowed = "info, warn or off",
+     .help = "info, warn or off"},
+    {.name = "PROFEP_TLS_CERT",
+     .parse = load_tls_cert,
+     FIELD(tls_cert),
+     .flags = PE_CFG_EMPTY_UNSET,
+     .help = "a PEM file with key and certificate: serve https:// only"},
+    {.name = "PROFEP_MUTEX_RATE",
+     .def = "100",
+     .parse = load_size,
+     FIELD(mutex_rate),
+     .allowed = "an integer N >= 0 (1 in N waits)",
+     .help = "record 1 in N contended lock waits; 0 turns it off"},
+};
+const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
+
+#undef FIELD
+
+const char *
+pe_cfg_doc_default(const pe_cfg_row_t *row)
+{
+    return row->doc_def ? row->doc_def : row->def ? row->def : "unset";
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+/* What each row's variable held at load; raw_set[i] = 0 when unset. */
+static char raw_values[PE_ARRAY_SIZE(pe_cfg_rows)][128];
+static char raw_set[PE_ARRAY_SIZE(pe_cfg_rows)];
+
+const char *
+pe_cfg_raw(int i)
+{
+    return i >= 0 && i < pe_cfg_nrows && raw_set[i] ? raw_values[i] : NULL;
+}
+
+static void
+load_row(int i)
+{
+    const pe_cfg_row_t *row = &pe_cfg_rows[i];
+    char *field = (char *)&pe_cfg + row->off;
+    const char *v = getenv(row->name);
+    int rc = -ENOENT;
+
+    raw_set[i] = v != NULL;
+    if (v)
+        snprintf(raw_values[i], sizeof(raw_values[i]), "%s", v);
+    if (v && (*v || !(row->flags & PE_CFG_EMPTY_UNSET)))
+        rc = row->parse(row, v, field);
+    if (rc == 0)
+        return;
+    if (rc == -EINVAL)
+        bad_value(row->name, v, row->allowed ? row->allowed : "see README",
+                  row->def ? row->def : "off");
+    memset(field, 0, row->size);
+    if (row->def && row->parse(row, row->def, field))
+        pe_log_warn("%s: the default %s does not load", row->name, row->def); /* a bug: tested */
+}
+
+void
+pe_cfg_load(void)
+{
+    int early, i;
+
+    for (early = 2; early >= 0; early--)
+        for (i = 0; i < pe_cfg_nrows; i++)
+            if (pe_cfg_rows[i].early == early)
+                load_row(i);
+    /* A refusal stands whatever PROFEP_ADDR said (read after PROFEP_MATCH). */
+    if (pe_cfg.refuse)
+        pe_cfg.server_off = 1;
 }

@@ -1,9 +1,16 @@
 /*
- * config.h: every PROFEP_* setting, read once in the constructor from one
- * table (config.c).  A bad value is reported in one line and the default kept,
- * except that a security setting's bad value never opens anything: a token,
- * match or transport that cannot be used sets `refuse` (no server, dormant),
- * a bad allowed host is left out, an unusable stage directory means 503.
+ * config.h: every PROFEP_* setting, read once in the constructor.  Each one is
+ * a row of pe_cfg_rows[] (config.c): its name, its default, the parser that
+ * reads it into its field of pe_cfg, the allowed values a bad value's line
+ * names, and its help line.  One loop reads them all; the /debug/pprof/ index
+ * lists the rows, and test/u_config_table.c with test/check_config_doc.sh
+ * hold README's table to them.  A new setting is a field below, a row in
+ * config.c and a line in README's table.
+ *
+ * A bad value is reported in one line and the default kept, except that a
+ * security setting's bad value never opens anything: a token, match or
+ * transport that cannot be used sets `refuse` (no server, dormant), a bad
+ * allowed host is left out, an unusable stage directory means 503.
  * After pe_cfg_load() the struct is read-only; any thread may read it.
  *
  * Signal-safe: reading pe_cfg is.
@@ -50,17 +57,49 @@ typedef struct pe_cfg_s {
 
 extern pe_cfg_t pe_cfg;
 
-/* One row per setting; also drives the /debug/pprof/ index text. */
-typedef struct pe_cfg_row_s {
-    const char *name;
-    const char *def;
-    const char *help;
-} pe_cfg_row_t;
+typedef struct pe_cfg_row_s pe_cfg_row_t;
 
+/*
+ * A row's parser: read text s into field (the row's member of pe_cfg; a parser
+ * may also set the members that go with it, as PROFEP_ADDR does host and
+ * port).  Returns 0 when s is used; -EINVAL when it is not valid: the loader
+ * says "NAME=s is not valid (allowed); using default" and loads the default;
+ * any other -errno once the parser has said why itself (or refused): the
+ * loader loads the default without a word.  Either way the loader zeroes the
+ * field first, so a parser that fails need not undo what it wrote.
+ */
+typedef int (*pe_cfg_parse_fn)(const pe_cfg_row_t *row, const char *s, void *field);
+
+/* Row flags. */
+#define PE_CFG_EMPTY_UNSET 1u /* set but empty counts as unset */
+#define PE_CFG_SECRET 2u      /* the index says only whether it is set */
+
+struct pe_cfg_row_s {
+    const char *name;    /* "PROFEP_..." */
+    const char *def;     /* the text parsed when unset or bad; NULL: the field is zeroed */
+    const char *doc_def; /* README's default when def does not say it; else NULL */
+    pe_cfg_parse_fn parse;
+    const char *allowed; /* for the bad-value line, when parse can return -EINVAL */
+    size_t off, size;    /* the field: offsetof and sizeof in pe_cfg_t */
+    double lo, hi;       /* bounds, for the parsers that take them */
+    unsigned flags;      /* PE_CFG_* */
+    int early;           /* rows load by early, highest first (see pe_cfg_load) */
+    const char *help;    /* one line, for the index */
+};
+
+/* One row per setting, in README's order. */
 extern const pe_cfg_row_t pe_cfg_rows[];
 extern const int pe_cfg_nrows;
 
-/* Read the environment into pe_cfg; one warning per bad value. */
+/* The default as README's table gives it: doc_def, def, or "unset". */
+const char *pe_cfg_doc_default(const pe_cfg_row_t *row);
+
+/*
+ * Read the environment into pe_cfg, row by row: PROFEP_LOG first (early 2) so
+ * that every line obeys it, then PROFEP_MATCH (early 1) so that a refusal is
+ * said only in the programs it picks, then the rest in table order.  One line
+ * per bad value.  Not thread-safe; the constructor calls it once.
+ */
 void pe_cfg_load(void);
 
 /*

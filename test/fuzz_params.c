@@ -3,9 +3,10 @@
  * settings (`make fuzz`): the query parser and typed readers (params.c), the
  * router with its 404/405 answers (routes.c), the quick handlers that read
  * the request (index, cmdline, Go's symbol protocol with GET query or POST
- * body), the PROFEP_* value parsers (config.c), the Host / Origin /
- * Sec-Fetch-Site checks (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the
- * same text) and the CSP's script-hash scanner (csp.c, on the body).
+ * body), the PROFEP_* value parsers and the loader with the text as every
+ * row's value (config.c), the Host / Origin / Sec-Fetch-Site checks
+ * (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the same text) and the
+ * CSP's script-hash scanner (csp.c, on the body).
  *
  * Input: "[METHOD ]PATH[?QUERY][\nBODY]"; a body makes it a POST.  Handlers
  * that profile for a while are not run; their paths stop at the lookup.
@@ -20,6 +21,7 @@
 #include "http/http.h"
 #include "http/http_int.h"
 #include "preload/config.h"
+#include "preload/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -51,6 +53,22 @@ fuzz_config(const char *s)
     pe_cfg_parse_bool(s, &b);
     pe_cfg_expand_pid(s, path, sizeof(path), 4242);
     pe_cfg_token_problem(s);
+}
+
+/* The text as the value of every PROFEP_* row, through the loader (quietly:
+   PROFEP_LOG=off); pe_cfg is left zeroed, as the other targets expect it. */
+static void
+fuzz_config_load(const char *s)
+{
+    int i;
+
+    for (i = 0; i < pe_cfg_nrows; i++)
+        setenv(pe_cfg_rows[i].name, strcmp(pe_cfg_rows[i].name, "PROFEP_LOG") ? s : "off", 1);
+    pe_cfg_load();
+    for (i = 0; i < pe_cfg_nrows; i++)
+        unsetenv(pe_cfg_rows[i].name);
+    memset(&pe_cfg, 0, sizeof(pe_cfg));
+    pe_log_set_level(PE_LOG_INFO);
 }
 
 /* The text as a Host, an Origin and a Sec-Fetch-Site, and as an allowed-hosts list. */
@@ -107,6 +125,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.path = path;
     r.capture = &discard;
     fuzz_config(path);
+    fuzz_config_load(path);
     fuzz_origin(path);
     if (q) {
         fuzz_config(q);
