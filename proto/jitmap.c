@@ -185,33 +185,53 @@ ent_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Merge sorted new entries into the index; an equal start keeps the newer one. */
+/*
+ * Merge new entries into the index, in place from the back (the index grows
+ * by doubling, so a line appended to a big map costs no copy of it); an equal
+ * start keeps the newer entry.
+ */
 static int
 index_merge(ent_t *add, size_t nadd)
 {
-    size_t i = 0, j = 0, k = 0, ncap;
+    size_t i, j, k, lo, w, ncap;
     ent_t *out;
 
     if (nadd == 0)
         return 0;
-    qsort(add, nadd, sizeof(*add), ent_cmp);
-    ncap = jm.n + nadd;
-    out = malloc(ncap * sizeof(*out));
-    if (!out)
-        return -ENOMEM;
-    while (i < jm.n || j < nadd) {
-        const ent_t *e = (j >= nadd || (i < jm.n && ent_cmp(&jm.ents[i], &add[j]) < 0)) ?
-                             &jm.ents[i++] :
-                             &add[j++];
-        if (k > 0 && out[k - 1].start == e->start)
-            out[k - 1] = *e; /* inputs come in seq order for equal starts */
-        else
-            out[k++] = *e;
+    /* runtimes mostly append in address order: then no sort */
+    for (i = 1; i < nadd && ent_cmp(&add[i - 1], &add[i]) < 0; i++)
+        ;
+    if (i < nadd)
+        qsort(add, nadd, sizeof(*add), ent_cmp);
+    if (jm.n + nadd > jm.cap) {
+        ncap = jm.cap ? jm.cap : 1024;
+        while (ncap < jm.n + nadd)
+            ncap *= 2;
+        out = realloc(jm.ents, ncap * sizeof(*out));
+        if (!out)
+            return -ENOMEM;
+        jm.ents = out;
+        jm.cap = ncap;
     }
-    free(jm.ents);
-    jm.ents = out;
-    jm.n = k;
-    jm.cap = ncap;
+    i = jm.n;
+    j = nadd;
+    k = jm.n + nadd;
+    while (j > 0) {
+        if (i > 0 && ent_cmp(&jm.ents[i - 1], &add[j - 1]) > 0)
+            jm.ents[--k] = jm.ents[--i];
+        else
+            jm.ents[--k] = add[--j];
+    }
+    jm.n += nadd;
+    /* below k nothing moved (and it had no duplicates): compact from there */
+    lo = k > 0 ? k - 1 : 0;
+    for (w = lo, i = lo; i < jm.n; i++) {
+        if (w > lo && jm.ents[w - 1].start == jm.ents[i].start)
+            jm.ents[w - 1] = jm.ents[i]; /* sorted by seq within a start: newest last */
+        else
+            jm.ents[w++] = jm.ents[i];
+    }
+    jm.n = w;
     return 0;
 }
 
@@ -421,7 +441,7 @@ dump_path(char *out, size_t len)
 void
 pe_prof_jit_begin(void)
 {
-    char path[4096];
+    char path[4096], dpath[4096];
     batch_t b = {0};
     struct timespec now;
     int64_t now_ms;
@@ -439,11 +459,13 @@ pe_prof_jit_begin(void)
         jm.pid = getpid();
         jm.start_time = process_start_time();
     }
+    dump_path(dpath, sizeof(dpath));
+    if (!dpath[0] && jm.dump.fd >= 0)
+        index_clear(); /* unmapped: its code is gone (the perf map is read again) */
     snprintf(path, sizeof(path), "%s/perf-%d.map", pe_prof_jit_dir, (int)jm.pid);
     if (src_open(&jm.map, path))
         map_refresh(&b);
-    dump_path(path, sizeof(path));
-    if (path[0] && src_open(&jm.dump, path))
+    if (dpath[0] && src_open(&jm.dump, dpath))
         dump_refresh(&b);
     if (index_merge(b.v, b.n) < 0)
         jm.dropped += b.n;
