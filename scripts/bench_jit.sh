@@ -29,8 +29,9 @@ if command -v node >/dev/null; then
         PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$pf LD_PRELOAD=$LIB \
             node --perf-basic-prof $JS 0 $ROUNDS $WAIT >$T/out 2>/dev/null &
         PID=$!
-        for _ in $(seq 100); do [ -s $pf ] && break; sleep 0.02; done
-        curl -s -o /dev/null "http://$(cat $pf)/profile_start?delay=0.01"
+        for _ in $(seq 500); do [ -s $pf ] && break; sleep 0.02; done
+        # busy.js waits WAIT ms before its rounds, time enough to start the profile
+        [ -s $pf ] && curl -s -o /dev/null "http://$(cat $pf)/profile_start?delay=0.01"
         wait $PID; pids+=($PID); PID=
         read -r w c <$T/out; ours+=($w); oursc+=($c)
         if [ -n "$GPERF" ]; then
