@@ -3,7 +3,9 @@
 # fib and a JSON.stringify loop, jsonWork) for 10 s; a 3 s /profile must name
 # both among the top 30 by cum (names from /tmp/perf-PID.map), leave under 5%
 # of the samples with an unnamed leaf, and unwind at least 80% of them through
-# the JIT frames down to node::Start or main.  (scripts/deps.sh node)
+# the JIT frames down to node::Start or main.  Then node --perf-prof, which
+# writes a jitdump instead of a map: the same functions named from it.
+# (scripts/deps.sh node)
 source test/lib.sh
 command -v node >/dev/null || { echo "skip: node not installed (scripts/deps.sh node)"; exit 77; }
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
@@ -34,4 +36,18 @@ check "at least 80% of the CPU unwound to node::Start or main ($rooted of $total
 pid=$PE_PID
 pe_stop
 rm -f /tmp/perf-$pid.map
+
+# ---- node --perf-prof: a jitdump (jit-PID.dump in its cwd, mapped), no perf map ----------
+JSA=$(cd "$(dirname "$JS")" && pwd)/$(basename "$JS")
+mkdir -p $T/cwd
+cd $T/cwd
+pe_start node --perf-prof "$JSA" 8 || exit 1
+cd - >/dev/null
+sleep 1
+pe_get '/profile?duration=2' -o $T/dump.pb.gz
+check "no perf map written (--perf-prof only)" [ ! -e /tmp/perf-$PE_PID.map ]
+check "the jitdump is mapped" grep -q "jit-$PE_PID.dump" /proc/$PE_PID/maps
+go tool pprof -top -cum -sample_index=samples $T/dump.pb.gz >$T/dtop.txt 2>/dev/null
+check "jitdump names fib and jsonWork" bash -c "grep -q fib $T/dtop.txt && grep -q jsonWork $T/dtop.txt"
+pe_stop
 pe_finish
