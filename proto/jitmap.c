@@ -79,7 +79,7 @@ static struct {
         struct nblk_s *next;
         size_t used;
         char buf[16384];
-    } *names;
+    } * names;
 } jm = {.map.fd = -1, .dump.fd = -1};
 
 /* ---- sources ----------------------------------------------------------------------- */
@@ -160,7 +160,8 @@ src_open(src_t *s, const char *path)
         close(fd);
         return 0;
     }
-    if (s->fd >= 0 && (s->dev != st.st_dev || s->ino != st.st_ino || (uint64_t)st.st_size < s->done))
+    if (s->fd >= 0 &&
+        (s->dev != st.st_dev || s->ino != st.st_ino || (uint64_t)st.st_size < s->done))
         index_clear();
     if (s->fd >= 0) {
         close(fd);
@@ -377,8 +378,8 @@ dump_refresh(batch_t *b)
     char name[NAME_MAX_LEN];
 
     if (s->done == 0) {
-        if (pread(s->fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != JITDUMP_MAGIC ||
-            hdr.total_size < sizeof(hdr))
+        if (pread(s->fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+            hdr.magic != JITDUMP_MAGIC || hdr.total_size < sizeof(hdr))
             return;
         s->done = hdr.total_size;
     }

@@ -386,8 +386,9 @@ jit_walk(const ucontext_t *uc, uintptr_t *pcs, int max)
 
             if (r == 0)
                 return n; /* the outermost frame (RIP undefined in its CFI) */
-            if (r < 0 || unw_getreg(&cur, LU_RIP, &v[0]) < 0 || unw_getreg(&cur, LU_RSP, &v[1]) < 0 ||
-                unw_getreg(&cur, LU_RBP, &v[2]) < 0 || v[0] < 4096) {
+            if (r < 0 || unw_getreg(&cur, LU_RIP, &v[0]) < 0 ||
+                unw_getreg(&cur, LU_RSP, &v[1]) < 0 || unw_getreg(&cur, LU_RBP, &v[2]) < 0 ||
+                v[0] < 4096) {
                 dwarf = 0; /* its CFI did not work out (a read refused): try the frame pointer */
                 break;
             }

@@ -85,7 +85,8 @@ test_basic(void)
     CHECK(strcmp(name(0x1000, &start), "first") == 0 && start == 0x1000);
     CHECK(strcmp(name(0x10ff, NULL), "first") == 0);
     CHECK(strcmp(name(0x1100, NULL), "") == 0);
-    CHECK(strcmp(name(0x2010, &start), "LazyCompile:*second /app/x.js:3:10") == 0 && start == 0x2000);
+    CHECK(strcmp(name(0x2010, &start), "LazyCompile:*second /app/x.js:3:10") == 0 &&
+          start == 0x2000);
     CHECK(strcmp(name(0x5004, NULL), "new_five") == 0);
     CHECK(strcmp(name(0x6450, NULL), "inner_new") == 0);
     CHECK(strcmp(name(0x6010, NULL), "outer_old") == 0);
@@ -193,8 +194,8 @@ test_huge(void)
     if (!f)
         return;
     for (long i = 0; i < N; i++)
-        fprintf(f, "%lx 40 LazyCompile:~filler_%ld big.js:1\n", 0x100000000000ul + (unsigned long)i * 0x40,
-                i);
+        fprintf(f, "%lx 40 LazyCompile:~filler_%ld big.js:1\n",
+                0x100000000000ul + (unsigned long)i * 0x40, i);
     fclose(f);
     usleep(60000);
     t0 = now_ms();
