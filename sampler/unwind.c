@@ -417,6 +417,20 @@ cut:
     return n;
 }
 
+/* jit_walk from its caller's frame (pe_unwind_here): pcs[0] is in the caller. */
+__attribute__((noinline)) PE_SIGSAFE static int
+jit_walk_here(uintptr_t *pcs, int max)
+{
+    ucontext_t uc;
+
+    /* the caller's frame as it will be when we return; libunwind reads no other register */
+    memset(&uc, 0, sizeof(uc));
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)__builtin_return_address(0);
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)((uintptr_t)__builtin_frame_address(0) + 16);
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t) * (uintptr_t *)__builtin_frame_address(0);
+    return jit_walk(&uc, pcs, max);
+}
+
 /* ---- module API ------------------------------------------------------------------ */
 
 int
@@ -612,6 +626,10 @@ pe_unwind_here(uintptr_t *pcs, int max, int skip)
         goto out;
     if (unw_usable()) {
         n = unw_bt((void **)tmp, want);
+        /* stopped in JIT code (e.g. a malloc called from a JIT frame): walk again
+           from here (getcontext: registers only, plus one sigprocmask call) */
+        if (n > 0 && n < want && jit_ok() && !in_object(tmp[n - 1]))
+            n = jit_walk_here(tmp, want);
     } else {
         uintptr_t fp = (uintptr_t)__builtin_frame_address(0), sp = (uintptr_t)&fp;
         n = fp_walk(fp, sp, tmp, 0, want);

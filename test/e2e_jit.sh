@@ -11,9 +11,9 @@ P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 
-cum() { # file func [pprof args]: cumulative samples of func
+cum() { # file func [pprof args]: cumulative samples of func (first sample type: a count)
     local f=$1 fn=$2; shift 2
-    go tool pprof -top -sample_index=samples "$@" "$f" 2>/dev/null |
+    go tool pprof -top -sample_index=0 "$@" "$f" 2>/dev/null |
         awk -v fn="$fn" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
 }
 rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/$1/status; }
@@ -47,6 +47,11 @@ check "stacks through code without a frame pointer counted as cut ($ncut, burn_c
     bash -c "[ ${ncut:-0} -gt 0 ] && [ ${ncut:-0} -le $((nb + 2)) ]"
 nr=$(cum $T/j.pb.gz worker_main -focus='^burn_cut$')
 check "  and those stacks stop there (burn_cut reaches worker_main $nr times)" [ "$nr" -eq 0 ]
+# allocation stacks (unwound from malloc, not from a signal) through the big frame
+pe_get '/allocs_profile?sample_rate=1&duration=2' -o $T/a.pb.gz
+n=$(cum $T/a.pb.gz burn_big); r=$(cum $T/a.pb.gz worker_main -focus='^burn_big$')
+check "allocations in burn_big: stacks go through the 128 KiB JIT frame to worker_main ($r of $n)" \
+    bash -c "[ ${n:-0} -gt 3 ] && [ $((r * 100)) -ge $((n * 95)) ]"
 # text views resolve through the same symbolizer
 txt=$(pe_get '/profile?duration=1&pprof=false')
 check "pprof=false text names JIT code" grep -q jit_ <<<"$txt"

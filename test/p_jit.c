@@ -9,8 +9,8 @@
  *                     lines;
  *   jit_call_fp       a frame-pointer function that calls back into C (burn_a);
  *   jit_big_frame     the same with a 128 KiB frame (libunwind's frame guess
- *                     gives up past 16 KiB: burn_big must still reach
- *                     worker_main);
+ *                     gives up past 16 KiB: burn_big, and its malloc in
+ *                     allocation profiles, must still reach worker_main);
  *   jit_no_frame_pointer  calls burn_cut with garbage in %rbp: those stacks
  *                     are cut, and the profile must count them;
  *   jit_late_appended code created `late` seconds after start, its map line
@@ -102,11 +102,15 @@ burn_a(void)
         ;
 }
 
+static void *volatile keep;
+
 __attribute__((noinline)) void
 burn_big(void)
 {
     for (volatile long i = 0; i < 3000000; i++)
         ;
+    keep = malloc(100); /* an allocation below the 128 KiB JIT frame (heap stacks) */
+    free(keep);
 }
 
 __attribute__((noinline)) void
