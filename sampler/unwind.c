@@ -309,15 +309,25 @@ jit_ok(void)
     return unw_init2 && unw_stp && unw_getreg && unw_procinfo;
 }
 
-/* Is pc inside a loaded object of the pinned snapshot?  (JIT code is not.) */
+/* Is pc inside a loaded object of the pinned snapshot?  (JIT code is not.)
+   Asked of every sample's last frame, which is nearly always in the same
+   object (libc's clone3, the program's _start): that one is tried first. */
+static PE_TLS int last_obj;
+
 PE_SIGSAFE static int
 in_object(uintptr_t pc)
 {
     const snap_buf_t *b = snap[snap_pin - 1];
+    int i = last_obj;
 
-    for (int i = 0; i < b->n; i++)
-        if (pc >= b->lo[i] && pc < b->hi[i])
+    if (i < b->n && pc >= b->lo[i] && pc < b->hi[i])
+        return 1;
+    for (i = 0; i < b->n; i++) {
+        if (pc >= b->lo[i] && pc < b->hi[i]) {
+            last_obj = i;
             return 1;
+        }
+    }
     return 0;
 }
 
