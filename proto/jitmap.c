@@ -41,6 +41,8 @@
 #define PE_JIT_MAX_ENTRIES (1u << 21)
 #define NAME_MAX_LEN 512
 #define CHUNK (1u << 20)
+/* New entries merged into the index this many at a time (1.5 MiB) */
+#define BATCH_MAX 65536
 /* How far back a lookup looks for an older, longer entry covering addr. */
 #define LOOKBACK 64
 
@@ -254,6 +256,12 @@ batch_add(batch_t *b, uint64_t start, uint64_t size, uint64_t off, size_t len, u
             pe_log_info("jit: more than %u JIT code entries; newer ones are not named",
                         PE_JIT_MAX_ENTRIES);
         return;
+    }
+    if (b->n == BATCH_MAX) {
+        /* merge as we go: a big map never needs a second copy of its index */
+        if (index_merge(b->v, b->n) < 0)
+            jm.dropped += b->n;
+        b->n = 0;
     }
     if (b->n == b->cap) {
         size_t ncap = b->cap ? b->cap * 2 : 1024;
