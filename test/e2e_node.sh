@@ -37,6 +37,19 @@ pid=$PE_PID
 pe_stop
 rm -f /tmp/perf-$pid.map
 
+# the other views name them too (text report, folded, flame graph)
+pe_start node --perf-basic-prof "$JS" 15 || exit 1
+sleep 1
+pe_get '/profile?duration=1&pprof=false' >$T/node.txt
+pe_get '/profile?duration=1&format=folded' >$T/node.folded
+pe_get '/profile?duration=1&format=svg' >$T/node.svg
+for v in txt folded svg; do
+    check "format $v names fib and jsonWork" bash -c "grep -q fib $T/node.$v && grep -q jsonWork $T/node.$v"
+done
+pid=$PE_PID
+pe_stop
+rm -f /tmp/perf-$pid.map
+
 # ---- node --perf-prof: a jitdump (jit-PID.dump in its cwd, mapped), no perf map ----------
 JSA=$(cd "$(dirname "$JS")" && pwd)/$(basename "$JS")
 mkdir -p $T/cwd
