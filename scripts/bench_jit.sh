@@ -24,7 +24,9 @@ if command -v node >/dev/null; then
     echo "== node --perf-basic-prof busy.js ($ROUNDS rounds): wall s and CPU s, median of $RUNS interleaved runs"
     none=() nonec=() ours=() oursc=() gp=() gpc=() pids=()
     for _ in $(seq $RUNS); do
-        read -r w c < <(node --perf-basic-prof $JS 0 $ROUNDS $WAIT 2>/dev/null); none+=($w); nonec+=($c)
+        node --perf-basic-prof $JS 0 $ROUNDS $WAIT >$T/out 2>/dev/null &
+        PID=$!; wait $PID; pids+=($PID); PID=
+        read -r w c <$T/out; none+=($w); nonec+=($c)
         pf=$T/port.$RANDOM
         PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$pf LD_PRELOAD=$LIB \
             node --perf-basic-prof $JS 0 $ROUNDS $WAIT >$T/out 2>/dev/null &
@@ -35,12 +37,13 @@ if command -v node >/dev/null; then
         wait $PID; pids+=($PID); PID=
         read -r w c <$T/out; ours+=($w); oursc+=($c)
         if [ -n "$GPERF" ]; then
-            read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 LD_PRELOAD=$GPERF \
-                node --perf-basic-prof $JS 0 $ROUNDS $WAIT 2>/dev/null)
-            gp+=($w); gpc+=($c)
+            CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 LD_PRELOAD=$GPERF \
+                node --perf-basic-prof $JS 0 $ROUNDS $WAIT >$T/out 2>/dev/null &
+            PID=$!; wait $PID; pids+=($PID); PID=
+            read -r w c <$T/out; gp+=($w); gpc+=($c)
         fi
     done
-    rm -f $(for p in "${pids[@]}"; do echo /tmp/perf-$p.map; done)
+    rm -f $(for p in "${pids[@]}"; do echo /tmp/perf-$p.map; done) # node leaves its maps
     mn=$(med "${none[@]}"); mo=$(med "${ours[@]}"); cn=$(med "${nonec[@]}"); co=$(med "${oursc[@]}")
     awk -v n=$mn -v o=$mo -v cn=$cn -v co=$co 'BEGIN {
         printf "  none        wall %.3f s  cpu %.3f s\n", n, cn

@@ -7,6 +7,9 @@
 # without a frame pointer are counted as cut; a map of 1e6 entries stays
 # bounded in memory and still names the code.
 source test/lib.sh
+# the programs' perf maps stay in /tmp after they die: remove them on any exit
+MAPS=
+trap 'pe_cleanup; rm -f $MAPS' EXIT
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
@@ -20,6 +23,7 @@ rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/$1/status; }
 
 # ---- names and stacks --------------------------------------------------------------
 pe_start $P/p_jit 1 || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
 pid=$PE_PID
 pe_get '/profile?duration=3' -o $T/j.pb.gz
 go tool pprof -raw $T/j.pb.gz >$T/j.raw 2>&1
@@ -63,6 +67,7 @@ rm -f /tmp/perf-$pid.map
 
 # ---- a map of 1e6 entries -----------------------------------------------------------
 pe_start $P/p_jit 0 1000000 || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
 pid=$PE_PID
 for _ in $(seq 100); do grep -q late "$PE_OUT" && break; sleep 0.1; done
 r0=$(rss_kb $pid)

@@ -7,12 +7,16 @@
 # writes a jitdump instead of a map: the same functions named from it.
 # (scripts/deps.sh node)
 source test/lib.sh
+# the programs' perf maps stay in /tmp after they die: remove them on any exit
+MAPS=
+trap 'pe_cleanup; rm -f $MAPS' EXIT
 command -v node >/dev/null || { echo "skip: node not installed (scripts/deps.sh node)"; exit 77; }
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 JS=${TEST_DIR:-test}/js/busy.js
 
 pe_start node --perf-basic-prof "$JS" 10 || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
 sleep 1 # let V8 tier the hot functions up first
 pe_get '/profile?duration=3' -o $T/node.pb.gz
 check "the perf map exists (/tmp/perf-$PE_PID.map)" [ -s /tmp/perf-$PE_PID.map ]
@@ -39,6 +43,7 @@ rm -f /tmp/perf-$pid.map
 
 # the other views name them too (text report, folded, flame graph)
 pe_start node --perf-basic-prof "$JS" 15 || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
 sleep 1
 pe_get '/profile?duration=1&pprof=false' >$T/node.txt
 pe_get '/profile?duration=1&format=folded' >$T/node.folded
@@ -55,6 +60,7 @@ JSA=$(cd "$(dirname "$JS")" && pwd)/$(basename "$JS")
 mkdir -p $T/cwd
 cd $T/cwd
 pe_start node --perf-prof "$JSA" 8 || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
 cd - >/dev/null
 sleep 1
 pe_get '/profile?duration=2' -o $T/dump.pb.gz
