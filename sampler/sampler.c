@@ -696,8 +696,8 @@ pe_sampler_close(pe_sampler_win_t *w)
                         (unsigned long long)w->truncated);
     if (w->cut)
         pe_prof_comment(p,
-                        "cut: %llu samples whose stack stops in code where neither DWARF nor "
-                        "the frame pointer can go on (JIT code without a frame pointer)",
+                        "cut: %llu samples whose stack stops where neither DWARF nor the "
+                        "frame pointer can go on (JIT code that keeps no frame pointer)",
                         (unsigned long long)w->cut);
     free(w);
     return p;

@@ -86,4 +86,13 @@ check "1e6-entry map: a second profile reads nothing again (RSS +$(( (r2 - r1) /
     [ $((r2 - r1)) -lt $((8 * 1024)) ]
 pe_stop
 rm -f /tmp/perf-$pid.map
+
+# ---- a frame pointer leading astray, at 1000 Hz: nothing faults ---------------------------
+pe_start $P/p_jit 0 0 garbage || exit 1
+MAPS="$MAPS /tmp/perf-$PE_PID.map"
+st=$(pe_get '/profile?duration=3&delay=0.001' -o $T/g.pb.gz -w '%{http_code}')
+check "garbage frame pointer at 1000 Hz: profile returned ($st)" [ "$st" = 200 ]
+check "  the program is still running" kill -0 $PE_PID
+check "  and named (burn_garbage $(cum $T/g.pb.gz burn_garbage))" [ "$(cum $T/g.pb.gz burn_garbage)" -gt 0 ]
+pe_stop
 pe_finish

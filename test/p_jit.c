@@ -15,8 +15,10 @@
  *                     are cut, and the profile must count them;
  *   jit_late_appended code created `late` seconds after start, its map line
  *                     appended then (in two writes: a partial line first).
- * Usage: p_jit [late_s [huge_n]]   huge_n: write that many unrelated entries
- * first (a big map: the index must stay bounded).  Runs until killed.
+ * Usage: p_jit [late_s [huge_n [garbage]]]   huge_n: write that many unrelated
+ * entries first (a big map: the index must stay bounded); garbage: run only
+ * jit_garbage_frame, whose frame pointer leads to a fake record (0xdead0000,
+ * an address in libc), for the unwinders' never-fault check.  Runs until killed.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -68,6 +70,24 @@ static const unsigned char nofp_code[] = {
     0xc3,                         /* ret */
 };
 
+/* a frame pointer that leads astray: %rbp points at a fake record {0xdead0000,
+   an address inside libc} while it calls back; the unwinders must not fault */
+static const unsigned char garbage_code[] = {
+    0x55,                         /* push %rbp */
+    0x48, 0x89, 0xe5,             /* mov %rsp,%rbp */
+    0x48, 0x83, 0xec, 0x20,       /* sub $32,%rsp */
+    0xb8, 0x00, 0x00, 0xad, 0xde, /* mov $0xdead0000,%eax */
+    0x48, 0x89, 0x04, 0x24,       /* mov %rax,(%rsp) */
+    0x48, 0x89, 0x74, 0x24, 0x08, /* mov %rsi,8(%rsp) */
+    0x48, 0x89, 0xe5,             /* mov %rsp,%rbp */
+    0xff, 0xd7,                   /* call *%rdi */
+    0x48, 0x83, 0xc4, 0x20,       /* add $32,%rsp */
+    0x5d,                         /* pop %rbp */
+    0xc3,                         /* ret */
+};
+typedef void (*garbage_fn)(void (*cb)(void), const void *libc_pc);
+
+static int garbage_mode;
 static unsigned char *page, *late_page;
 static volatile int late_ready;
 static int map_fd;
@@ -120,6 +140,13 @@ burn_cut(void)
         ;
 }
 
+__attribute__((noinline)) void
+burn_garbage(void)
+{
+    for (volatile long i = 0; i < 1000000; i++)
+        ;
+}
+
 __attribute__((noinline)) void *
 worker_main(void *arg)
 {
@@ -129,6 +156,8 @@ worker_main(void *arg)
     call_fn nofp = (call_fn)(void *)(page + 192);
 
     (void)arg;
+    while (garbage_mode)
+        ((garbage_fn)(void *)(page + 256))(burn_garbage, (const char *)(uintptr_t)getppid + 4);
     for (;;) {
         leaf(3000000);
         call(burn_a);
@@ -145,6 +174,8 @@ main(int argc, char **argv)
 {
     double late = argc > 1 ? atof(argv[1]) : 1.0, t0 = now_s();
     long huge = argc > 2 ? atol(argv[2]) : 0;
+
+    garbage_mode = argc > 3 && strcmp(argv[3], "garbage") == 0;
     pthread_attr_t attr;
     pthread_t th;
     char path[64];
@@ -157,6 +188,7 @@ main(int argc, char **argv)
     memcpy(page + 64, call_code, sizeof(call_code));
     memcpy(page + 128, big_code, sizeof(big_code));
     memcpy(page + 192, nofp_code, sizeof(nofp_code));
+    memcpy(page + 256, garbage_code, sizeof(garbage_code));
     if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0)
         return 1;
 
@@ -188,6 +220,7 @@ main(int argc, char **argv)
     entry(page + 64, sizeof(call_code), "jit_call_fp");
     entry(page + 128, sizeof(big_code), "jit_big_frame");
     entry(page + 192, sizeof(nofp_code), "jit_no_frame_pointer");
+    entry(page + 256, sizeof(garbage_code), "jit_garbage_frame");
 
     /* a stack that is all mapped: the 128 KiB frame must not meet a guard page */
     pthread_attr_init(&attr);
