@@ -3,7 +3,9 @@
  * (RTLD_LOCAL: its _Unwind_* never reach the global scope), the double-buffered
  * snapshot of loaded objects that dl_iterate_phdr answers from while we unwind,
  * the dlclose handshake that keeps an object mapped while a handler reads it,
- * and the bounds-checked frame-pointer walk used when libunwind is unsafe.
+ * the bounds-checked frame-pointer walk used when libunwind is unsafe, and the
+ * second walk through JIT code (DWARF where there is CFI, the frame pointer
+ * where there is none) when unw_backtrace stops outside every object.
  * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
  * preload/hooks.c.  See NOTES.md section 2 for the measurements behind this.
  */
