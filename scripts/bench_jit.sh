@@ -14,7 +14,8 @@ LIB=$BUILD/libprofendpoints.so
 GPERF=$(ls /usr/lib/x86_64-linux-gnu/libprofiler.so.0 2>/dev/null || true)
 T=$(mktemp -d /tmp/pe-bench-jit.XXXXXX)
 trap 'rm -rf $T; [ -n "${PID:-}" ] && kill $PID 2>/dev/null' EXIT
-JS=test/js/busy.js
+JS=$PWD/test/js/busy.js
+cd $T # node --perf-basic-prof writes isolate-*-v8.log into its cwd
 ROUNDS=${BENCH_JIT_ROUNDS:-1500}
 WAIT=600
 RUNS=${BENCH_JIT_RUNS:-5}
@@ -63,6 +64,7 @@ else
 fi
 
 echo "== a perf map of 1e6 entries (test/u_jitmap; CPU time, the machine may be busy)"
+cd - >/dev/null
 if [ -x $BUILD/test/u_jitmap ]; then
     $BUILD/test/u_jitmap | sed -n 's/^1e6-entry map: /  /p'
 else

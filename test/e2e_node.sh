@@ -13,7 +13,10 @@ trap 'pe_cleanup; rm -f $MAPS' EXIT
 command -v node >/dev/null || { echo "skip: node not installed (scripts/deps.sh node)"; exit 77; }
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
-JS=${TEST_DIR:-test}/js/busy.js
+JS=$(cd "${TEST_DIR:-test}/js" && pwd)/busy.js
+# node --perf-basic-prof also writes isolate-*-v8.log into its cwd: give it ours
+mkdir -p $T/cwd
+cd $T/cwd
 
 pe_start node --perf-basic-prof "$JS" 10 || exit 1
 MAPS="$MAPS /tmp/perf-$PE_PID.map"
@@ -55,13 +58,9 @@ pid=$PE_PID
 pe_stop
 rm -f /tmp/perf-$pid.map
 
-# ---- node --perf-prof: a jitdump (jit-PID.dump in its cwd, mapped), no perf map ----------
-JSA=$(cd "$(dirname "$JS")" && pwd)/$(basename "$JS")
-mkdir -p $T/cwd
-cd $T/cwd
-pe_start node --perf-prof "$JSA" 8 || exit 1
+# ---- node --perf-prof: a jitdump (jit-PID.dump in its cwd, $T/cwd, mapped), no perf map -
+pe_start node --perf-prof "$JS" 8 || exit 1
 MAPS="$MAPS /tmp/perf-$PE_PID.map"
-cd - >/dev/null
 sleep 1
 pe_get '/profile?duration=2' -o $T/dump.pb.gz
 check "no perf map written (--perf-prof only)" [ ! -e /tmp/perf-$PE_PID.map ]
