@@ -3,7 +3,8 @@
  * (executable entries only, like Go's runtime/pprof) into the profile's
  * mapping table, and snapshots the loaded objects with dl_iterate_phdr to get
  * their load bias and GNU build id from memory (the file on disk may have been
- * replaced since it was loaded).  Names are symbolize.c's business.
+ * replaced since it was loaded).  Anonymous executable memory (JIT code) gets
+ * a synthetic "[jit]" mapping.  Names are symbolize.c's business.
  *
  * Signal-safe: no.
  */
@@ -171,7 +172,7 @@ pe_prof_objs_find(const pe_prof_obj_t *objs, size_t n, uintptr_t addr)
 
 /* ---- /proc/self/maps ------------------------------------------------------------ */
 
-/* Parse one maps line; returns 1 for an executable file-backed entry. */
+/* Parse one maps line; returns 1 for an executable file-backed or anonymous entry. */
 static int
 maps_parse(char *line, uintptr_t *start, uintptr_t *limit, uint64_t *offset, char **path)
 {
@@ -193,9 +194,14 @@ maps_parse(char *line, uintptr_t *start, uintptr_t *limit, uint64_t *offset, cha
     if (len > strlen(DELETED_SUFFIX) &&
         strcmp(*path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX) == 0)
         (*path)[len - strlen(DELETED_SUFFIX)] = '\0';
-    /* Keep the vdso (pprof knows it); drop anonymous code and other [specials]. */
+    /* Keep the vdso (pprof knows it); drop other [specials]. */
     if (strcmp(*path, "[vdso]") == 0)
         return 1;
+    /* Anonymous code is a JIT's: one synthetic "[jit]" mapping each (names: jitmap.c). */
+    if ((*path)[0] == '\0' && inode == 0) {
+        *path = (char *)"[jit]";
+        return 1;
+    }
     return (*path)[0] != '\0' && (*path)[0] != '[' && inode != 0;
 }
 

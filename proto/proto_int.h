@@ -172,4 +172,19 @@ int pe_prof_syms_begin(pe_prof_syms_t **syms);
 const char *pe_prof_syms_lookup(pe_prof_syms_t *syms, uintptr_t addr, uintptr_t *start);
 void pe_prof_syms_end(pe_prof_syms_t *syms);
 
+/* ---- JIT code names (jitmap.c) ------------------------------------------ */
+
+/* Directory of perf-PID.map files ("/tmp"; tests point it elsewhere). */
+extern const char *pe_prof_jit_dir;
+/* Index what the runtime appended to its perf map / jitdump since the last
+   call.  Called by pe_prof_syms_begin, under the symbol cache lock. */
+void pe_prof_jit_begin(void);
+/* Name of the newest JIT entry covering addr and its start, or NULL.  Valid
+   until pe_prof_jit_end. */
+const char *pe_prof_jit_lookup(uintptr_t addr, uintptr_t *start);
+/* Free the batch's names (pe_prof_syms_end). */
+void pe_prof_jit_end(void);
+/* Entries indexed, lines refused as malformed, entries dropped past the cap. */
+void pe_prof_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
+
 #endif /* PE_PROTO_INT_H */

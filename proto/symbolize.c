@@ -430,6 +430,7 @@ pe_prof_syms_begin(pe_prof_syms_t **out)
     }
     pthread_mutex_lock(&symcache_lock);
     cache_trim(s->objs, s->nobjs);
+    pe_prof_jit_begin(); /* JIT code: jitmap.c */
     *out = s;
     return 0;
 
@@ -450,7 +451,7 @@ pe_prof_syms_lookup(pe_prof_syms_t *s, uintptr_t addr, uintptr_t *start)
     uint64_t off;
 
     if (!obj)
-        return NULL;
+        return pe_prof_jit_lookup(addr, start); /* outside every object: JIT code? */
     i = (size_t)(obj - s->objs);
     if (!s->tried[i]) {
         s->tried[i] = 1;
@@ -480,6 +481,7 @@ pe_prof_syms_end(pe_prof_syms_t *s)
 {
     if (!s)
         return;
+    pe_prof_jit_end();
     pthread_mutex_unlock(&symcache_lock);
     free(s->tried);
     free(s->tabs);

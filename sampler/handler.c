@@ -49,6 +49,8 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
     s->weight = weight;
     s->nframes = n;
     s->flags = flags;
+    if (pe_unwind_cut)
+        s->flags |= PE_RING_F_CUT;
     if (n <= 1) {
         s->flags |= PE_RING_F_TRUNCATED;
         __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);

@@ -35,6 +35,7 @@ typedef struct pe_ring_slot_s {
 } pe_ring_slot_t;
 
 #define PE_RING_F_TRUNCATED 1u /* unwinding was unsafe: leaf (or partial) only */
+#define PE_RING_F_CUT 64u      /* stack cut in JIT code (unwind.h: pe_unwind_cut) */
 
 typedef struct pe_ring_s {
     uint64_t head __attribute__((aligned(PE_CACHELINE)));    /* producers */

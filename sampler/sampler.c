@@ -59,6 +59,7 @@ struct pe_sampler_win_s {
     uint64_t samples, weight; /* signals and signals+overruns kept */
     uint64_t over_cap;        /* weight dropped beyond n */
     uint64_t truncated;       /* weight of leaf-only samples */
+    uint64_t cut;             /* weight of stacks cut in JIT code (PE_RING_F_CUT) */
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     uint64_t ticks0;          /* wall_ticks at open */
@@ -386,6 +387,8 @@ drain(void)
             w->weight += s->weight;
             if (s->flags & PE_RING_F_TRUNCATED)
                 w->truncated += s->weight;
+            if (s->flags & PE_RING_F_CUT)
+                w->cut += s->weight;
         }
         pe_ring_release(&pe_cpu_ring, s);
     }
@@ -691,6 +694,11 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "truncated: %llu samples kept with their leaf frame only "
                         "(interrupted in the dynamic loader or in our unwinder)",
                         (unsigned long long)w->truncated);
+    if (w->cut)
+        pe_prof_comment(p,
+                        "cut: %llu samples whose stack stops where neither DWARF nor the "
+                        "frame pointer can go on (JIT code that keeps no frame pointer)",
+                        (unsigned long long)w->cut);
     free(w);
     return p;
 }

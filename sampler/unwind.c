@@ -3,7 +3,9 @@
  * (RTLD_LOCAL: its _Unwind_* never reach the global scope), the double-buffered
  * snapshot of loaded objects that dl_iterate_phdr answers from while we unwind,
  * the dlclose handshake that keeps an object mapped while a handler reads it,
- * and the bounds-checked frame-pointer walk used when libunwind is unsafe.
+ * the bounds-checked frame-pointer walk used when libunwind is unsafe, and the
+ * second walk through JIT code (DWARF where there is CFI, the frame pointer
+ * where there is none) when unw_backtrace stops outside every object.
  * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
  * preload/hooks.c.  See NOTES.md section 2 for the measurements behind this.
  */
@@ -27,11 +29,27 @@
 
 typedef int (*unw_backtrace_fn)(void **, int);
 typedef void (*unw_flush_cache_fn)(void *, unsigned long, unsigned long);
+/* libunwind's cursor API, for the walk through JIT frames (see jit_walk). */
+typedef struct lu_cursor_s {
+    uint64_t opaque[127]; /* UNW_TDEP_CURSOR_LEN on x86_64 */
+} lu_cursor_t;
+typedef int (*unw_init_local2_fn)(lu_cursor_t *, ucontext_t *, int);
+typedef int (*unw_step_fn)(lu_cursor_t *);
+typedef int (*unw_get_reg_fn)(lu_cursor_t *, int, uint64_t *);
+typedef int (*unw_get_proc_info_fn)(lu_cursor_t *, void *);
+#define LU_INIT_SIGNAL_FRAME 1
+#define LU_RBP 6
+#define LU_RSP 7
+#define LU_RIP 16
 
 /* Written once by pe_unwind_init (constructor), read everywhere. */
 static unw_backtrace_fn unw_bt;
 static unw_flush_cache_fn unw_flush;
 static void **unw_local_as; /* &unw_local_addr_space */
+static unw_init_local2_fn unw_init2;
+static unw_step_fn unw_stp;
+static unw_get_reg_fn unw_getreg;
+static unw_get_proc_info_fn unw_procinfo;
 /* libunwind's TLS module (it is dlopen'd, so its __thread variables live in
    dynamic TLS, allocated with malloc on a thread's first access). */
 static size_t unw_tls_modid;
@@ -82,6 +100,8 @@ static PE_TLS int primed_gen;
 
 /* Stack bounds of this thread, when known (from pe_unwind_prime_thread). */
 static PE_TLS uintptr_t stack_lo, stack_hi;
+
+PE_TLS int pe_unwind_cut;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -283,6 +303,146 @@ fp_walk(uintptr_t fp, uintptr_t sp, uintptr_t *pcs, int n, int max)
     return n;
 }
 
+/* ---- through JIT frames -------------------------------------------------------------- */
+
+PE_SIGSAFE static int
+jit_ok(void)
+{
+    return unw_init2 && unw_stp && unw_getreg && unw_procinfo;
+}
+
+/* Is pc inside a loaded object of the pinned snapshot?  (JIT code is not.)
+   Asked of every sample's last frame, which is nearly always in the same
+   object (libc's clone3, the program's _start): that one is tried first. */
+static PE_TLS int last_obj;
+
+PE_SIGSAFE static int
+in_object(uintptr_t pc)
+{
+    const snap_buf_t *b = snap[snap_pin - 1];
+    int i = last_obj;
+
+    if (i < b->n && pc >= b->lo[i] && pc < b->hi[i])
+        return 1;
+    for (i = 0; i < b->n; i++) {
+        if (pc >= b->lo[i] && pc < b->hi[i]) {
+            last_obj = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * One frame-pointer step from the frame whose frame pointer is *bp: the
+ * caller's pc, stack pointer and frame pointer.  The record must be 16-byte
+ * aligned and inside this thread's stack (or, bounds unknown, on a readable
+ * page above sp).  0 on success, -1 when the frame pointer cannot be trusted.
+ */
+PE_SIGSAFE static int
+fp_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *bp)
+{
+    uintptr_t fp = *bp, lo = stack_lo, hi = stack_hi;
+    const uintptr_t *rec = (const uintptr_t *)fp;
+
+    if (!(hi && *sp >= lo && *sp < hi)) {
+        lo = *sp;
+        hi = *sp + (64u << 20);
+        if (fp >= lo && fp + 16 <= hi && (!readable(fp) || !readable(fp + 8)))
+            return -1;
+    }
+    if (fp & 15 || fp < lo || fp < *sp || fp + 16 > hi || rec[1] < 4096)
+        return -1;
+    *ip = rec[1];
+    *sp = fp + 16;
+    *bp = rec[0];
+    return 0;
+}
+
+/*
+ * The whole stack again, where unw_backtrace stopped in JIT code: DWARF
+ * (libunwind's cursor) inside objects that have CFI, the frame pointer where
+ * there is none (anonymous code, or an object's code without an FDE: V8's
+ * builtins), and back to DWARF at the first return address inside an object
+ * with CFI.  libunwind's own guess for such frames gives up on frames over
+ * 16 KiB and leaves a wrong stack pointer for the DWARF frame after it, so the
+ * choice is made here before each step.  Sets pe_unwind_cut when neither
+ * method could go on (not at the outermost frame, nor at max).
+ */
+PE_SIGSAFE static int
+jit_walk(const ucontext_t *uc, uintptr_t *pcs, int max)
+{
+    lu_cursor_t cur;
+    ucontext_t ctx = *uc;
+    uint64_t pinfo[32]; /* unw_proc_info_t, unused but for its return code */
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t bp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    int n = 0, leaf = 1;
+
+    pcs[n++] = ip;
+    while (n < max) {
+        uintptr_t look = ip - !leaf; /* a return address may be one past its call's function */
+        int dwarf = 0;
+
+        if (in_object(look)) {
+            ctx.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+            ctx.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+            ctx.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+            dwarf = unw_init2(&cur, &ctx, leaf ? LU_INIT_SIGNAL_FRAME : 0) == 0 &&
+                    unw_procinfo(&cur, pinfo) == 0;
+        }
+        while (dwarf && n < max) {
+            uint64_t v[3];
+            int r = unw_stp(&cur);
+
+            if (r == 0)
+                return n; /* the outermost frame (RIP undefined in its CFI) */
+            if (r < 0 || unw_getreg(&cur, LU_RIP, &v[0]) < 0 ||
+                unw_getreg(&cur, LU_RSP, &v[1]) < 0 || unw_getreg(&cur, LU_RBP, &v[2]) < 0 ||
+                v[0] < 4096) {
+                dwarf = 0; /* its CFI did not work out (a read refused): try the frame pointer */
+                break;
+            }
+            ip = v[0];
+            sp = v[1];
+            bp = v[2];
+            leaf = 0;
+            pcs[n++] = ip - 1;
+            /* the next frame has no CFI (JIT code, a stub): frame pointer */
+            dwarf = in_object(ip - 1) && unw_procinfo(&cur, pinfo) == 0;
+        }
+        if (n >= max)
+            break;
+        if (!dwarf) {
+            if (bp == 0)
+                return n; /* the outermost frame zeroes it (_start, clone) */
+            if (fp_step(&ip, &sp, &bp) < 0)
+                goto cut;
+            leaf = 0;
+            pcs[n++] = ip - 1;
+        }
+    }
+    return n;
+cut:
+    pe_unwind_cut = 1;
+    return n;
+}
+
+/* jit_walk from its caller's frame (pe_unwind_here): pcs[0] is in the caller. */
+__attribute__((noinline)) PE_SIGSAFE static int
+jit_walk_here(uintptr_t *pcs, int max)
+{
+    ucontext_t uc;
+
+    /* the caller's frame as it will be when we return; libunwind reads no other register */
+    memset(&uc, 0, sizeof(uc));
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)__builtin_return_address(0);
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)((uintptr_t)__builtin_frame_address(0) + 16);
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t) * (uintptr_t *)__builtin_frame_address(0);
+    return jit_walk(&uc, pcs, max);
+}
+
 /* ---- module API ------------------------------------------------------------------ */
 
 int
@@ -314,6 +474,10 @@ pe_unwind_init(void)
         unw_tls_modid = 0;
     unw_flush = (unw_flush_cache_fn)dlsym(h, "_ULx86_64_flush_cache");
     unw_local_as = dlsym(h, "_ULx86_64_local_addr_space");
+    unw_init2 = (unw_init_local2_fn)dlsym(h, "_ULx86_64_init_local2");
+    unw_stp = (unw_step_fn)dlsym(h, "_ULx86_64_step");
+    unw_getreg = (unw_get_reg_fn)dlsym(h, "_ULx86_64_get_reg");
+    unw_procinfo = (unw_get_proc_info_fn)dlsym(h, "_ULx86_64_get_proc_info");
     __atomic_store_n(&unw_bt, (unw_backtrace_fn)dlsym(h, "unw_backtrace"), __ATOMIC_RELEASE);
     if (!unw_bt)
         return -ENOENT;
@@ -416,8 +580,9 @@ pe_unwind_signal(void *ucv, uintptr_t *pcs, int max)
     uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     uintptr_t rbp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    int n = 0, i;
+    int n = 0, i, lu;
 
+    pe_unwind_cut = 0;
     if (max < 1)
         return 0;
     pcs[0] = rip;
@@ -429,7 +594,7 @@ pe_unwind_signal(void *ucv, uintptr_t *pcs, int max)
         n = 1; /* an object may be unmapped under us: leaf only */
         goto out;
     }
-    if (unw_usable()) {
+    if ((lu = unw_usable())) {
         n = unw_bt((void **)pcs, max);
         for (i = 0; i < n; i++)
             if (pcs[i] == rip)
@@ -437,11 +602,17 @@ pe_unwind_signal(void *ucv, uintptr_t *pcs, int max)
         if (i < n && n - i >= 2) {
             memmove(pcs, pcs + i, (size_t)(n - i) * sizeof(*pcs));
             n -= i;
+            /* stopped in JIT code (no CFI, libunwind's guess failed): walk again */
+            if (n < max && jit_ok() && !in_object(pcs[n - 1]))
+                n = jit_walk(uc, pcs, max);
             goto out;
         }
         pcs[0] = rip;
     }
-    n = fp_walk(rbp, rsp, pcs, 1, max);
+    if (lu && jit_ok() && !in_object(rip))
+        n = jit_walk(uc, pcs, max); /* interrupted in JIT code that libunwind could not leave */
+    else
+        n = fp_walk(rbp, rsp, pcs, 1, max);
 out:
     snap_pin_exit();
     pe_tls.in_unwind = 0;
@@ -467,6 +638,10 @@ pe_unwind_here(uintptr_t *pcs, int max, int skip)
         goto out;
     if (unw_usable()) {
         n = unw_bt((void **)tmp, want);
+        /* stopped in JIT code (e.g. a malloc called from a JIT frame): walk again
+           from here (getcontext: registers only, plus one sigprocmask call) */
+        if (n > 0 && n < want && jit_ok() && !in_object(tmp[n - 1]))
+            n = jit_walk_here(tmp, want);
     } else {
         uintptr_t fp = (uintptr_t)__builtin_frame_address(0), sp = (uintptr_t)&fp;
         n = fp_walk(fp, sp, tmp, 0, want);

@@ -31,6 +31,12 @@ void pe_unwind_warm(void);
  * the number of frames (>= 1), the handler's own frames removed.
  */
 PE_SIGSAFE int pe_unwind_signal(void *uc, uintptr_t *pcs, int max);
+/*
+ * Set by pe_unwind_signal when the stack it returned is cut: it stopped
+ * where neither DWARF nor the frame pointer could go on (JIT code without a
+ * usable frame pointer), before the outermost frame and before max.
+ */
+extern PE_TLS int pe_unwind_cut;
 
 /*
  * Capture the caller's stack: pcs[0] is a return address in the function that

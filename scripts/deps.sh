@@ -3,7 +3,8 @@
 # with apt-get, and only those that are missing.  Idempotent.
 # Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet]   (bench adds the baselines' packages;
 # browser: headless Chromium, a font and xmllint for test/e2e_views_browser.sh;
-# node: nodejs and npm, which test/e2e_snapshot_memlab.sh uses to fetch memlab;
+# node: nodejs and npm, which test/e2e_snapshot_memlab.sh uses to fetch memlab and
+# test/e2e_node.sh and scripts/bench_jit.sh run;
 # server: redis, a real server for test/e2e_server.sh; fleet: Go's pprof profile parser,
 # which test/e2e_fleet.sh builds a reader with)
 set -eu
