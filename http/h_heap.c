@@ -108,55 +108,26 @@ by_inuse_desc(const void *a, const void *b)
     return x->raw_alloc_b > y->raw_alloc_b ? -1 : x->raw_alloc_b < y->raw_alloc_b;
 }
 
-/* gperftools' trailer, which pprof's legacy parser reads to map addresses to
-   binaries (Go's own text has no maps; readers skip what follows records). */
-void
-pe_http_heap_append_maps(pe_sink_t *sink)
-{
-    char buf[4096];
-    ssize_t n;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return;
-    pe_sink_put(sink, "\nMAPPED_LIBRARIES:\n");
-    while ((n = read(fd, buf, sizeof(buf))) > 0 && !sink->err)
-        sink->err = sink->write(sink, buf, (size_t)n);
-    close(fd);
-}
-
 /*
- * Go's legacy text heap profile (runtime/pprof writeHeapInternal, debug=1):
- * raw sampled values (the reader unbiases them with the heap/2*rate header),
- * records by in-use bytes, each followed by its symbolized frames.
+ * Go's legacy text heap profile (debug=1): raw sampled values (the reader
+ * unbiases them with the heap/2*rate header), records by in-use bytes.
  */
 static int
 send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
 {
-    uint64_t t_in = 0, t_inb = 0, t_a = 0, t_ab = 0;
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
+    pe_prof_go_heap_t *g = malloc((n ? (size_t)n : 1) * sizeof(*g));
     pe_resp_t resp;
     pe_heap_stats_t st;
 
+    if (!g)
+        return pe_http_error(r, 500, "out of memory");
     qsort(v, (size_t)n, sizeof(*v), by_inuse_desc);
-    for (int i = 0; i < n; i++) {
-        t_in += v[i].raw_inuse_n;
-        t_inb += v[i].raw_inuse_b;
-        t_a += v[i].raw_alloc_n;
-        t_ab += v[i].raw_alloc_b;
-    }
+    for (int i = 0; i < n; i++)
+        g[i] = (pe_prof_go_heap_t){v[i].stack, (int64_t)v[i].raw_inuse_n, (int64_t)v[i].raw_inuse_b,
+                                   (int64_t)v[i].raw_alloc_n, (int64_t)v[i].raw_alloc_b};
     pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-    pe_sink_printf(&resp.sink,
-                   "heap profile: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64
-                   "] @ heap/%" PRId64 "\n",
-                   t_in, t_inb, t_a, t_ab, 2 * pe_heap_rate());
-    for (int i = 0; i < n && !resp.sink.err; i++) {
-        int k = pe_heap_stack(v[i].stack, pcs, PE_HEAP_MAX_FRAMES);
-
-        pe_sink_printf(&resp.sink, "%" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "]",
-                       v[i].raw_inuse_n, v[i].raw_inuse_b, v[i].raw_alloc_n, v[i].raw_alloc_b);
-        pe_prof_write_go_stack(&resp.sink, pcs, k);
-    }
+    pe_prof_write_go_heap(&resp.sink, g, n, 2 * pe_heap_rate(), pe_heap_stack);
+    free(g);
     pe_heap_get_stats(&st);
     pe_sink_printf(&resp.sink,
                    "\n# profendpoints heap sampling\n# rate = %" PRId64 "\n# samples = %" PRIu64
@@ -164,7 +135,7 @@ send_text(pe_req_t *r, pe_heap_rec_t *v, int n)
                    "\n# stacks = %" PRIu64 " (%" PRIu64 " samples found the table full)\n",
                    pe_heap_rate(), st.samples, st.live, st.live_cap, st.dropped_live, st.stacks,
                    st.stacks_full);
-    pe_http_heap_append_maps(&resp.sink);
+    pe_prof_write_go_maps(&resp.sink);
     return pe_http_end(&resp);
 }
 

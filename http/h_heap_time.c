@@ -182,38 +182,30 @@ by_bytes_desc(const void *a, const void *b)
 static int
 send_text(pe_req_t *r, ht_rec_t *v, int n, const char *comment)
 {
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES];
-    int64_t tn = 0, tb = 0;
+    pe_prof_go_heap_t *g = malloc((n ? (size_t)n : 1) * sizeof(*g));
     pe_resp_t resp;
     int k = 0;
 
+    if (!g)
+        return pe_http_error(r, 500, "out of memory");
     /* One record per stack: drop the age split. */
     for (int i = 0; i < n; i++)
         v[i].age = 0;
     n = merge(v, n);
     qsort(v, (size_t)n, sizeof(*v), by_bytes_desc);
     for (int i = 0; i < n; i++) {
-        tn += fx_round(v[i].cnt_fx, PE_HEAP_CNT_ONE);
-        tb += fx_round(v[i].bytes_fx, PE_HEAP_BYTES_ONE);
-    }
-    pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-    pe_sink_printf(&resp.sink,
-                   "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @ heap/2\n",
-                   tn, tb, tn, tb);
-    for (int i = 0; i < n && !resp.sink.err; i++) {
         int64_t cn = fx_round(v[i].cnt_fx, PE_HEAP_CNT_ONE);
         int64_t b = fx_round(v[i].bytes_fx, PE_HEAP_BYTES_ONE);
 
-        if (!cn && !b)
-            continue;
-        k = pe_heap_stack(v[i].stack, pcs, PE_HEAP_MAX_FRAMES);
-        pe_sink_printf(&resp.sink, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", cn, b, cn,
-                       b);
-        pe_prof_write_go_stack(&resp.sink, pcs, k);
+        if (cn || b)
+            g[k++] = (pe_prof_go_heap_t){v[i].stack, cn, b, cn, b};
     }
+    pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+    pe_prof_write_go_heap(&resp.sink, g, k, 2, pe_heap_stack);
+    free(g);
     pe_sink_printf(&resp.sink, "\n# profendpoints: %s\n# rate = %" PRId64 "\n", comment,
                    pe_heap_rate());
-    pe_http_heap_append_maps(&resp.sink);
+    pe_prof_write_go_maps(&resp.sink);
     return pe_http_end(&resp);
 }
 

@@ -81,20 +81,19 @@ by_delay_desc(const void *a, const void *b)
 static int
 send_text(pe_req_t *r, pe_mutex_rec_t *v, int n, int block)
 {
-    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
+    pe_prof_go_contention_t *g = malloc((n ? (size_t)n : 1) * sizeof(*g));
     pe_mutex_stats_t st;
     pe_resp_t resp;
 
+    if (!g)
+        return pe_http_error(r, 500, "out of memory");
     qsort(v, (size_t)n, sizeof(*v), by_delay_desc);
+    for (int i = 0; i < n; i++)
+        g[i] = (pe_prof_go_contention_t){v[i].id, v[i].delay_ns, v[i].count};
     pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-    pe_sink_printf(&resp.sink, "--- %s:\ncycles/second=1000000000\nsampling period=%" PRId64 "\n",
-                   block ? "contention" : "mutex", pe_mutex_rate());
-    for (int i = 0; i < n && !resp.sink.err; i++) {
-        int k = pe_mutex_stack(v[i].id, pcs, PE_MUTEX_MAX_FRAMES);
-
-        pe_sink_printf(&resp.sink, "%" PRIu64 " %" PRIu64, v[i].delay_ns, v[i].count);
-        pe_prof_write_go_stack(&resp.sink, pcs, k);
-    }
+    pe_prof_write_go_contention(&resp.sink, block ? "contention" : "mutex", pe_mutex_rate(), g, n,
+                                pe_mutex_stack);
+    free(g);
     pe_mutex_get_stats(&st);
     pe_sink_printf(&resp.sink,
                    "# profendpoints lock contention sampling: 1 in %" PRId64 " waits recorded\n"

@@ -102,7 +102,7 @@ pe_http_h_threadcreate(pe_req_t *r)
     if ((int)debug >= 1) {
         pe_resp_t resp;
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-        pe_stacks_write_grouped(p, &resp.sink, "threadcreate");
+        pe_prof_write_go_grouped(p, &resp.sink, "threadcreate");
         rc = pe_http_end(&resp);
     } else {
         rc = pe_http_send_profile(r, p, "threadcreate");

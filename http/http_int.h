@@ -117,8 +117,6 @@ int pe_http_h_delta_heap(pe_req_t *r);
 /* A heap record's sample: its stack's frames, or "[unknown]" (h_heap_time.c too). */
 int pe_http_heap_add_stack(pe_prof_t *p, uint32_t stack, const int64_t *values,
                            const pe_prof_label_t *labels, int nlabels);
-/* gperftools' MAPPED_LIBRARIES trailer of the legacy heap text (debug=1). */
-void pe_http_heap_append_maps(pe_sink_t *sink);
 /* h_heap_time.c: memory over time (heap ages, checkpoints, peak, timeline) */
 typedef struct pe_http_age_s {
     int on;              /* min_age or max_age given */
