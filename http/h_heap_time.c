@@ -232,7 +232,7 @@ send_recs(pe_req_t *r, ht_rec_t *v, int n, const char *name, int debug, int64_t 
 
         if (!vals[0] && !vals[1])
             continue;
-        if (pe_http_heap_add_stack(p, v[i].stack, vals, &lab, v[i].age != NO_AGE) < 0) {
+        if (pe_heap_prof_add(p, v[i].stack, vals, &lab, v[i].age != NO_AGE) < 0) {
             pe_prof_free(p);
             return pe_http_error(r, 500, "out of memory building the profile");
         }
