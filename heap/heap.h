@@ -356,4 +356,51 @@ int pe_heap_hist_timeline(pe_heap_tl_t **out, int *n);
 uint64_t pe_heap_hist_bytes(void);
 uint64_t pe_heap_hist_checkpoints(void);
 
+/* ---- views of the live table and the history (views.c; HTTP threads) ------------ */
+
+/* Which live blocks a view keeps, by age (min_age, max_age). */
+typedef struct pe_heap_age_s {
+    int on;              /* a window was asked for; else every block passes */
+    double min_s, max_s; /* the window, seconds */
+    uint32_t now;        /* pe_heap_now_s() when the request was read */
+} pe_heap_age_t;
+/* A live block's age in whole seconds; 1 when it is in the window. */
+uint32_t pe_heap_age_of(const pe_heap_age_t *f, const pe_heap_live_t *b);
+int pe_heap_age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b);
+
+/*
+ * A view: per-stack live objects and bytes (or their change), with what it
+ * is in `comment`, and the time span it covers.  Filled by one of:
+ *   pe_heap_view_age    live blocks in the window f, split by an age_s label
+ *                       (exact below 100 s, then two significant digits);
+ *                       0 or -ENOMEM
+ *   pe_heap_view_since  change since the checkpoint nearest to `ago` s ago;
+ *                       0, -ENOENT (no checkpoint yet) or -ENOMEM
+ *   pe_heap_view_peak   the live heap per stack at the highest live total
+ *                       seen; 0, -ENOENT (none yet) or -ENOMEM
+ * then sent as a profile (inuse_objects, inuse_space; NULL on ENOMEM) or as
+ * Go's debug=1 text (one record per stack, values already unbiased: heap/2),
+ * and freed.
+ */
+typedef struct pe_heap_view_s {
+    struct pe_heap_vrec_s *v;
+    int n;
+    int64_t time_ns, dur_ns;
+    char comment[512];
+} pe_heap_view_t;
+int pe_heap_view_age(pe_heap_view_t *w, const pe_heap_age_t *f);
+int pe_heap_view_since(pe_heap_view_t *w, double ago);
+int pe_heap_view_peak(pe_heap_view_t *w);
+pe_prof_t *pe_heap_view_profile(const pe_heap_view_t *w);
+int pe_heap_view_write_text(pe_heap_view_t *w, pe_sink_t *out);
+void pe_heap_view_free(pe_heap_view_t *w);
+
+/*
+ * /heap_snapshot: every live block in the window f as an object of its
+ * stack's sample (bytes weight x size, clamped to 32 bits; 1 with all_one),
+ * laid out (pe_prof_hsnap_build).  0 with *p and *h (the caller frees both,
+ * h first), or -ENOMEM, -E2BIG.
+ */
+int pe_heap_hsnap(const pe_heap_age_t *f, int all_one, pe_prof_t **p, pe_prof_hsnap_t **h);
+
 #endif /* PE_HEAP_H */

@@ -131,18 +131,10 @@ int pe_http_h_allocs_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_heap(pe_req_t *r);
 int pe_http_h_pprof_allocs(pe_req_t *r);
 int pe_http_h_delta_heap(pe_req_t *r);
-/* h_heap_time.c: memory over time (heap ages, checkpoints, peak, timeline) */
-typedef struct pe_http_age_s {
-    int on;              /* min_age or max_age given */
-    double min_s, max_s; /* the window, seconds */
-    uint32_t now;        /* pe_heap_now_s() at parse */
-} pe_http_age_t;
-struct pe_heap_live_s;
-/* Read min_age and max_age; 0 or the 400 it sent. */
-int pe_http_age_parse(pe_req_t *r, pe_http_age_t *f);
-/* 1 when live block b is in the window (always when !f->on). */
-int pe_http_age_pass(const pe_http_age_t *f, const struct pe_heap_live_s *b);
-uint32_t pe_http_age_of(const pe_http_age_t *f, const struct pe_heap_live_s *b);
+/* h_heap_time.c: memory over time (heap ages, checkpoints, peak) */
+struct pe_heap_age_s;
+/* Read min_age and max_age into f (heap.h); 0 or the 400 it sent. */
+int pe_http_age_parse(pe_req_t *r, struct pe_heap_age_s *f);
 /* /debug/pprof/heap (and allocs) with min_age, max_age or since: */
 int pe_http_heap_time_wanted(pe_req_t *r);
 int pe_http_heap_time(pe_req_t *r, const char *name);
