@@ -50,7 +50,8 @@ static kind_t wall = {
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-/* n (frame cap) and delay, with the SPEC's defaults.  0 or 400 (sent). */
+/* n (frame cap) and delay, with ProfileEndpoints.jl's defaults (n=1e8, delay=0.01 s),
+   which its clients assume.  0 or 400 (sent). */
 static int
 sampling_params(pe_req_t *r, const kind_t *k, double *n, double *delay)
 {
