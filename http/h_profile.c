@@ -70,7 +70,7 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     double running = 0;
     int rc, how = PE_SAMPLER_CAPTURE_AUTO;
 
-    /* wall: capture=signal signals every thread, as before /proc captures */
+    /* wall: capture=signal signals every thread (no /proc reads) */
     if (k->open == pe_sampler_open_wall && (rc = pe_param_enum(r, "capture", capture, 0, &how)))
         return rc;
     rc = how == PE_SAMPLER_CAPTURE_AUTO

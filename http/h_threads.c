@@ -4,9 +4,10 @@
  * /task_backtraces (the debug=2 text) and /debug/pprof/threadcreate.  The
  * wall-clock profiles share h_profile.c with CPU.  `capture=auto|signal|proc`
  * picks how stacks are taken (default auto: /proc first, a signal only for
- * threads it cannot give; signal: every thread signalled, as before; proc:
+ * threads it cannot give; signal: every thread signalled; proc:
  * never a signal).
- * Capturing is sampler/stacks.c's business; formats are pe_http_send_profile's.
+ * Capturing and the profiles are sampler/stacks.c's business, the text layout
+ * proto/gotext.c's, the other formats pe_http_send_profile's.
  */
 #include <errno.h>
 #include <pthread.h>

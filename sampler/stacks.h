@@ -68,7 +68,7 @@ int pe_stacks_capture(int timeout_ms, pe_stacks_t **out) PE_NODISCARD;
 enum { PE_STACKS_AUTO = 0, PE_STACKS_SIGNAL, PE_STACKS_PROC };
 /*
  * pe_stacks_capture with a method: PE_STACKS_SIGNAL is the signal for every
- * thread (as before /proc captures existed); PE_STACKS_PROC never signals
+ * thread (no /proc reads); PE_STACKS_PROC never signals
  * (threads it cannot recover are listed without answer, with the reason) and
  * works when the program handles SIGPROF.
  */
