@@ -168,19 +168,23 @@ pe_heap_view_age(pe_heap_view_t *w, const pe_heap_age_t *f)
     return 0;
 }
 
-/* Checkpoint entries as profile records (no age label). */
-static vrec_t *
-ck_recs(const pe_heap_ck_ent_t *v, int n)
+/* Checkpoint entries (malloc'd; freed here) as the view's records, no age label.
+   0 or -ENOMEM. */
+static int
+ck_view(pe_heap_view_t *w, pe_heap_ck_ent_t *v, int n)
 {
-    vrec_t *out = malloc((size_t)(n ? n : 1) * sizeof(*out));
-
-    for (int i = 0; out && i < n; i++) {
-        out[i].stack = v[i].stack;
-        out[i].age = NO_AGE;
-        out[i].cnt_fx = v[i].cnt_fx;
-        out[i].bytes_fx = v[i].bytes_fx;
+    w->v = malloc((size_t)(n ? n : 1) * sizeof(*w->v));
+    for (int i = 0; w->v && i < n; i++) {
+        w->v[i].stack = v[i].stack;
+        w->v[i].age = NO_AGE;
+        w->v[i].cnt_fx = v[i].cnt_fx;
+        w->v[i].bytes_fx = v[i].bytes_fx;
     }
-    return out;
+    free(v);
+    if (!w->v)
+        return -ENOMEM;
+    w->n = n;
+    return 0;
 }
 
 int
@@ -191,13 +195,8 @@ pe_heap_view_since(pe_heap_view_t *w, double ago)
     int n, rc;
 
     memset(w, 0, sizeof(*w));
-    if ((rc = pe_heap_hist_since(ago, &v, &n, &taken)) < 0)
+    if ((rc = pe_heap_hist_since(ago, &v, &n, &taken)) < 0 || (rc = ck_view(w, v, n)) < 0)
         return rc;
-    w->v = ck_recs(v, n);
-    free(v);
-    if (!w->v)
-        return -ENOMEM;
-    w->n = n;
     for (int i = 0; i < n; i++)
         total += w->v[i].bytes_fx;
     snprintf(w->comment, sizeof(w->comment),
@@ -222,13 +221,8 @@ pe_heap_view_peak(pe_heap_view_t *w)
     int n, rc;
 
     memset(w, 0, sizeof(*w));
-    if ((rc = pe_heap_hist_peak(&v, &n, &when, &bytes)) < 0)
+    if ((rc = pe_heap_hist_peak(&v, &n, &when, &bytes)) < 0 || (rc = ck_view(w, v, n)) < 0)
         return rc;
-    w->v = ck_recs(v, n);
-    free(v);
-    if (!w->v)
-        return -ENOMEM;
-    w->n = n;
     secs = (time_t)(when / 1000000000);
     gmtime_r(&secs, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
