@@ -10,14 +10,10 @@
  * Signal-safe: no (HTTP worker threads).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "../heap/heap.h"
 #include "http_int.h"

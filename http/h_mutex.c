@@ -10,10 +10,7 @@
  *
  * Signal-safe: no (HTTP worker threads).
  */
-#include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../sampler/mutex.h"
 #include "http_int.h"

@@ -3,7 +3,8 @@
  * '&', each key=value percent-decoded into the request's fixed buffer (no
  * allocation, bounded), and typed readers check ranges and send a one-line
  * 400 naming the parameter, its value and what is allowed (the README's error
- * contract: `go tool pprof` and curl show that line as is).  This file is fuzzed (test/fuzz_params.c).
+ * contract: `go tool pprof` and curl show that line as is).  This file is
+ * fuzzed (test/fuzz_params.c).
  */
 #include <ctype.h>
 #include <errno.h>

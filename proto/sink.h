@@ -47,7 +47,8 @@ typedef struct pe_gzip_s {
 int pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level) PE_NODISCARD;
 int pe_gzip_close(pe_gzip_t *gz);
 
-/* A sink that appends into a growable memory buffer (tests, debug_engine). */
+/* A sink that appends into a growable memory buffer (tests; csp.c hashes the
+   flame graph's script from one). */
 typedef struct pe_membuf_s {
     pe_sink_t sink;
     char *data;
