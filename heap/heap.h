@@ -35,6 +35,7 @@
 
 #include "../preload/guard.h"
 #include "../preload/pe.h"
+#include "../proto/profile.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64
@@ -202,7 +203,8 @@ void *pe_heap_pool_alloc(size_t size, size_t align);
    caller calls the real function) or the pool is exhausted. */
 void *pe_heap_boot_alloc(size_t size, size_t align);
 
-/* ---- heap profile (http/h_heap.c) --------------------------------------------- */
+/* ---- per-stack totals (/debug/pprof/heap, allocs) ---------------------------------------------
+ */
 
 /*
  * One stack's totals.  *_fx are unbiased estimates in fixed point
@@ -236,6 +238,26 @@ typedef struct pe_heap_stats_s {
     uint64_t live_cap;
 } pe_heap_stats_t;
 void pe_heap_get_stats(pe_heap_stats_t *st);
+
+/* ---- profiles (profile.c; HTTP threads) ------------------------------------------ */
+
+/* A sample of `stack` in p: its frames, or "[unknown]".  As pe_prof_add. */
+int pe_heap_prof_add(pe_prof_t *p, uint32_t stack, const int64_t *values,
+                     const pe_prof_label_t *labels, int nlabels);
+/* s1 -= s0 for alloc_* (both from pe_heap_snapshot, ascending stack); inuse_*
+   stay as in s1 (Go's delta heap profile). */
+void pe_heap_delta(pe_heap_rec_t *s1, int n1, const pe_heap_rec_t *s0, int n0);
+/*
+ * The totals as Go's heap profile: alloc_objects, alloc_space, inuse_objects,
+ * inuse_space (unbiased), label bytes (the record's average block size),
+ * default type `deftype`, period space/bytes = the rate; covering duration_ns
+ * up to now; a comment when tables overflowed.  NULL on ENOMEM.
+ */
+pe_prof_t *pe_heap_profile(const pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns);
+/* Go's debug=1 text of the totals (sorted in place by in-use bytes): raw
+   sampled values, heap/2*rate, our sampling comments, the MAPPED_LIBRARIES
+   trailer.  0 or the sink's first error. */
+int pe_heap_write_text(pe_sink_t *out, pe_heap_rec_t *v, int n);
 
 /* ---- live sampled blocks (/heap_snapshot) --------------------------------------- */
 
@@ -284,6 +306,11 @@ int pe_heap_allocs_stop(int open_ended, pe_heap_arec_t **out, int *n, double *p,
                         uint64_t *over_count, uint64_t *over_bytes);
 /* 1 when a recording runs: 1 timed, 2 open-ended; 0 none. */
 int pe_heap_allocs_state(void);
+/* A stopped recording as a profile (alloc_objects, alloc_space, default
+   alloc_space), scaled by 1/prob, the overflow as "[allocs table full]";
+   covering duration_ns up to now.  NULL on ENOMEM (profile.c). */
+pe_prof_t *pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t over_n,
+                                  uint64_t over_b, int64_t duration_ns);
 
 /* ---- memory over time (history.c) ------------------------------------------------ */
 
@@ -328,5 +355,52 @@ int pe_heap_hist_timeline(pe_heap_tl_t **out, int *n);
 /* Bytes the history holds now; checkpoints kept now. */
 uint64_t pe_heap_hist_bytes(void);
 uint64_t pe_heap_hist_checkpoints(void);
+
+/* ---- views of the live table and the history (views.c; HTTP threads) ------------ */
+
+/* Which live blocks a view keeps, by age (min_age, max_age). */
+typedef struct pe_heap_age_s {
+    int on;              /* a window was asked for; else every block passes */
+    double min_s, max_s; /* the window, seconds */
+    uint32_t now;        /* pe_heap_now_s() when the request was read */
+} pe_heap_age_t;
+/* A live block's age in whole seconds; 1 when it is in the window. */
+uint32_t pe_heap_age_of(const pe_heap_age_t *f, const pe_heap_live_t *b);
+int pe_heap_age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b);
+
+/*
+ * A view: per-stack live objects and bytes (or their change), with what it
+ * is in `comment`, and the time span it covers.  Filled by one of:
+ *   pe_heap_view_age    live blocks in the window f, split by an age_s label
+ *                       (exact below 100 s, then two significant digits);
+ *                       0 or -ENOMEM
+ *   pe_heap_view_since  change since the checkpoint nearest to `ago` s ago;
+ *                       0, -ENOENT (no checkpoint yet) or -ENOMEM
+ *   pe_heap_view_peak   the live heap per stack at the highest live total
+ *                       seen; 0, -ENOENT (none yet) or -ENOMEM
+ * then sent as a profile (inuse_objects, inuse_space; NULL on ENOMEM) or as
+ * Go's debug=1 text (one record per stack, values already unbiased: heap/2),
+ * and freed.
+ */
+typedef struct pe_heap_view_s {
+    struct pe_heap_vrec_s *v;
+    int n;
+    int64_t time_ns, dur_ns;
+    char comment[512];
+} pe_heap_view_t;
+int pe_heap_view_age(pe_heap_view_t *w, const pe_heap_age_t *f);
+int pe_heap_view_since(pe_heap_view_t *w, double ago);
+int pe_heap_view_peak(pe_heap_view_t *w);
+pe_prof_t *pe_heap_view_profile(const pe_heap_view_t *w);
+int pe_heap_view_write_text(pe_heap_view_t *w, pe_sink_t *out);
+void pe_heap_view_free(pe_heap_view_t *w);
+
+/*
+ * /heap_snapshot: every live block in the window f as an object of its
+ * stack's sample (bytes weight x size, clamped to 32 bits; 1 with all_one),
+ * laid out (pe_prof_hsnap_build).  0 with *p and *h (the caller frees both,
+ * h first), or -ENOMEM, -E2BIG.
+ */
+int pe_heap_hsnap(const pe_heap_age_t *f, int all_one, pe_prof_t **p, pe_prof_hsnap_t **h);
 
 #endif /* PE_HEAP_H */

@@ -317,11 +317,12 @@ job_seconds(void)
     return pe_http_engine_deadline_s > 0 ? pe_http_engine_deadline_s : run_seconds() + 15;
 }
 
-/* A file sink that remembers its first error (a full disk must not pass for a
-   profile), and refuses to go past the job's deadline or size limit. */
+/* The job's file (a pe_fdsink_t) behind a sink that remembers its first error
+   (a full disk must not pass for a profile), and refuses to go past the job's
+   deadline or size limit. */
 typedef struct capture_s {
     pe_sink_t sink;
-    int fd;
+    pe_fdsink_t file;
     int err;
     int64_t bytes;
     struct timespec deadline; /* CLOCK_MONOTONIC */
@@ -331,9 +332,7 @@ static int
 capture_write(pe_sink_t *sink, const void *buf, size_t len)
 {
     capture_t *c = (capture_t *)sink;
-    const char *b = buf;
     struct timespec now;
-    ssize_t n;
 
     /* pe_http_sleep asks with an empty write whether the job may go on. */
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -342,18 +341,8 @@ capture_write(pe_sink_t *sink, const void *buf, size_t len)
         c->err = -ETIME;
     if (!c->err && c->bytes + (int64_t)len > pe_http_engine_max_bytes)
         c->err = -EFBIG;
-    while (len && !c->err) {
-        n = write(c->fd, b, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            c->err = n < 0 ? -errno : -EIO;
-            break;
-        }
-        b += n;
-        len -= (size_t)n;
-        c->bytes += n;
-    }
+    if (!c->err && (c->err = pe_sink_write(&c->file.sink, buf, len)) == 0)
+        c->bytes += (int64_t)len;
     return c->err;
 }
 
@@ -475,7 +464,7 @@ run_job(pe_req_t *r, pe_req_t *sub, const pe_route_t *route, const char *kind)
                              strerror(errno));
     memset(&cap, 0, sizeof(cap));
     cap.sink.write = capture_write;
-    cap.fd = fd;
+    pe_fdsink_init(&cap.file, fd);
     clock_gettime(CLOCK_MONOTONIC, &cap.deadline);
     cap.deadline.tv_sec += (time_t)limit;
     cap.deadline.tv_nsec += (long)((limit - (double)(time_t)limit) * 1e9);

@@ -50,7 +50,8 @@ static kind_t wall = {
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-/* n (frame cap) and delay, with the SPEC's defaults.  0 or 400 (sent). */
+/* n (frame cap) and delay, with ProfileEndpoints.jl's defaults (n=1e8, delay=0.01 s),
+   which its clients assume.  0 or 400 (sent). */
 static int
 sampling_params(pe_req_t *r, const kind_t *k, double *n, double *delay)
 {
@@ -69,7 +70,7 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     double running = 0;
     int rc, how = PE_SAMPLER_CAPTURE_AUTO;
 
-    /* wall: capture=signal signals every thread, as before /proc captures */
+    /* wall: capture=signal signals every thread (no /proc reads) */
     if (k->open == pe_sampler_open_wall && (rc = pe_param_enum(r, "capture", capture, 0, &how)))
         return rc;
     rc = how == PE_SAMPLER_CAPTURE_AUTO

@@ -4,9 +4,10 @@
  * /task_backtraces (the debug=2 text) and /debug/pprof/threadcreate.  The
  * wall-clock profiles share h_profile.c with CPU.  `capture=auto|signal|proc`
  * picks how stacks are taken (default auto: /proc first, a signal only for
- * threads it cannot give; signal: every thread signalled, as before; proc:
+ * threads it cannot give; signal: every thread signalled; proc:
  * never a signal).
- * Capturing is sampler/stacks.c's business; formats are pe_http_send_profile's.
+ * Capturing and the profiles are sampler/stacks.c's business, the text layout
+ * proto/gotext.c's, the other formats pe_http_send_profile's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -102,7 +103,7 @@ pe_http_h_threadcreate(pe_req_t *r)
     if ((int)debug >= 1) {
         pe_resp_t resp;
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-        pe_stacks_write_grouped(p, &resp.sink, "threadcreate");
+        pe_prof_write_go_grouped(p, &resp.sink, "threadcreate");
         rc = pe_http_end(&resp);
     } else {
         rc = pe_http_send_profile(r, p, "threadcreate");

@@ -82,17 +82,6 @@ int pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name);
 /* Sleep up to `seconds`, in short steps; returns -1 early if the server is stopping. */
 int pe_http_sleep(pe_req_t *r, double seconds);
 
-/*
- * Cumulative profiles (heap, allocs, mutex, block) with Go's `seconds=N` delta
- * and `debug=1` text: reads both (400 when combined); with seconds > 0 takes
- * `snap` now, waits (a long request), and leaves that first snapshot in
- * *before (malloc'd, the caller frees and subtracts it).  *dur_ns is the
- * window, 0 without seconds.  Returns 0 or the status it sent.
- */
-typedef int (*pe_http_snapshot_fn)(void **recs, int *n);
-int pe_http_delta_window(pe_req_t *r, pe_http_snapshot_fn snap, void **before, int *nbefore,
-                         int *debug, int64_t *dur_ns);
-
 /* ---- parameters (http/params.c) --------------------------------------------- */
 
 /* Raw value of a parameter, or NULL. */

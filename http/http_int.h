@@ -47,7 +47,8 @@ typedef struct pe_route_s {
 extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
 
-/* baseline.c: godeltaprof's per-path memory (delta_heap, delta_mutex, delta_block). */
+/* baseline.c: the window of a cumulative record table a request asks for, and
+   godeltaprof's per-path memory (delta_heap, delta_mutex, delta_block). */
 typedef struct pe_http_baseline_s {
     pthread_mutex_t lock;
     void *recs;       /* the previous call's cumulative records, or NULL */
@@ -67,6 +68,22 @@ typedef struct pe_http_baseline_s {
  */
 int pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
                           int *nprev, int64_t *prev_ns);
+/* A cumulative record table: how to copy it (malloc'd, in the order delta
+   subtracts by) and subtract an earlier copy from a later one. */
+typedef struct pe_http_recs_s {
+    int (*snap)(void **recs, int *n);
+    void (*delta)(void *now, int n, const void *before, int nbefore);
+    size_t size; /* one record */
+} pe_http_recs_t;
+/*
+ * The records a request asks for: with `base`, the change since the previous
+ * call of that path (the first call: since start); else Go's `seconds=N` (the
+ * change over N s, a long request) or cumulative since start, and `debug`.
+ * 0 with *recs (malloc'd; the caller frees it), *n, *debug and the window
+ * *dur_ns (0 when cumulative); or the status it sent.
+ */
+int pe_http_recs_window(pe_req_t *r, const pe_http_recs_t *k, pe_http_baseline_t *base, void **recs,
+                        int *n, int *debug, int64_t *dur_ns);
 
 /* origin.c: the server as a request must name it */
 typedef struct pe_http_self_s {
@@ -114,23 +131,10 @@ int pe_http_h_allocs_profile_stop(pe_req_t *r);
 int pe_http_h_pprof_heap(pe_req_t *r);
 int pe_http_h_pprof_allocs(pe_req_t *r);
 int pe_http_h_delta_heap(pe_req_t *r);
-/* A heap record's sample: its stack's frames, or "[unknown]" (h_heap_time.c too). */
-int pe_http_heap_add_stack(pe_prof_t *p, uint32_t stack, const int64_t *values,
-                           const pe_prof_label_t *labels, int nlabels);
-/* gperftools' MAPPED_LIBRARIES trailer of the legacy heap text (debug=1). */
-void pe_http_heap_append_maps(pe_sink_t *sink);
-/* h_heap_time.c: memory over time (heap ages, checkpoints, peak, timeline) */
-typedef struct pe_http_age_s {
-    int on;              /* min_age or max_age given */
-    double min_s, max_s; /* the window, seconds */
-    uint32_t now;        /* pe_heap_now_s() at parse */
-} pe_http_age_t;
-struct pe_heap_live_s;
-/* Read min_age and max_age; 0 or the 400 it sent. */
-int pe_http_age_parse(pe_req_t *r, pe_http_age_t *f);
-/* 1 when live block b is in the window (always when !f->on). */
-int pe_http_age_pass(const pe_http_age_t *f, const struct pe_heap_live_s *b);
-uint32_t pe_http_age_of(const pe_http_age_t *f, const struct pe_heap_live_s *b);
+/* h_heap_time.c: memory over time (heap ages, checkpoints, peak) */
+struct pe_heap_age_s;
+/* Read min_age and max_age into f (heap.h); 0 or the 400 it sent. */
+int pe_http_age_parse(pe_req_t *r, struct pe_heap_age_s *f);
 /* /debug/pprof/heap (and allocs) with min_age, max_age or since: */
 int pe_http_heap_time_wanted(pe_req_t *r);
 int pe_http_heap_time(pe_req_t *r, const char *name);

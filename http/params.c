@@ -1,8 +1,10 @@
 /*
  * params.c: the one query parser every endpoint uses.  The query is split on
  * '&', each key=value percent-decoded into the request's fixed buffer (no
- * allocation, bounded), and typed readers check ranges and send the SPEC's
- * one-line 400.  This file is fuzzed (test/fuzz_params.c).
+ * allocation, bounded), and typed readers check ranges and send a one-line
+ * 400 naming the parameter, its value and what is allowed (the README's error
+ * contract: `go tool pprof` and curl show that line as is).  This file is
+ * fuzzed (test/fuzz_params.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -112,7 +114,8 @@ pe_param(const pe_req_t *r, const char *name)
     return NULL;
 }
 
-/* The SPEC's number forms: 10, 0.01, 1e8 (no hex, inf or nan). */
+/* The number forms clients send: 10, 0.01, 1e8.  No hex, inf or nan: no client
+   sends them, and accepting them would let a typo through as a value. */
 static int
 parse_number(const char *s, double *out)
 {

@@ -225,36 +225,6 @@ pe_http_sleep(pe_req_t *r, double seconds)
     }
 }
 
-int
-pe_http_delta_window(pe_req_t *r, pe_http_snapshot_fn snap, void **before, int *nbefore, int *debug,
-                     int64_t *dur_ns)
-{
-    double seconds, dbg;
-    int rc;
-
-    *before = NULL;
-    *nbefore = 0;
-    *dur_ns = 0;
-    if ((rc = pe_param_number(r, "seconds", 0, 0, pe_http_max_seconds(), &seconds)) ||
-        (rc = pe_param_number(r, "debug", 0, 0, 2, &dbg)))
-        return rc;
-    *debug = (int)dbg;
-    if (seconds > 0 && *debug >= 1)
-        return pe_http_error(r, 400, "seconds and debug params are incompatible");
-    if (seconds <= 0)
-        return 0;
-    if ((rc = pe_http_long_begin(r)))
-        return rc;
-    if (snap(before, nbefore) < 0) {
-        pe_http_long_end();
-        return pe_http_error(r, 500, "out of memory");
-    }
-    pe_http_sleep(r, seconds);
-    pe_http_long_end();
-    *dur_ns = (int64_t)(seconds * 1e9);
-    return 0;
-}
-
 /* ---- profiles in the format asked for ---------------------------------------------- */
 
 enum { FMT_PPROF, FMT_TEXT, FMT_FOLDED, FMT_SVG, FMT_TREE, FMT_FLAT };

@@ -1,12 +1,11 @@
 /*
- * flame.c: the model's samples in flame-graph order (see flame.h) and the
- * output buffer of the folded and svg encoders.  It reads the model only
+ * flame.c: the model's samples in flame-graph order (see flame.h) for the
+ * folded and svg encoders.  It reads the model only
  * through profile.h's accessors; the layout itself is svg.c's.
  *
  * Signal-safe: no.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,82 +86,4 @@ void
 pe_flame_sample(const pe_flame_t *f, uint32_t i, pe_prof_sample_t *s)
 {
     pe_prof_sample(f->p, (int)f->idx[i], s);
-}
-
-/* ---- buffered output ----------------------------------------------------------- */
-
-int
-pe_flame_flush(pe_flame_out_t *o)
-{
-    if (o->len && !o->sink->err) {
-        int err = o->sink->write(o->sink, o->buf, o->len);
-
-        if (err)
-            o->sink->err = err;
-    }
-    o->len = 0;
-    return o->sink->err;
-}
-
-void
-pe_flame_write(pe_flame_out_t *o, const void *data, size_t len)
-{
-    const char *d = data;
-    size_t k;
-
-    while (len && !o->sink->err) {
-        if (o->len == sizeof(o->buf))
-            pe_flame_flush(o);
-        k = sizeof(o->buf) - o->len;
-        if (k > len)
-            k = len;
-        memcpy(o->buf + o->len, d, k);
-        o->len += k;
-        d += k;
-        len -= k;
-    }
-}
-
-void
-pe_flame_puts(pe_flame_out_t *o, const char *s)
-{
-    pe_flame_write(o, s, strlen(s));
-}
-
-void
-pe_flame_printf(pe_flame_out_t *o, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (o->sink->err)
-        return;
-    /* Lines are short: make room for one first, then format in place. */
-    if (sizeof(o->buf) - o->len < 512)
-        pe_flame_flush(o);
-    va_start(ap, fmt);
-    n = vsnprintf(o->buf + o->len, sizeof(o->buf) - o->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        o->sink->err = -EINVAL;
-        return;
-    }
-    if ((size_t)n < sizeof(o->buf) - o->len) {
-        o->len += (size_t)n;
-        return;
-    }
-    /* Longer than the room left: print it again into its own buffer. */
-    {
-        char *big = malloc((size_t)n + 1);
-
-        if (!big) {
-            o->sink->err = -ENOMEM;
-            return;
-        }
-        va_start(ap, fmt);
-        vsnprintf(big, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        pe_flame_write(o, big, (size_t)n);
-        free(big);
-    }
 }

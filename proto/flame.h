@@ -1,8 +1,8 @@
 /*
  * flame.h: what the flame-graph encoders of proto/ (folded.c, svg.c) share and
- * nobody else sees: the profile's stacks in flame-graph order, and a small
- * output buffer so that a line-at-a-time encoder does not send one HTTP chunk
- * per line.
+ * nobody else sees: the profile's stacks in flame-graph order.  They write
+ * through a pe_bufsink_t (sink.h), so that a line-at-a-time encoder does not
+ * send one HTTP chunk per line.
  *
  * Flame-graph order: samples are compared by their function names from the
  * root outwards (strcmp at the first differing frame; a stack that is a prefix
@@ -57,21 +57,7 @@ pe_flame_same(const char *a, const char *b)
     return a == b || __builtin_strcmp(a, b) == 0;
 }
 
-/* ---- buffered output ----------------------------------------------------------- */
-
+/* Bytes gathered before each write to the caller's sink. */
 #define PE_FLAME_BUF 16384
-
-typedef struct pe_flame_out_s {
-    pe_sink_t *sink;
-    size_t len;
-    char buf[PE_FLAME_BUF];
-} pe_flame_out_t;
-
-/* Append bytes; full buffers go to the sink.  Errors stick in sink->err. */
-void pe_flame_write(pe_flame_out_t *o, const void *data, size_t len);
-void pe_flame_puts(pe_flame_out_t *o, const char *s);
-void pe_flame_printf(pe_flame_out_t *o, const char *fmt, ...) PE_PRINTF(2, 3);
-/* Send what is buffered; returns the sink's first error, or 0. */
-int pe_flame_flush(pe_flame_out_t *o);
 
 #endif /* PE_FLAME_H */

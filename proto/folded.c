@@ -16,17 +16,17 @@
 
 /* A name as a frame of a folded line: ';' separates frames and a line ends at '\n'. */
 static void
-put_frame(pe_flame_out_t *o, const char *name)
+put_frame(pe_sink_t *o, const char *name)
 {
     const char *s = name;
     size_t run;
 
     while (*s) {
         run = strcspn(s, ";\n\r");
-        pe_flame_write(o, s, run);
+        pe_sink_write(o, s, run);
         s += run;
         if (*s) {
-            pe_flame_write(o, "_", 1);
+            pe_sink_write(o, "_", 1);
             s++;
         }
     }
@@ -35,7 +35,8 @@ put_frame(pe_flame_out_t *o, const char *name)
 int
 pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index)
 {
-    pe_flame_out_t *o;
+    pe_bufsink_t b;
+    pe_sink_t *o = &b.sink;
     pe_prof_sample_t s, next;
     pe_flame_t f;
     uint32_t i, j;
@@ -45,14 +46,11 @@ pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index)
     err = pe_flame_init(&f, p, value_index, 0);
     if (err)
         return err;
-    o = malloc(sizeof(*o)); /* 16 KiB: not on a worker's stack */
-    if (!o) {
+    if (pe_bufsink_open(&b, out, PE_FLAME_BUF)) {
         pe_flame_free(&f);
         return -ENOMEM;
     }
-    o->sink = out;
-    o->len = 0;
-    for (i = 0; i < f.n && !out->err; i = j) {
+    for (i = 0; i < f.n && !o->err; i = j) {
         pe_flame_sample(&f, i, &s);
         v = s.values[f.vi];
         /* Equal stacks are adjacent: sum them into one line. */
@@ -70,16 +68,15 @@ pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index)
         if (v == 0)
             continue;
         if (s.nframes == 0)
-            pe_flame_puts(o, "[unknown]");
+            pe_sink_put(o, "[unknown]");
         for (d = 0; d < s.nframes; d++) {
             if (d)
-                pe_flame_write(o, ";", 1);
+                pe_sink_write(o, ";", 1);
             put_frame(o, pe_flame_name(&s, d));
         }
-        pe_flame_printf(o, " %" PRId64 "\n", v);
+        pe_sink_printf(o, " %" PRId64 "\n", v);
     }
-    err = pe_flame_flush(o);
-    free(o);
+    err = pe_bufsink_close(&b);
     pe_flame_free(&f);
     return err;
 }

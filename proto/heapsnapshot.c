@@ -288,55 +288,19 @@ err_free:
     return err;
 }
 
-/* ---- buffered output ---------------------------------------------------------------- */
+/* ---- output -------------------------------------------------------------------------- */
 
+/* Bytes gathered before each write to the caller's sink. */
 #define HS_BUF 65536
-
-typedef struct hs_out_s {
-    pe_sink_t *sink;
-    size_t len;
-    char buf[HS_BUF];
-} hs_out_t;
-
-static void
-out_flush(hs_out_t *o)
-{
-    if (o->len && !o->sink->err)
-        o->sink->err = o->sink->write(o->sink, o->buf, o->len);
-    o->len = 0;
-}
-
-static void
-out_bytes(hs_out_t *o, const char *s, size_t n)
-{
-    while (n) {
-        size_t k = HS_BUF - o->len < n ? HS_BUF - o->len : n;
-
-        memcpy(o->buf + o->len, s, k);
-        o->len += k;
-        s += k;
-        n -= k;
-        if (o->len == HS_BUF)
-            out_flush(o);
-    }
-}
-
-static void
-out_str(hs_out_t *o, const char *s)
-{
-    out_bytes(o, s, strlen(s));
-}
 
 /* One record of numbers: "\n," before every record but the first of its array
    (V8's own layout, one node or edge per line). */
 static void
-out_rec(hs_out_t *o, const uint32_t *v, int k, int first)
+out_rec(pe_sink_t *o, const uint32_t *v, int k, int first)
 {
     char tmp[2 + 7 * 11], *e = tmp + sizeof(tmp), *q = e;
     int i;
 
-    if (o->len + sizeof(tmp) > HS_BUF)
-        out_flush(o);
     for (i = k - 1; i >= 0; i--) {
         uint32_t x = v[i];
 
@@ -351,81 +315,50 @@ out_rec(hs_out_t *o, const uint32_t *v, int k, int first)
         *--q = ',';
         *--q = '\n';
     }
-    memcpy(o->buf + o->len, q, (size_t)(e - q));
-    o->len += (size_t)(e - q);
-}
-
-/* Length of the valid UTF-8 sequence at s (lead byte >= 0x80), or 0 if invalid
-   (overlong forms, surrogates and code points past U+10FFFF are invalid). */
-static int
-utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int n, i;
-
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    for (i = 1; i < n; i++, lo = 0x80, hi = 0xBF)
-        if (s[i] < lo || s[i] > hi)
-            return 0;
-    return n;
+    pe_sink_write(o, q, (size_t)(e - q));
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped, invalid
    UTF-8 replaced by U+FFFD (symbol names are bytes; JSON text must be UTF-8). */
 static void
-out_json_str(hs_out_t *o, const char *str)
+out_json_str(pe_sink_t *o, const char *str)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)str, *run = s;
     char esc[8];
     int k;
 
-    out_bytes(o, "\"", 1);
+    pe_sink_write(o, "\"", 1);
     while (*s) {
         if (*s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) {
             s++;
             continue;
         }
-        if (*s >= 0x80 && (k = utf8_len(s)) > 0) {
+        if (*s >= 0x80 && (k = pe_prof_utf8_len(s)) > 0) {
             s += k;
             continue;
         }
-        out_bytes(o, (const char *)run, (size_t)(s - run));
+        pe_sink_write(o, (const char *)run, (size_t)(s - run));
         if (*s == '"' || *s == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*s;
-            out_bytes(o, esc, 2);
+            pe_sink_write(o, esc, 2);
         } else if (*s == '\n') {
-            out_bytes(o, "\\n", 2);
+            pe_sink_write(o, "\\n", 2);
         } else if (*s == '\t') {
-            out_bytes(o, "\\t", 2);
+            pe_sink_write(o, "\\t", 2);
         } else if (*s < 0x20) {
             memcpy(esc, "\\u00", 4);
             esc[4] = hex[*s >> 4];
             esc[5] = hex[*s & 15];
-            out_bytes(o, esc, 6);
+            pe_sink_write(o, esc, 6);
         } else {
-            out_bytes(o, "\\ufffd", 6);
+            pe_sink_write(o, "\\ufffd", 6);
         }
         run = ++s;
     }
-    out_bytes(o, (const char *)run, (size_t)(s - run));
-    out_bytes(o, "\"", 1);
+    pe_sink_write(o, (const char *)run, (size_t)(s - run));
+    pe_sink_write(o, "\"", 1);
 }
 
 /* ---- write ------------------------------------------------------------------------ */
@@ -440,21 +373,19 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
 {
     uint32_t obj_ord0 = HS_FIRST_FRAME + h->nfr, i, k, c, v[HS_NODE_FIELDS];
     char line[160];
-    hs_out_t *o;
+    pe_bufsink_t b;
+    pe_sink_t *o = &b.sink;
 
     if (sink->err)
         return sink->err;
-    o = malloc(sizeof(*o)); /* 64 KiB: not on a worker's stack */
-    if (!o)
+    if (pe_bufsink_open(&b, sink, HS_BUF))
         return -ENOMEM;
-    o->sink = sink;
-    o->len = 0;
-    out_str(o, "{\"snapshot\":");
-    out_str(o, hs_meta);
+    pe_sink_put(o, "{\"snapshot\":");
+    pe_sink_put(o, hs_meta);
     snprintf(line, sizeof(line),
              "\"node_count\":%u,\"edge_count\":%u,\"trace_function_count\":0},\n\"nodes\":[",
              obj_ord0 + h->nobj, 1 + h->nfr + h->nobj);
-    out_str(o, line);
+    pe_sink_put(o, line);
 
     /* Nodes: type, name, id, self_size, edge_count, trace_node_id, detachedness. */
     memset(v, 0, sizeof(v));
@@ -476,7 +407,7 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
     }
     v[0] = HS_NODE_NATIVE;
     v[4] = 0;
-    for (i = 0; i < h->nfr && !sink->err; i++) {
+    for (i = 0; i < h->nfr && !o->err; i++) {
         v[1] = h->fr[i].name; /* named after the allocation site */
         for (k = 0; k < h->fr[i].nobj; k++) {
             v[2] = HS_ID(obj_ord0 + h->fr[i].obj0 + k);
@@ -486,7 +417,7 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
     }
 
     /* Edges: type, name_or_index, to_node; each node's edges in node order. */
-    out_str(o, "],\n\"edges\":[");
+    pe_sink_put(o, "],\n\"edges\":[");
     v[0] = HS_EDGE_ELEMENT;
     v[1] = 1;
     v[2] = HS_TO(1);
@@ -497,7 +428,7 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
         v[2] = HS_TO(HS_FIRST_FRAME + c - 1);
         out_rec(o, v, 3, 0);
     }
-    for (i = 0; i < h->nfr && !sink->err; i++) {
+    for (i = 0; i < h->nfr && !o->err; i++) {
         v[0] = HS_EDGE_PROPERTY;
         for (c = h->fr[i].child; c; c = h->fr[c - 1].sib) {
             v[1] = h->fr[c - 1].name;
@@ -513,15 +444,13 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
     }
 
     /* The arrays a loader looks for, empty, then the strings. */
-    out_str(o, "],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],\n"
-               "\"locations\":[],\n\"strings\":[");
-    for (i = 0; i < h->nstr && !sink->err; i++) {
+    pe_sink_put(o, "],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],\n"
+                   "\"locations\":[],\n\"strings\":[");
+    for (i = 0; i < h->nstr && !o->err; i++) {
         if (i)
-            out_str(o, ",\n");
+            pe_sink_put(o, ",\n");
         out_json_str(o, h->str[i]);
     }
-    out_str(o, "]}\n");
-    out_flush(o);
-    free(o);
-    return sink->err;
+    pe_sink_put(o, "]}\n");
+    return pe_bufsink_close(&b);
 }

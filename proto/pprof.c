@@ -1,8 +1,8 @@
 /*
  * pprof.c: the model as a gzipped perftools.profiles.Profile.  nanopb streams
  * it: the five big repeated fields are FT_CALLBACKs that encode one element
- * at a time from a stack struct, into a small buffer, into gzip.c, into the
- * caller's sink.  Nothing the size of the profile is ever built.
+ * at a time from a stack struct, into a buffering sink (sink.h), into
+ * gzip.c, into the caller's sink.  Nothing the size of the profile is ever built.
  *
  * Signal-safe: no.
  */
@@ -21,48 +21,13 @@
 /* Like Go's runtime/pprof: speed matters more than the last 20% of size. */
 #define PPROF_GZIP_LEVEL 1
 
-typedef struct pprof_out_s {
-    pe_sink_t *sink;
-    size_t len;
-    unsigned char buf[PPROF_OBUF];
-} pprof_out_t;
-
 /* ---- output stream --------------------------------------------------------- */
 
-static int
-out_flush(pprof_out_t *o)
-{
-    int err = 0;
-
-    if (o->len)
-        err = o->sink->write(o->sink, o->buf, o->len);
-    o->len = 0;
-    if (err && !o->sink->err)
-        o->sink->err = err;
-    return err;
-}
-
+/* nanopb's stream into a pe_bufsink_t; false stops the encoding at the first error. */
 static bool
 out_write(pb_ostream_t *stream, const pb_byte_t *buf, size_t count)
 {
-    pprof_out_t *o = stream->state;
-
-    if (o->sink->err)
-        return false;
-    if (count >= PPROF_OBUF) {
-        if (out_flush(o))
-            return false;
-        if (o->sink->write(o->sink, buf, count)) {
-            o->sink->err = o->sink->err ? o->sink->err : -EIO;
-            return false;
-        }
-        return true;
-    }
-    if (o->len + count > PPROF_OBUF && out_flush(o))
-        return false;
-    memcpy(o->buf + o->len, buf, count);
-    o->len += count;
-    return true;
+    return pe_sink_write(stream->state, buf, count) == 0;
 }
 
 /* ---- repeated fields ---------------------------------------------------------- */
@@ -243,7 +208,7 @@ int
 pe_prof_write_pprof(pe_prof_t *p, pe_sink_t *out)
 {
     perftools_profiles_Profile msg = perftools_profiles_Profile_init_zero;
-    pprof_out_t *o = NULL;
+    pe_bufsink_t b;
     pb_ostream_t stream;
     pe_gzip_t gz;
     int err, cerr, i;
@@ -281,28 +246,26 @@ pe_prof_write_pprof(pe_prof_t *p, pe_sink_t *out)
         msg.comment[i] = pe_prof_stridx(p->comments[i]);
     msg.default_sample_type = p->default_type ? pe_prof_stridx(p->default_type) : 0;
 
-    o = malloc(sizeof(*o));
-    if (!o)
-        return -ENOMEM;
     err = pe_gzip_open(&gz, out, PPROF_GZIP_LEVEL);
     if (err)
-        goto err_free;
-    o->sink = &gz.sink;
-    o->len = 0;
-    stream = (pb_ostream_t){.callback = out_write, .state = o, .max_size = SIZE_MAX};
+        return err;
+    err = pe_bufsink_open(&b, &gz.sink, PPROF_OBUF);
+    if (err)
+        goto err_gzip;
+    stream = (pb_ostream_t){.callback = out_write, .state = &b.sink, .max_size = SIZE_MAX};
     if (!pb_encode(&stream, perftools_profiles_Profile_fields, &msg)) {
-        err = gz.sink.err;
+        err = b.sink.err;
         if (!err) {
             pe_log_warn("pprof: encoding failed: %s", PB_GET_ERROR(&stream));
             err = -EIO;
         }
     }
+    cerr = pe_bufsink_close(&b);
     if (!err)
-        err = out_flush(o);
+        err = cerr;
+err_gzip:
     cerr = pe_gzip_close(&gz);
     if (!err)
         err = cerr;
-err_free:
-    free(o);
     return err;
 }

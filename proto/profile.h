@@ -5,7 +5,8 @@
  * counters plus values plus labels.  The model deduplicates samples, locations,
  * functions, mappings and strings, resolves mappings from /proc/self/maps (with
  * GNU build ids) and function names from ELF symbol tables, and every encoder
- * (pprof, text, folded, svg, heapsnapshot) reads the same resolved model.
+ * (pprof, text, folded, svg, heapsnapshot, Go's text) reads the same
+ * resolved model.
  *
  * Threads: a profile belongs to one thread at a time (the HTTP worker that
  * builds it).  It allocates with malloc, so it is only used on the library's
@@ -176,12 +177,71 @@ int pe_prof_hsnap_build(pe_prof_t *p, const pe_prof_hsnap_obj_t *objs, size_t n,
 int pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *out);
 void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
 
+/* ---- Go's legacy text (gotext.c) ---------------------------------------------- */
+
 /*
- * Go's legacy text form of one stack, as in debug=1 heap and contention
- * profiles: " @ 0x.. 0x..\n", then "#\t0xPC\tname" per frame (PC = return
- * address - 1), then a blank line.  pcs are return addresses, leaf first.
+ * Go's text form of one stack, as in debug=1 heap and contention profiles:
+ * " @ 0x.. 0x..\n", then "#\t0xPC\tname" per frame (PC = return address - 1),
+ * then a blank line.  pcs are return addresses, leaf first.
  */
 int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
+
+/*
+ * debug=1 of a count profile (goroutine, threadcreate): "TITLE profile: total
+ * N", then one group per sample, largest first: "N @ addr...", a `# labels:
+ * {"capture":"..."}` line when the sample has a capture label, its frames
+ * ("#\taddr\tname+off\tfile").  Resolves p.  0, the sink's first error or
+ * -ENOMEM.
+ */
+int pe_prof_write_go_grouped(pe_prof_t *p, pe_sink_t *out, const char *title);
+
+/*
+ * debug=2: one block per sample, in sample order: `thread TID "NAME"
+ * [STATE]:` from the labels thread, thread_name and state, then either " no
+ * answer within the bound (WHY)" (label no_answer) or a `# capture: NOTE`
+ * line (label capture_note, when present), then the frames.  The caller
+ * writes any header first.  Resolves p.
+ */
+int pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out);
+
+/* Where a record's stack comes from: return addresses, leaf first, into
+   pcs[max]; returns how many (<= 0: none).  heap.h and mutex.h have one each. */
+typedef int (*pe_prof_stack_fn)(uint32_t stack, uintptr_t *pcs, int max);
+
+/* One record of Go's heap text: sampled objects and bytes in use and allocated. */
+typedef struct pe_prof_go_heap_s {
+    uint32_t stack;
+    int64_t inuse_n, inuse_b, alloc_n, alloc_b;
+} pe_prof_go_heap_t;
+
+/*
+ * Go's debug=1 heap text (runtime/pprof writeHeapInternal): "heap profile: I:
+ * IB [A: AB] @ heap/RATE" with the totals, then "I: IB [A: AB]" and the stack
+ * of each record, in the caller's order.  heap_rate is what follows "heap/"
+ * (Go writes 2 * MemProfileRate; readers unbias with it, 2 meaning "already
+ * unbiased").  The caller appends its comments (and pe_prof_write_go_maps).
+ */
+int pe_prof_write_go_heap(pe_sink_t *out, const pe_prof_go_heap_t *v, int n, int64_t heap_rate,
+                          pe_prof_stack_fn stack);
+
+/* One record of Go's contention text: total delay and count of sampled waits. */
+typedef struct pe_prof_go_contention_s {
+    uint32_t stack;
+    uint64_t delay_ns, count;
+} pe_prof_go_contention_t;
+
+/*
+ * Go's debug=1 contention text (runtime/pprof writeProfileInternal): "---
+ * NAME:", cycles/second=1000000000 (delays are in nanoseconds), "sampling
+ * period=PERIOD" (readers multiply by it), then "DELAY COUNT" and the stack of
+ * each record, in the caller's order.
+ */
+int pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
+                                const pe_prof_go_contention_t *v, int n, pe_prof_stack_fn stack);
+
+/* gperftools' MAPPED_LIBRARIES trailer (this process's /proc/self/maps), which
+   pprof's legacy heap parser reads to map addresses to binaries. */
+int pe_prof_write_go_maps(pe_sink_t *out);
 
 /*
  * Symbolize one address of this process for /debug/pprof/symbol: copies the

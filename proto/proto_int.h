@@ -187,4 +187,40 @@ void pe_prof_jit_end(void);
 /* Entries indexed, lines refused as malformed, entries dropped past the cap. */
 void pe_prof_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
 
+/* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
+
+/*
+ * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0
+ * when it is not one: a stray or truncated sequence, an overlong form, a
+ * surrogate or a code point past U+10FFFF.  Reads no byte past the first
+ * that does not fit, so a NUL ends it.
+ */
+static inline int
+pe_prof_utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    int n, i;
+
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f; /* no surrogates */
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+        if (s[i] < lo || s[i] > hi)
+            return 0;
+    return n;
+}
+
 #endif /* PE_PROTO_INT_H */

@@ -1,7 +1,7 @@
 /*
- * sink.c: the byte sinks every encoder writes into: the shared put/printf
- * helpers with their sticky first error, a growable memory buffer, and a file
- * descriptor sink.  The gzip sink is in gzip.c and the HTTP sink in http/.
+ * sink.c: the byte sinks every encoder writes into: the shared write/put/printf
+ * helpers with their sticky first error, a buffering sink, a growable memory
+ * buffer, and a file descriptor sink.  The gzip sink is in gzip.c and the HTTP sink in http/.
  *
  * Signal-safe: no.
  */
@@ -18,8 +18,8 @@
 
 /* ---- shared helpers ------------------------------------------------------ */
 
-static int
-sink_write(pe_sink_t *sink, const void *buf, size_t len)
+int
+pe_sink_write(pe_sink_t *sink, const void *buf, size_t len)
 {
     int err;
 
@@ -37,7 +37,7 @@ sink_write(pe_sink_t *sink, const void *buf, size_t len)
 int
 pe_sink_put(pe_sink_t *sink, const char *s)
 {
-    return sink_write(sink, s, strlen(s));
+    return pe_sink_write(sink, s, strlen(s));
 }
 
 int
@@ -58,7 +58,7 @@ pe_sink_printf(pe_sink_t *sink, const char *fmt, ...)
         return sink->err;
     }
     if ((size_t)n < sizeof(line))
-        return sink_write(sink, line, (size_t)n);
+        return pe_sink_write(sink, line, (size_t)n);
 
     big = malloc((size_t)n + 1);
     if (!big) {
@@ -68,9 +68,57 @@ pe_sink_printf(pe_sink_t *sink, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    err = sink_write(sink, big, (size_t)n);
+    err = pe_sink_write(sink, big, (size_t)n);
     free(big);
     return err;
+}
+
+/* ---- buffering --------------------------------------------------------------- */
+
+static int
+bufsink_flush(pe_bufsink_t *b)
+{
+    int err = pe_sink_write(b->out, b->buf, b->len);
+
+    b->len = 0;
+    return err;
+}
+
+static int
+bufsink_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    pe_bufsink_t *b = (pe_bufsink_t *)sink;
+    int err;
+
+    if (b->len + len > b->cap && (err = bufsink_flush(b)))
+        return err;
+    if (len >= b->cap)
+        return pe_sink_write(b->out, buf, len);
+    memcpy(b->buf + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
+int
+pe_bufsink_open(pe_bufsink_t *b, pe_sink_t *out, size_t cap)
+{
+    memset(b, 0, sizeof(*b));
+    b->sink.write = bufsink_write;
+    b->out = out;
+    b->cap = cap;
+    b->buf = malloc(cap); /* tens of KiB: not on a worker's stack */
+    return b->buf ? 0 : -ENOMEM;
+}
+
+int
+pe_bufsink_close(pe_bufsink_t *b)
+{
+    if (!b->sink.err && b->len)
+        b->sink.err = bufsink_flush(b);
+    free(b->buf);
+    b->buf = NULL;
+    b->len = 0;
+    return b->sink.err ? b->sink.err : b->out->err;
 }
 
 /* ---- memory buffer ------------------------------------------------------- */
@@ -132,6 +180,8 @@ fdsink_write(pe_sink_t *sink, const void *buf, size_t len)
                 continue;
             return -errno;
         }
+        if (n == 0)
+            return -EIO; /* no progress: do not spin */
         p += n;
         len -= (size_t)n;
     }

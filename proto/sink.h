@@ -1,10 +1,12 @@
 /*
  * sink.h: where encoders write their bytes.
  *
- * Every encoder (pprof, text, folded, svg, heapsnapshot) streams into a
- * pe_sink_t; the HTTP layer supplies one that sends chunks to the client, and
- * gzip.c supplies one that compresses into another sink.  Nothing is ever
- * assembled whole in memory.
+ * Every encoder (pprof, text, folded, svg, heapsnapshot, Go's text) streams
+ * into a pe_sink_t; the HTTP layer supplies one that sends chunks to the
+ * client (or, for /debug_engine, one over pe_fdsink_t that writes the job's
+ * file), gzip.c one that compresses into another sink, and pe_bufsink_t one
+ * that gathers small writes into large ones.  Nothing is ever assembled whole
+ * in memory.
  *
  * Signal-safe: no.
  */
@@ -23,7 +25,9 @@ struct pe_sink_s {
     int err; /* first error seen by pe_sink_printf/put; sticky */
 };
 
-/* Write a string / formatted text; errors are remembered in sink->err. */
+/* Write bytes / a string / formatted text; errors are remembered in sink->err
+   and, once one is, later writes do nothing and return it. */
+int pe_sink_write(pe_sink_t *sink, const void *buf, size_t len);
 int pe_sink_put(pe_sink_t *sink, const char *s);
 int pe_sink_printf(pe_sink_t *sink, const char *fmt, ...) PE_PRINTF(2, 3);
 
@@ -43,7 +47,8 @@ typedef struct pe_gzip_s {
 int pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level) PE_NODISCARD;
 int pe_gzip_close(pe_gzip_t *gz);
 
-/* A sink that appends into a growable memory buffer (tests, debug_engine). */
+/* A sink that appends into a growable memory buffer (tests; csp.c hashes the
+   flame graph's script from one). */
 typedef struct pe_membuf_s {
     pe_sink_t sink;
     char *data;
@@ -53,7 +58,26 @@ typedef struct pe_membuf_s {
 void pe_membuf_init(pe_membuf_t *mb);
 void pe_membuf_free(pe_membuf_t *mb);
 
-/* A sink that writes to a file descriptor (peek to stderr, debug_engine files). */
+/*
+ * A sink that gathers writes into a malloc'd buffer of `cap` bytes and passes
+ * them on to `out` when it is full (an encoder that writes a number or a line
+ * at a time must not send one HTTP chunk or one deflate call each).  Writes of
+ * `cap` bytes or more go straight through.  pe_bufsink_open returns 0 or
+ * -ENOMEM; pe_bufsink_close sends what is left, frees the buffer and returns
+ * the first error seen (the sink's, which includes out's).
+ */
+typedef struct pe_bufsink_s {
+    pe_sink_t sink;
+    pe_sink_t *out;
+    char *buf;
+    size_t len, cap;
+} pe_bufsink_t;
+
+int pe_bufsink_open(pe_bufsink_t *b, pe_sink_t *out, size_t cap) PE_NODISCARD;
+int pe_bufsink_close(pe_bufsink_t *b);
+
+/* A sink that writes to a file descriptor (peek to stderr; debug_engine's job
+   file, under its deadline and size limit in http/h_engine.c). */
 typedef struct pe_fdsink_s {
     pe_sink_t sink;
     int fd;

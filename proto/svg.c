@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "flame.h"
+#include "proto_int.h"
 
 /* Geometry, in SVG user units (pixels at 100%). */
 #define SVG_WIDTH 1200
@@ -36,7 +37,7 @@
 #define SVG_MIN_W 0.1                    /* narrower frames are not drawn */
 
 typedef struct svg_s {
-    pe_flame_out_t *o;
+    pe_sink_t *o;
     const pe_flame_t *f;
     const pe_prof_vt_t *vt;
     int nlevels;  /* rows: the root plus the deepest stack */
@@ -46,41 +47,16 @@ typedef struct svg_s {
 /* ---- text ------------------------------------------------------------------------ */
 
 /*
- * Length of the well-formed UTF-8 sequence at s (1..4) that XML 1.0 allows, or
- * 0 when s starts with a byte that must not go out as is (control characters,
- * stray or truncated multi-byte sequences, surrogates).
+ * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
+ * starts with a byte that must not go out as is (control characters, stray or
+ * truncated multi-byte sequences, surrogates).
  */
 static int
-utf8_len(const unsigned char *s)
+xml_char_len(const unsigned char *s)
 {
-    unsigned char c = s[0];
-    int n, i;
-    unsigned char lo = 0x80, hi = 0xbf;
-
-    if (c < 0x80)
-        return c >= 0x20 || c == '\t' ? 1 : 0;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f; /* no surrogates */
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return n;
+    if (*s < 0x80)
+        return *s >= 0x20 || *s == '\t' ? 1 : 0;
+    return pe_prof_utf8_len(s);
 }
 
 /* Number of characters (code points, '?' for each bad byte) in s. */
@@ -92,7 +68,7 @@ text_chars(const char *s)
     int k;
 
     while (*u) {
-        k = utf8_len(u);
+        k = xml_char_len(u);
         u += k ? k : 1;
         n++;
     }
@@ -105,7 +81,7 @@ text_chars(const char *s)
  * well-formed UTF-8 or not allowed in XML as '?'.
  */
 static void
-put_xml(pe_flame_out_t *o, const char *s, size_t max)
+put_xml(pe_sink_t *o, const char *s, size_t max)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t n = 0;
@@ -114,32 +90,32 @@ put_xml(pe_flame_out_t *o, const char *s, size_t max)
     for (; *u && n < max; n++) {
         switch (*u) {
         case '&':
-            pe_flame_puts(o, "&amp;");
+            pe_sink_put(o, "&amp;");
             u++;
             continue;
         case '<':
-            pe_flame_puts(o, "&lt;");
+            pe_sink_put(o, "&lt;");
             u++;
             continue;
         case '>':
-            pe_flame_puts(o, "&gt;");
+            pe_sink_put(o, "&gt;");
             u++;
             continue;
         case '"':
-            pe_flame_puts(o, "&quot;");
+            pe_sink_put(o, "&quot;");
             u++;
             continue;
         case '\'':
-            pe_flame_puts(o, "&apos;");
+            pe_sink_put(o, "&apos;");
             u++;
             continue;
         default: break;
         }
-        k = utf8_len(u);
+        k = xml_char_len(u);
         if (k)
-            pe_flame_write(o, u, (size_t)k);
+            pe_sink_write(o, u, (size_t)k);
         else
-            pe_flame_write(o, "?", 1);
+            pe_sink_write(o, "?", 1);
         u += k ? k : 1;
     }
 }
@@ -194,7 +170,7 @@ colour(const char *name, int *r, int *g, int *b)
 static void
 frame(svg_t *c, int level, const char *name, int64_t start, int64_t width)
 {
-    pe_flame_out_t *o = c->o;
+    pe_sink_t *o = c->o;
     double x = SVG_PAD + (double)start * c->scale, w = (double)width * c->scale;
     int y = SVG_TOP + (c->nlevels - 1 - level) * SVG_ROW, r, g, b;
     double pct = c->f->total ? 100.0 * (double)width / (double)c->f->total : 0;
@@ -209,12 +185,12 @@ frame(svg_t *c, int level, const char *name, int64_t start, int64_t width)
         colour(name, &r, &g, &b);
     }
     human(val, sizeof(val), width, c->vt);
-    pe_flame_puts(o, level ? "<g class=\"f\"><title>" : "<g class=\"f root\"><title>");
+    pe_sink_put(o, level ? "<g class=\"f\"><title>" : "<g class=\"f root\"><title>");
     put_xml(o, name, (size_t)-1);
-    pe_flame_printf(o,
-                    " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-                    "rx=\"2\" fill=\"rgb(%d,%d,%d)\"/><text class=\"l\" x=\"%.2f\" y=\"%.1f\">",
-                    val, pct, x, y, w, SVG_ROW - 1, r, g, b, x + 3, y + SVG_ROW - 4.5);
+    pe_sink_printf(o,
+                   " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+                   "rx=\"2\" fill=\"rgb(%d,%d,%d)\"/><text class=\"l\" x=\"%.2f\" y=\"%.1f\">",
+                   val, pct, x, y, w, SVG_ROW - 1, r, g, b, x + 3, y + SVG_ROW - 4.5);
     /* The same fitting rule as the script's fit(). */
     fit = w > 6 ? (size_t)((w - 6) / SVG_CHAR_W) : 0;
     if (fit >= 3) {
@@ -223,10 +199,10 @@ frame(svg_t *c, int level, const char *name, int64_t start, int64_t width)
             put_xml(o, name, len);
         } else {
             put_xml(o, name, fit - 2);
-            pe_flame_puts(o, "..");
+            pe_sink_put(o, "..");
         }
     }
-    pe_flame_puts(o, "</text></g>\n");
+    pe_sink_put(o, "</text></g>\n");
 }
 
 /* The sweep: frames open where stacks part from the previous one, close where they end. */
@@ -247,7 +223,7 @@ frames(svg_t *c)
         free(open_start);
         return -ENOMEM;
     }
-    for (i = 0; i < f->n && !c->o->sink->err; i++) {
+    for (i = 0; i < f->n && !c->o->err; i++) {
         pe_flame_sample(f, i, &s);
         for (common = 0; common < nopen && common < s.nframes &&
                          pe_flame_same(open_name[common], pe_flame_name(&s, common));
@@ -422,22 +398,20 @@ static const char svg_script[] =
 int
 pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *title)
 {
-    pe_flame_out_t *o;
+    pe_bufsink_t b;
+    pe_sink_t *o = &b.sink;
     pe_flame_t f;
     svg_t c;
     char total[64];
-    int err, height, ybottom;
+    int err, cerr, height, ybottom;
 
     err = pe_flame_init(&f, p, value_index, 1);
     if (err)
         return err;
-    o = malloc(sizeof(*o)); /* 16 KiB: not on a worker's stack */
-    if (!o) {
+    if (pe_bufsink_open(&b, out, PE_FLAME_BUF)) {
         pe_flame_free(&f);
         return -ENOMEM;
     }
-    o->sink = out;
-    o->len = 0;
     memset(&c, 0, sizeof(c));
     c.o = o;
     c.f = &f;
@@ -450,45 +424,45 @@ pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *tit
     if (!title || !*title)
         title = "Flame graph";
 
-    pe_flame_printf(o,
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-                    "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-                    "height=\"%d\" viewBox=\"0 0 %d %d\" data-x0=\"%d\" data-xw=\"%d\" "
-                    "data-cw=\"%.2f\">\n<title>",
-                    SVG_WIDTH, height, SVG_WIDTH, height, SVG_PAD, SVG_XW, SVG_CHAR_W);
+    pe_sink_printf(o,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+                   "height=\"%d\" viewBox=\"0 0 %d %d\" data-x0=\"%d\" data-xw=\"%d\" "
+                   "data-cw=\"%.2f\">\n<title>",
+                   SVG_WIDTH, height, SVG_WIDTH, height, SVG_PAD, SVG_XW, SVG_CHAR_W);
     put_xml(o, title, (size_t)-1);
-    pe_flame_printf(o,
-                    "</title>\n%s<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6ef\"/>\n"
-                    "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
-                    svg_style, SVG_WIDTH / 2);
+    pe_sink_printf(o,
+                   "</title>\n%s<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6ef\"/>\n"
+                   "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
+                   svg_style, SVG_WIDTH / 2);
     put_xml(o, title, (size_t)-1);
-    pe_flame_printf(o, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">",
-                    SVG_WIDTH / 2);
+    pe_sink_printf(o, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">",
+                   SVG_WIDTH / 2);
     put_xml(o, c.vt->type ? c.vt->type : "", (size_t)-1);
-    pe_flame_puts(o, " (");
+    pe_sink_put(o, " (");
     put_xml(o, c.vt->unit ? c.vt->unit : "", (size_t)-1);
-    pe_flame_printf(o, "): total %s", total);
+    pe_sink_printf(o, "): total %s", total);
     if (f.ndropped)
-        pe_flame_printf(o, ", %u negative not drawn", f.ndropped);
-    pe_flame_printf(o,
-                    ". Click to zoom.</text>\n"
-                    "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"44\" style=\"display:none\">"
-                    "Reset Zoom</text>\n"
-                    "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"44\" text-anchor=\"end\">"
-                    "Search</text>\n"
-                    "<text id=\"resetsearch\" class=\"btn\" x=\"%d\" y=\"24\" text-anchor=\"end\" "
-                    "style=\"display:none\">Reset Search</text>\n",
-                    SVG_PAD, SVG_WIDTH - SVG_PAD, SVG_WIDTH - SVG_PAD);
+        pe_sink_printf(o, ", %u negative not drawn", f.ndropped);
+    pe_sink_printf(o,
+                   ". Click to zoom.</text>\n"
+                   "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"44\" style=\"display:none\">"
+                   "Reset Zoom</text>\n"
+                   "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"44\" text-anchor=\"end\">"
+                   "Search</text>\n"
+                   "<text id=\"resetsearch\" class=\"btn\" x=\"%d\" y=\"24\" text-anchor=\"end\" "
+                   "style=\"display:none\">Reset Search</text>\n",
+                   SVG_PAD, SVG_WIDTH - SVG_PAD, SVG_WIDTH - SVG_PAD);
     err = frames(&c);
-    pe_flame_printf(o,
-                    "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
-                    "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
-                    SVG_PAD, ybottom + 20, SVG_WIDTH - SVG_PAD, ybottom + 20);
-    pe_flame_puts(o, svg_script);
-    pe_flame_puts(o, "</svg>\n");
+    pe_sink_printf(o,
+                   "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
+                   "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
+                   SVG_PAD, ybottom + 20, SVG_WIDTH - SVG_PAD, ybottom + 20);
+    pe_sink_put(o, svg_script);
+    pe_sink_put(o, "</svg>\n");
+    cerr = pe_bufsink_close(&b);
     if (!err)
-        err = pe_flame_flush(o);
-    free(o);
+        err = cerr;
     pe_flame_free(&f);
     return err;
 }

@@ -468,25 +468,3 @@ pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts)
     free(idx);
     return err ? err : out->err;
 }
-
-int
-pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
-{
-    char name[512];
-    int f;
-
-    pe_sink_put(out, " @");
-    for (f = 0; f < n; f++)
-        pe_sink_printf(out, " %#" PRIxPTR, pcs[f]);
-    pe_sink_put(out, "\n");
-    for (f = 0; f < n; f++) {
-        uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
-        const char *s = pe_prof_symbolize(pc, name, sizeof(name));
-
-        if (s)
-            pe_sink_printf(out, "#\t%#" PRIxPTR "\t%s\n", pc, s);
-        else
-            pe_sink_printf(out, "#\t%#" PRIxPTR "\n", pc);
-    }
-    return pe_sink_put(out, "\n");
-}

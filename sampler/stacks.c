@@ -465,11 +465,16 @@ pe_stacks_atfork_child(void)
 
 /* ---- profiles ------------------------------------------------------------------- */
 
-/* Add one thread to p: labels thread_name and state, plus `thread` when with_tid. */
+/*
+ * Add one thread to p: labels thread_name, state and capture (how it was
+ * taken).  For the debug=2 text (with_tid): thread, thread_name, state, and
+ * either no_answer (why) or capture_note (how, and why not /proc).
+ */
 static int
 add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
 {
     pe_prof_label_t l[4];
+    char note[160];
     int64_t one = 1;
     int nl = 0;
 
@@ -482,7 +487,18 @@ add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
     l[nl++].str = st->name;
     l[nl].key = "state";
     l[nl++].str = st->state;
-    if (st->answered) {
+    if (with_tid && !st->answered) {
+        l[nl].key = "no_answer";
+        l[nl++].str = st->why ? st->why : "?";
+    } else if (with_tid && st->method) {
+        if (!strcmp(st->method, "proc"))
+            snprintf(note, sizeof(note), "proc%s", st->reused ? " (unchanged)" : "");
+        else
+            snprintf(note, sizeof(note), "signal (%s)",
+                     st->quiet_why ? st->quiet_why : "asked for");
+        l[nl].key = "capture_note";
+        l[nl++].str = note;
+    } else if (st->answered) {
         l[nl].key = "capture";
         l[nl++].str = st->method;
     }
@@ -552,137 +568,27 @@ err:
     return NULL;
 }
 
-/* ---- text ----------------------------------------------------------------------- */
-
-static void
-put_frames(pe_sink_t *out, const pe_prof_sample_t *sm)
-{
-    for (int f = 0; f < sm->nframes; f++) {
-        const pe_prof_frame_t *fr = sm->frames[f];
-        pe_sink_printf(out, "#\t%#llx\t%s", (unsigned long long)fr->addr, fr->name);
-        if (fr->offset)
-            pe_sink_printf(out, "+%#llx", (unsigned long long)fr->offset);
-        pe_sink_printf(out, "\t%s\n", fr->file ? fr->file : "");
-    }
-}
-
-static const pe_prof_label_t *
-label(const pe_prof_sample_t *sm, const char *key)
-{
-    for (int i = 0; i < sm->nlabels; i++)
-        if (!strcmp(sm->labels[i].key, key))
-            return &sm->labels[i];
-    return NULL;
-}
-
-static pe_prof_t *sort_prof; /* qsort has no context argument; under the caller's use only */
-
-static int
-by_count(const void *a, const void *b)
-{
-    pe_prof_sample_t x, y;
-    pe_prof_sample(sort_prof, *(const int *)a, &x);
-    pe_prof_sample(sort_prof, *(const int *)b, &y);
-    if (x.values[0] != y.values[0])
-        return x.values[0] > y.values[0] ? -1 : 1;
-    return *(const int *)a - *(const int *)b;
-}
-
-int
-pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
-{
-    static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-    int n, *idx, rc;
-    int64_t total = 0;
-
-    if ((rc = pe_prof_resolve(p, 0)) < 0)
-        return rc;
-    n = pe_prof_nsamples(p);
-    idx = malloc((n ? (size_t)n : 1) * sizeof(*idx));
-    if (!idx)
-        return -ENOMEM;
-    for (int i = 0; i < n; i++) {
-        pe_prof_sample_t sm;
-        pe_prof_sample(p, i, &sm);
-        total += sm.values[0];
-        idx[i] = i;
-    }
-    pthread_mutex_lock(&sort_lock);
-    sort_prof = p;
-    qsort(idx, (size_t)n, sizeof(*idx), by_count);
-    pthread_mutex_unlock(&sort_lock);
-    pe_sink_printf(out, "%s profile: total %lld\n", title, (long long)total);
-    for (int i = 0; i < n; i++) {
-        pe_prof_sample_t sm;
-        const pe_prof_label_t *cl;
-        pe_prof_sample(p, idx[i], &sm);
-        pe_sink_printf(out, "%lld @", (long long)sm.values[0]);
-        for (int f = 0; f < sm.nframes; f++)
-            if (sm.frames[f]->addr) /* pseudo-frames ("[no answer]") have none */
-                pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
-        pe_sink_put(out, "\n");
-        if ((cl = label(&sm, "capture")) && cl->str)
-            pe_sink_printf(out, "# labels: {\"capture\":\"%s\"}\n", cl->str);
-        put_frames(out, &sm);
-        pe_sink_put(out, "\n");
-    }
-    free(idx);
-    return out->err;
-}
+/* ---- text (the encoders are proto/'s) ----------------------------------------------- */
 
 int
 pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
 {
     pe_prof_t *p;
-    int rc, i;
+    int rc;
 
-    if (debug <= 1) {
-        if (!(p = stacks_prof(s, 0)))
-            return -ENOMEM;
-        rc = pe_stacks_write_grouped(p, out, "goroutine"); /* Go's header, for scrapers */
-        pe_prof_free(p);
-        return rc;
-    }
-    if (!(p = stacks_prof(s, 1)))
+    if (!(p = stacks_prof(s, debug >= 2)))
         return -ENOMEM;
-    if ((rc = pe_prof_resolve(p, 0)) < 0)
-        goto out;
-    pe_sink_printf(out,
-                   "threads: %d (pid %d), %d without answer; captured in %.1f ms; "
-                   "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
-                   s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc, s->nreused,
-                   s->nsignal);
-    /* one sample per thread, in capture order (the tid label keeps them apart) */
-    for (i = 0; i < pe_prof_nsamples(p); i++) {
-        pe_prof_sample_t sm;
-        const pe_prof_label_t *tid, *name, *state;
-        const pe_stack_t *st = NULL;
-
-        pe_prof_sample(p, i, &sm);
-        tid = label(&sm, "thread");
-        name = label(&sm, "thread_name");
-        state = label(&sm, "state");
-        for (int k = 0; tid && k < s->n; k++)
-            if (s->v[k].tid == tid->num)
-                st = &s->v[k];
-        pe_sink_printf(out, "thread %lld \"%s\" [%s]:", tid ? (long long)tid->num : -1LL,
-                       name && name->str ? name->str : "?",
-                       state && state->str ? state->str : "unknown");
-        if (st && !st->answered) {
-            pe_sink_printf(out, " no answer within the bound (%s)\n\n", st->why ? st->why : "?");
-            continue;
-        }
-        pe_sink_put(out, "\n");
-        if (st && st->method && !strcmp(st->method, "proc"))
-            pe_sink_printf(out, "# capture: proc%s\n", st->reused ? " (unchanged)" : "");
-        else if (st && st->method)
-            pe_sink_printf(out, "# capture: signal (%s)\n",
-                           st->quiet_why ? st->quiet_why : "asked for");
-        put_frames(out, &sm);
-        pe_sink_put(out, "\n");
+    if (debug <= 1) {
+        rc = pe_prof_write_go_grouped(p, out, "goroutine"); /* Go's header, for scrapers */
+    } else if ((rc = pe_prof_resolve(p, 0)) == 0) {
+        pe_sink_printf(out,
+                       "threads: %d (pid %d), %d without answer; captured in %.1f ms; "
+                       "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
+                       s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc,
+                       s->nreused, s->nsignal);
+        /* one sample per thread, in capture order (the tid label keeps them apart) */
+        rc = pe_prof_write_go_threads(p, out);
     }
-    rc = out->err;
-out:
     pe_prof_free(p);
     return rc;
 }

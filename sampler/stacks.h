@@ -68,7 +68,7 @@ int pe_stacks_capture(int timeout_ms, pe_stacks_t **out) PE_NODISCARD;
 enum { PE_STACKS_AUTO = 0, PE_STACKS_SIGNAL, PE_STACKS_PROC };
 /*
  * pe_stacks_capture with a method: PE_STACKS_SIGNAL is the signal for every
- * thread (as before /proc captures existed); PE_STACKS_PROC never signals
+ * thread (no /proc reads); PE_STACKS_PROC never signals
  * (threads it cannot recover are listed without answer, with the reason) and
  * works when the program handles SIGPROF.
  */
@@ -90,7 +90,8 @@ pe_prof_t *pe_stacks_profile(const pe_stacks_t *s);
  * name+off\tfile" line per frame, largest groups first; a `# labels:
  * {"capture":"proc"}` line as Go prints goroutine labels).  debug=2: one block
  * per thread: `thread TID "NAME" [STATE]:`, a `# capture: proc` or `# capture:
- * signal (why not /proc)` line, then its frames.  Returns 0 or the
+ * signal (why not /proc)` line, then its frames.  The layout is proto/'s
+ * (pe_prof_write_go_grouped, pe_prof_write_go_threads).  Returns 0 or the
  * sink's first error / -ENOMEM.
  */
 int pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug);
@@ -101,8 +102,6 @@ int pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug);
  * made otherwise have a one-frame pseudo-stack.  NULL on ENOMEM.
  */
 pe_prof_t *pe_stacks_threadcreate(void);
-/* Go's debug=1 text of any count profile (its first sample type), with `title`. */
-int pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title);
 
 /* Fork child: no capture is in flight any more. */
 void pe_stacks_atfork_child(void);

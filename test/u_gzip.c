@@ -2,7 +2,8 @@
  * u_gzip.c: unit tests for proto/sink.c and proto/gzip.c: round trips through
  * zlib's own inflate (gzip mode), writes of every size around the 32 KiB
  * buffer, the empty stream, error propagation from a failing downstream sink,
- * and the membuf/fd sinks with long printf lines.
+ * the membuf/fd sinks with long printf lines, and the buffering sink (what it
+ * gathers, what goes straight through, the first error kept).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -186,6 +187,72 @@ test_sinks(void)
     CHECK(fs.sink.err == -EBADF);
 }
 
+/* Records each write's size downstream; fails from write number fail_at (0: never). */
+typedef struct counting_s {
+    pe_sink_t sink;
+    pe_membuf_t mb;
+    size_t sizes[16];
+    int n, fail_at;
+} counting_t;
+
+static int
+counting_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    counting_t *c = (counting_t *)sink;
+
+    if (c->fail_at && c->n + 1 >= c->fail_at)
+        return -EPIPE;
+    if (c->n < 16)
+        c->sizes[c->n] = len;
+    c->n++;
+    return c->mb.sink.write(&c->mb.sink, buf, len);
+}
+
+static void
+test_bufsink(void)
+{
+    counting_t c = {.sink.write = counting_write};
+    char big[40];
+    pe_bufsink_t b;
+
+    memset(big, 'b', sizeof(big));
+    pe_membuf_init(&c.mb);
+    CHECK(pe_bufsink_open(&b, &c.sink, 16) == 0);
+    CHECK(pe_sink_put(&b.sink, "12345") == 0 && pe_sink_put(&b.sink, "67890") == 0);
+    CHECK(pe_sink_printf(&b.sink, "%s", "abcde") == 0);
+    CHECK(c.n == 0); /* 15 bytes gathered, nothing sent */
+    CHECK(pe_sink_put(&b.sink, "XY") == 0);
+    CHECKF(c.n == 1 && c.sizes[0] == 15, "n %d size %zu", c.n, c.sizes[0]);
+    CHECK(pe_sink_write(&b.sink, big, sizeof(big)) == 0); /* >= cap: flush, then straight on */
+    CHECKF(c.n == 3 && c.sizes[1] == 2 && c.sizes[2] == sizeof(big), "n %d", c.n);
+    CHECK(pe_sink_put(&b.sink, "end") == 0);
+    CHECK(pe_bufsink_close(&b) == 0);
+    CHECK(c.n == 4 && c.sizes[3] == 3);
+    CHECK(c.mb.len == 15 + 2 + sizeof(big) + 3);
+    CHECK(strncmp(c.mb.data, "1234567890abcdeXYbbb", 20) == 0);
+    CHECK(strcmp(c.mb.data + c.mb.len - 3, "end") == 0);
+    pe_membuf_free(&c.mb);
+
+    /* A failing downstream: the first error sticks, and close reports it. */
+    memset(&c, 0, sizeof(c));
+    c.sink.write = counting_write;
+    c.fail_at = 1;
+    pe_membuf_init(&c.mb);
+    CHECK(pe_bufsink_open(&b, &c.sink, 16) == 0);
+    CHECK(pe_sink_put(&b.sink, "0123456789") == 0);
+    CHECK(pe_sink_put(&b.sink, "0123456789") == -EPIPE);
+    CHECK(b.sink.err == -EPIPE && c.sink.err == -EPIPE);
+    CHECK(pe_sink_put(&b.sink, "x") == -EPIPE);
+    CHECK(pe_bufsink_close(&b) == -EPIPE);
+    pe_membuf_free(&c.mb);
+
+    /* Nothing written: close sends nothing. */
+    memset(&c, 0, sizeof(c));
+    c.sink.write = counting_write;
+    CHECK(pe_bufsink_open(&b, &c.sink, 16) == 0);
+    CHECK(pe_bufsink_close(&b) == 0 && c.n == 0);
+}
+
 int
 main(void)
 {
@@ -198,5 +265,6 @@ main(void)
     test_roundtrip(1 << 20, 1 << 20, 0);
     test_errors();
     test_sinks();
+    test_bufsink();
     return pe_test_done();
 }

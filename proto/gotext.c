@@ -1,0 +1,212 @@
+/*
+ * gotext.c: Go's legacy text profiles (runtime/pprof's debug=1 and debug=2
+ * forms): the grouped form of a count profile (goroutine, threadcreate), one
+ * block per thread (debug=2), the heap and contention records with their
+ * symbolized stacks, and gperftools' MAPPED_LIBRARIES trailer.  What the
+ * records mean is the caller's; this file only lays them out as Go's readers
+ * (go tool pprof's legacy parsers, scrapers) expect.
+ *
+ * Signal-safe: no.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto_int.h"
+
+/* ---- stacks ---------------------------------------------------------------------- */
+
+/* A resolved sample's frames: "#\taddr\tname+off\tfile" per frame. */
+static void
+put_frames(pe_sink_t *out, const pe_prof_sample_t *sm)
+{
+    for (int f = 0; f < sm->nframes; f++) {
+        const pe_prof_frame_t *fr = sm->frames[f];
+        pe_sink_printf(out, "#\t%#llx\t%s", (unsigned long long)fr->addr, fr->name);
+        if (fr->offset)
+            pe_sink_printf(out, "+%#llx", (unsigned long long)fr->offset);
+        pe_sink_printf(out, "\t%s\n", fr->file ? fr->file : "");
+    }
+}
+
+int
+pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
+{
+    char name[512];
+    int f;
+
+    pe_sink_put(out, " @");
+    for (f = 0; f < n; f++)
+        pe_sink_printf(out, " %#" PRIxPTR, pcs[f]);
+    pe_sink_put(out, "\n");
+    for (f = 0; f < n; f++) {
+        uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
+        const char *s = pe_prof_symbolize(pc, name, sizeof(name));
+
+        if (s)
+            pe_sink_printf(out, "#\t%#" PRIxPTR "\t%s\n", pc, s);
+        else
+            pe_sink_printf(out, "#\t%#" PRIxPTR "\n", pc);
+    }
+    return pe_sink_put(out, "\n");
+}
+
+static const pe_prof_label_t *
+label(const pe_prof_sample_t *sm, const char *key)
+{
+    for (int i = 0; i < sm->nlabels; i++)
+        if (!strcmp(sm->labels[i].key, key))
+            return &sm->labels[i];
+    return NULL;
+}
+
+/* ---- count profiles (debug=1 and debug=2) --------------------------------------------- */
+
+/* Largest first, then in sample order. */
+static int
+by_count(const void *a, const void *b, void *arg)
+{
+    pe_prof_t *p = arg;
+    pe_prof_sample_t x, y;
+
+    pe_prof_sample(p, *(const int *)a, &x);
+    pe_prof_sample(p, *(const int *)b, &y);
+    if (x.values[0] != y.values[0])
+        return x.values[0] > y.values[0] ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+int
+pe_prof_write_go_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
+{
+    int n, *idx, rc;
+    int64_t total = 0;
+
+    if ((rc = pe_prof_resolve(p, 0)) < 0)
+        return rc;
+    n = pe_prof_nsamples(p);
+    idx = malloc((n ? (size_t)n : 1) * sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        pe_prof_sample_t sm;
+        pe_prof_sample(p, i, &sm);
+        total += sm.values[0];
+        idx[i] = i;
+    }
+    qsort_r(idx, (size_t)n, sizeof(*idx), by_count, p);
+    pe_sink_printf(out, "%s profile: total %lld\n", title, (long long)total);
+    for (int i = 0; i < n; i++) {
+        pe_prof_sample_t sm;
+        const pe_prof_label_t *cl;
+        pe_prof_sample(p, idx[i], &sm);
+        pe_sink_printf(out, "%lld @", (long long)sm.values[0]);
+        for (int f = 0; f < sm.nframes; f++)
+            if (sm.frames[f]->addr) /* pseudo-frames ("[no answer]") have none */
+                pe_sink_printf(out, " %#llx", (unsigned long long)sm.frames[f]->addr);
+        pe_sink_put(out, "\n");
+        if ((cl = label(&sm, "capture")) && cl->str)
+            pe_sink_printf(out, "# labels: {\"capture\":\"%s\"}\n", cl->str);
+        put_frames(out, &sm);
+        pe_sink_put(out, "\n");
+    }
+    free(idx);
+    return out->err;
+}
+
+int
+pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out)
+{
+    int rc;
+
+    if ((rc = pe_prof_resolve(p, 0)) < 0)
+        return rc;
+    for (int i = 0; i < pe_prof_nsamples(p); i++) {
+        pe_prof_sample_t sm;
+        const pe_prof_label_t *tid, *name, *state, *l;
+
+        pe_prof_sample(p, i, &sm);
+        tid = label(&sm, "thread");
+        name = label(&sm, "thread_name");
+        state = label(&sm, "state");
+        pe_sink_printf(out, "thread %lld \"%s\" [%s]:", tid ? (long long)tid->num : -1LL,
+                       name && name->str ? name->str : "?",
+                       state && state->str ? state->str : "unknown");
+        if ((l = label(&sm, "no_answer"))) {
+            pe_sink_printf(out, " no answer within the bound (%s)\n\n", l->str ? l->str : "?");
+            continue;
+        }
+        pe_sink_put(out, "\n");
+        if ((l = label(&sm, "capture_note")) && l->str)
+            pe_sink_printf(out, "# capture: %s\n", l->str);
+        put_frames(out, &sm);
+        pe_sink_put(out, "\n");
+    }
+    return out->err;
+}
+
+/* ---- heap and contention records (debug=1) ------------------------------------------ */
+
+int
+pe_prof_write_go_heap(pe_sink_t *out, const pe_prof_go_heap_t *v, int n, int64_t heap_rate,
+                      pe_prof_stack_fn stack)
+{
+    int64_t t_in = 0, t_inb = 0, t_a = 0, t_ab = 0;
+    uintptr_t pcs[PE_MAX_FRAMES];
+
+    for (int i = 0; i < n; i++) {
+        t_in += v[i].inuse_n;
+        t_inb += v[i].inuse_b;
+        t_a += v[i].alloc_n;
+        t_ab += v[i].alloc_b;
+    }
+    pe_sink_printf(out,
+                   "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64
+                   "] @ heap/%" PRId64 "\n",
+                   t_in, t_inb, t_a, t_ab, heap_rate);
+    for (int i = 0; i < n && !out->err; i++) {
+        int k = stack(v[i].stack, pcs, PE_MAX_FRAMES);
+
+        pe_sink_printf(out, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", v[i].inuse_n,
+                       v[i].inuse_b, v[i].alloc_n, v[i].alloc_b);
+        pe_prof_write_go_stack(out, pcs, k > 0 ? k : 0);
+    }
+    return out->err;
+}
+
+int
+pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
+                            const pe_prof_go_contention_t *v, int n, pe_prof_stack_fn stack)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+
+    pe_sink_printf(out, "--- %s:\ncycles/second=1000000000\nsampling period=%" PRId64 "\n", name,
+                   period);
+    for (int i = 0; i < n && !out->err; i++) {
+        int k = stack(v[i].stack, pcs, PE_MAX_FRAMES);
+
+        pe_sink_printf(out, "%" PRIu64 " %" PRIu64, v[i].delay_ns, v[i].count);
+        pe_prof_write_go_stack(out, pcs, k > 0 ? k : 0);
+    }
+    return out->err;
+}
+
+int
+pe_prof_write_go_maps(pe_sink_t *out)
+{
+    char buf[4096];
+    ssize_t n;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return out->err;
+    pe_sink_put(out, "\nMAPPED_LIBRARIES:\n");
+    while ((n = read(fd, buf, sizeof(buf))) > 0 && !out->err)
+        pe_sink_write(out, buf, (size_t)n);
+    close(fd);
+    return out->err;
+}

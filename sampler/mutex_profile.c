@@ -1,0 +1,126 @@
+/*
+ * mutex_profile.c: the lock contention table (mutex.c) as profiles: the
+ * change between two snapshots, the records a view shows (mutex: acquisitions
+ * only; block: every wait), and Go's two forms, pprof (contentions/count and
+ * delay/nanoseconds scaled by the sampling period) and the debug=1 text (raw
+ * sampled values and the period, which readers multiply by).  The model and
+ * the text layout are proto/'s.
+ *
+ * Signal-safe: no (HTTP worker threads).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "mutex.h"
+
+static const pe_prof_vt_t mutex_types[2] = {
+    {"contentions", "count"},
+    {"delay", "nanoseconds"},
+};
+static const pe_prof_vt_t contentions_count = {"contentions", "count"};
+
+static int64_t
+now_nanos(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void
+pe_mutex_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0)
+{
+    /* Entries never move, so matching ids are the same (kind, stack). */
+    for (int i = 0, j = 0; i < n1; i++) {
+        while (j < n0 && s0[j].id < s1[i].id)
+            j++;
+        if (j < n0 && s0[j].id == s1[i].id) {
+            s1[i].count -= s0[j].count;
+            s1[i].delay_ns -= s0[j].delay_ns;
+        }
+    }
+}
+
+int
+pe_mutex_select(pe_mutex_rec_t *v, int n, int block)
+{
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (!v[i].count || (!block && v[i].kind != PE_MUTEX_KIND_LOCK))
+            continue;
+        v[k++] = v[i];
+    }
+    return k;
+}
+
+pe_prof_t *
+pe_mutex_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
+{
+    int64_t rate = pe_mutex_rate();
+    pe_prof_t *p = pe_prof_new(mutex_types, 2, &contentions_count, rate);
+    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
+    pe_mutex_stats_t st;
+
+    if (!p)
+        return NULL;
+    pe_prof_set_default_type(p, "delay");
+    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    for (int i = 0; i < n; i++) {
+        int64_t vals[2] = {(int64_t)v[i].count * rate, (int64_t)v[i].delay_ns * rate};
+        int k = pe_mutex_stack(v[i].id, pcs, PE_MUTEX_MAX_FRAMES);
+        int rc = k > 0 ? pe_prof_add(p, pcs, k, 0, vals, NULL, 0)
+                       : pe_prof_add_named(p, "[unknown]", vals, NULL, 0);
+        if (rc < 0) {
+            pe_prof_free(p);
+            return NULL;
+        }
+    }
+    pe_mutex_get_stats(&st);
+    pe_prof_comment(p,
+                    "1 in %" PRId64 " contended waits sampled (PROFEP_MUTEX_RATE); contentions "
+                    "and delay are the sampled values times %" PRId64,
+                    rate, rate);
+    if (st.dropped || st.no_stack)
+        pe_prof_comment(p,
+                        "%" PRIu64 " sampled waits dropped (table full, bound %" PRIu64
+                        " stacks), %" PRIu64 " without a stack",
+                        st.dropped, st.capacity, st.no_stack);
+    return p;
+}
+
+static int
+by_delay_desc(const void *a, const void *b)
+{
+    const pe_mutex_rec_t *x = a, *y = b;
+
+    if (x->delay_ns != y->delay_ns)
+        return x->delay_ns > y->delay_ns ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int
+pe_mutex_write_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
+{
+    pe_prof_go_contention_t *g = malloc((n ? (size_t)n : 1) * sizeof(*g));
+    pe_mutex_stats_t st;
+
+    if (!g)
+        return out->err = -ENOMEM;
+    qsort(v, (size_t)n, sizeof(*v), by_delay_desc);
+    for (int i = 0; i < n; i++)
+        g[i] = (pe_prof_go_contention_t){v[i].id, v[i].delay_ns, v[i].count};
+    pe_prof_write_go_contention(out, block ? "contention" : "mutex", pe_mutex_rate(), g, n,
+                                pe_mutex_stack);
+    free(g);
+    pe_mutex_get_stats(&st);
+    return pe_sink_printf(
+        out,
+        "# profendpoints lock contention sampling: 1 in %" PRId64 " waits recorded\n"
+        "# sampled = %" PRIu64 "\n# dropped = %" PRIu64 " (table full, bound %" PRIu64
+        " stacks)\n# without stack = %" PRIu64 "\n",
+        pe_mutex_rate(), st.sampled, st.dropped, st.capacity, st.no_stack);
+}
