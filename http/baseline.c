@@ -12,14 +12,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "http_int.h"
 
 int
 pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
                       int *nprev, int64_t *prev_ns)
 {
-    struct timespec ts;
     void *copy = NULL;
+    int64_t taken;
 
     *prev = NULL;
     *nprev = 0;
@@ -30,7 +31,7 @@ pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size
             return -ENOMEM;
         memcpy(copy, now, (size_t)n * size);
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
+    taken = pe_clock_ns(CLOCK_REALTIME);
     /* Two scrapers of one path split the stream between them: each sees the
        change since whichever call came last, never a change counted twice. */
     pthread_mutex_lock(&b->lock);
@@ -39,7 +40,7 @@ pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size
     *prev_ns = b->taken_ns;
     b->recs = copy;
     b->n = n;
-    b->taken_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    b->taken_ns = taken;
     pthread_mutex_unlock(&b->lock);
     return 0;
 }

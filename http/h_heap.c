@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../heap/heap.h"
 #include "http_int.h"
 
@@ -42,15 +43,6 @@ static int64_t
 bytes_val(uint64_t fx)
 {
     return (int64_t)((fx + PE_HEAP_BYTES_ONE / 2) / PE_HEAP_BYTES_ONE);
-}
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* 0 when the heap endpoints can answer, else the 503 (sent). */
@@ -177,7 +169,7 @@ build_heap(pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns)
     if (!p)
         return NULL;
     pe_prof_set_default_type(p, deftype);
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     for (int i = 0; i < n; i++) {
         int64_t vals[4] = {cnt_val(v[i].alloc_cnt_fx), bytes_val(v[i].alloc_bytes_fx),
                            cnt_val(v[i].inuse_cnt_fx), bytes_val(v[i].inuse_bytes_fx)};
@@ -234,7 +226,7 @@ heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline
             free(s1);
             return pe_http_error(r, 500, "out of memory");
         }
-        dur = t0 ? now_nanos() - t0 : 0;
+        dur = t0 ? pe_clock_ns(CLOCK_REALTIME) - t0 : 0;
     }
     if (s0)
         delta(s1, n1, s0, n0);
@@ -329,7 +321,7 @@ finish(pe_req_t *r, int open_ended, int64_t duration_ns)
         return pe_http_error(r, 500, "out of memory building the allocation profile");
     }
     pe_prof_set_default_type(p, "alloc_space");
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     pe_prof_comment(p,
                     "allocs_profile: every malloc-family call recorded with probability %g; "
                     "values scaled by %g",
@@ -389,7 +381,7 @@ pe_http_h_allocs_profile_start(pe_req_t *r)
         return rc;
     if ((rc = start(r, p, 1)))
         return rc;
-    __atomic_store_n(&open_started_ns, now_nanos(), __ATOMIC_RELAXED);
+    __atomic_store_n(&open_started_ns, pe_clock_ns(CLOCK_REALTIME), __ATOMIC_RELAXED);
     snprintf(line, sizeof(line),
              "allocation recording started (sample_rate=%g); /allocs_profile_stop returns the "
              "profile\n",
@@ -400,7 +392,7 @@ pe_http_h_allocs_profile_start(pe_req_t *r)
 int
 pe_http_h_allocs_profile_stop(pe_req_t *r)
 {
-    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED), now = now_nanos();
+    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED), now = pe_clock_ns(CLOCK_REALTIME);
     int rc;
 
     if ((rc = heap_unavailable(r, 0)))

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "http_int.h"
 
@@ -36,15 +37,6 @@ typedef struct ht_rec_s {
 } ht_rec_t;
 
 #define NO_AGE UINT32_MAX
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Round a fixed-point value to whole units, halves away from zero. */
 static int64_t
@@ -270,7 +262,7 @@ heap_by_age(pe_req_t *r, const pe_http_age_t *f, const char *name, int debug)
              "live sampled blocks aged %g to %g s (label age_s, rounded), from the live table: "
              "%" PRId64 " listed, %" PRIu64 " samples could not be listed (not in this view)",
              f->min_s, f->max_s >= 1e18 ? INFINITY : f->max_s, c.listed, st.dropped_live);
-    rc = send_recs(r, c.v, c.n, name, debug, now_nanos(), 0, comment);
+    rc = send_recs(r, c.v, c.n, name, debug, pe_clock_ns(CLOCK_REALTIME), 0, comment);
     free(c.v);
     return rc;
 }
@@ -305,7 +297,7 @@ heap_since(pe_req_t *r, double ago, const char *name, int debug)
 {
     pe_heap_ck_ent_t *v;
     ht_rec_t *recs;
-    int64_t taken = 0, now = now_nanos(), total = 0;
+    int64_t taken = 0, now = pe_clock_ns(CLOCK_REALTIME), total = 0;
     char comment[512];
     int n, rc;
 
@@ -341,7 +333,7 @@ pe_http_h_heap_peak(pe_req_t *r)
 {
     pe_heap_ck_ent_t *v;
     ht_rec_t *recs;
-    int64_t when = 0, now = now_nanos();
+    int64_t when = 0, now = pe_clock_ns(CLOCK_REALTIME);
     uint64_t bytes = 0;
     char comment[512], stamp[64];
     struct tm tm;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "../sampler/mutex.h"
 #include "http_int.h"
 
@@ -25,15 +26,6 @@ static const pe_prof_vt_t mutex_types[2] = {
 static const pe_prof_vt_t contentions_count = {"contentions", "count"};
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* s1 -= s0, entry by entry (both in ascending id order); entries never move. */
 static void
@@ -115,7 +107,7 @@ build(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
     if (!p)
         return NULL;
     pe_prof_set_default_type(p, "delay");
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {(int64_t)v[i].count * rate, (int64_t)v[i].delay_ns * rate};
         int k = pe_mutex_stack(v[i].id, pcs, PE_MUTEX_MAX_FRAMES);
@@ -170,7 +162,7 @@ contention(pe_req_t *r, int block, pe_http_baseline_t *base)
             free(s1);
             return pe_http_error(r, 500, "out of memory");
         }
-        dur = t0 ? now_nanos() - t0 : 0;
+        dur = t0 ? pe_clock_ns(CLOCK_REALTIME) - t0 : 0;
     }
     if (s0)
         delta(s1, n1, s0, n0);

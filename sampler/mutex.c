@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../preload/clock.h"
 #include "../preload/init.h"
 #include "mutex.h"
 #include "unwind.h"
@@ -206,15 +207,6 @@ classify(int op, int rc)
     }
 }
 
-PE_SIGSAFE static uint64_t
-mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, no lock */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- sampling --------------------------------------------------------------------- */
 
 /*
@@ -312,10 +304,10 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate);
     if (!pe_init_active()) /* dormant (fork child, bind failed, PROFEP_MATCH) */
         return call_real(op, obj, m, abstime);
-    t0 = mono_ns();
+    t0 = (uint64_t)pe_clock_ns(CLOCK_MONOTONIC);
     rc = call_real(op, obj, m, abstime);
     saved_errno = errno;
-    t1 = mono_ns();
+    t1 = (uint64_t)pe_clock_ns(CLOCK_MONOTONIC);
     kind = classify(op, rc);
     if (kind >= 0)
         pe_mutex_record(kind, ra, leaf, t1 - t0);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/threads.h"
@@ -89,14 +90,6 @@ static int have_schedstat = -1; /* /proc/self/task/TID/schedstat exists (CONFIG_
 static pe_quiet_stats_t stats;
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Read /proc/self/task/TID/<what> into buf (NUL-terminated).  Length or -errno. */
 static int
@@ -598,12 +591,12 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         return -ENOTSUP;
     }
     e = &cache[(unsigned)tid % CACHE_N];
-    t0 = now_ns();
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
     flush_if_objects_changed();
     w.pid = getpid();
     n = walk(&w, pcs, max, why);
     stats.walks++;
-    stats.walk_ns += now_ns() - t0;
+    stats.walk_ns += pe_clock_ns(CLOCK_MONOTONIC) - t0;
     /* still the same blocked thread?  Else the walk may have read a moving stack. */
     if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
         read_key(tid, &k1b, &k2b) < 0 || k1b != k1 || k2b != k2 ||

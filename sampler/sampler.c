@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
@@ -105,14 +106,6 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static int64_t
-now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 tlock_take(void)
@@ -234,7 +227,7 @@ static const char *
 thread_name(pid_t tid)
 {
     unsigned h = (unsigned)tid % NAMES_MAX;
-    int64_t t = now_ns(CLOCK_MONOTONIC);
+    int64_t t = pe_clock_ns(CLOCK_MONOTONIC);
 
     if (names[h].tid != tid || t - names[h].when > NAME_REFRESH_NS) {
         char buf[32];
@@ -412,7 +405,7 @@ collector_main(void *unused)
     pe_threads_mark_internal();
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
-    next_drain = next_wall = now_ns(CLOCK_MONOTONIC);
+    next_drain = next_wall = pe_clock_ns(CLOCK_MONOTONIC);
     last_wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
     next_drain += DRAIN_NS;
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
@@ -424,7 +417,7 @@ collector_main(void *unused)
             next = next_wall;
         abs_ts(next, &ts);
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        now = now_ns(CLOCK_MONOTONIC);
+        now = pe_clock_ns(CLOCK_MONOTONIC);
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
         /* The session's period is published before its generation: read it
            again now (a session may have started during the sleep). */
@@ -566,8 +559,8 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
             goto err_unlock;
         }
     }
-    w->t0_real = now_ns(CLOCK_REALTIME);
-    w->t0_mono = now_ns(CLOCK_MONOTONIC);
+    w->t0_real = pe_clock_ns(CLOCK_REALTIME);
+    w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
     w->sigs0 = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED);
@@ -662,7 +655,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     pthread_mutex_unlock(&life);
 
     p = w->prof;
-    pe_prof_set_time(p, w->t0_real, now_ns(CLOCK_MONOTONIC) - w->t0_mono);
+    pe_prof_set_time(p, w->t0_real, pe_clock_ns(CLOCK_MONOTONIC) - w->t0_mono);
     if (kind == K_WALL)
         pe_prof_comment(p,
                         "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
