@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
+#include "../preload/spin.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
 #include "peek.h"
@@ -29,8 +29,11 @@ static sem_t peek_sem;        /* posted by the handler, waited on by the thread 
 static struct sigaction orig; /* the program's disposition at start-up */
 static int installed;         /* our handler is the kernel's (writer: sigaction paths) */
 /* Hand-on of the program's SIG_IGN (exec, spawn): users and whether the kernel
-   has SIG_IGN because of it; under plock, as are the program's sigaction calls. */
-static int plock;
+   has SIG_IGN because of it; under plock, as are the program's sigaction calls.
+   plock is held only around a sigaction call, with every signal blocked
+   (pe_spin_lock_nosig): a handler that calls sigaction cannot then interrupt
+   its own thread's holder. */
+static pe_spin_t plock;
 static int handon_users, handon_applied;
 
 /* ---- the handler ------------------------------------------------------------------ */
@@ -168,28 +171,6 @@ pe_peek_init(void)
     return 0;
 }
 
-/*
- * plock is held only around a sigaction call, with every signal blocked: a
- * handler that calls sigaction cannot then interrupt its own thread's holder.
- */
-static void
-plock_take(sigset_t *saved)
-{
-    sigset_t all;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, saved);
-    while (__atomic_exchange_n(&plock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-plock_drop(const sigset_t *saved)
-{
-    __atomic_store_n(&plock, 0, __ATOMIC_RELEASE);
-    pthread_sigmask(SIG_SETMASK, saved, NULL);
-}
-
 int
 pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old, int *rc)
 {
@@ -199,13 +180,13 @@ pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old
 
     if (!peek_sig || signum != peek_sig)
         return 0;
-    plock_take(&saved);
+    pe_spin_lock_nosig(&plock, &saved);
     *rc = pe_real.sigaction(signum, act, old ? &prev : NULL);
     if (*rc == 0 && act) { /* the program's own now: no hand-on to undo, no peek */
         handon_applied = 0;
         was_installed = __atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL);
     }
-    plock_drop(&saved);
+    pe_spin_unlock_nosig(&plock, &saved);
     if (*rc < 0)
         return 1;
     if (old) {
@@ -236,12 +217,12 @@ pe_peek_handon_begin(int foreign)
     if (foreign) /* a vfork child: its own disposition only, nothing shared written */
         return __atomic_load_n(&installed, __ATOMIC_ACQUIRE) &&
                pe_real.sigaction(peek_sig, &orig, NULL) == 0;
-    plock_take(&saved);
+    pe_spin_lock_nosig(&plock, &saved);
     if (handon_users++ == 0 && __atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
         pe_real.sigaction(peek_sig, &orig, NULL);
         handon_applied = 1;
     }
-    plock_drop(&saved);
+    pe_spin_unlock_nosig(&plock, &saved);
     return 0;
 }
 
@@ -257,20 +238,20 @@ pe_peek_handon_end(int foreign, int token)
             install();
         return;
     }
-    plock_take(&saved);
+    pe_spin_lock_nosig(&plock, &saved);
     if (handon_users > 0 && --handon_users == 0 && handon_applied) {
         handon_applied = 0;
         if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
             install();
     }
-    plock_drop(&saved);
+    pe_spin_unlock_nosig(&plock, &saved);
 }
 
 void
 pe_peek_atfork_child(void)
 {
     /* the peek thread did not survive: the child is dormant, its signal the program's */
-    plock = 0;
+    pe_spin_reset(&plock);
     handon_users = handon_applied = 0;
     if (__atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL))
         pe_real.sigaction(peek_sig, &orig, NULL);

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
+#include "../preload/spin.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
 #include "cpu.h"
@@ -86,7 +86,7 @@ static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
 
 /* Timers we armed (tid -> kernel timer id); tid 0 is a free entry. */
-static int tlock;
+static pe_spin_t tlock;
 static struct {
     pid_t tid;
     int timerid;
@@ -106,19 +106,6 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static void
-tlock_take(void)
-{
-    while (__atomic_exchange_n(&tlock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-tlock_drop(void)
-{
-    __atomic_store_n(&tlock, 0, __ATOMIC_RELEASE);
-}
 
 static int
 timer_find(pid_t tid)
@@ -166,12 +153,12 @@ timer_disarm_at(int i)
 static void
 timers_disarm_all(void)
 {
-    tlock_take();
+    pe_spin_lock(&tlock);
     for (int i = 0; i < ntimers_hi; i++)
         if (timers[i].tid)
             timer_disarm_at(i);
     ntimers_hi = 0;
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 /*
@@ -207,20 +194,20 @@ scan_threads(void)
             n = 0;
             continue; /* wall only: no timers to arm */
         }
-        tlock_take();
+        pe_spin_lock(&tlock);
         for (int i = 0; i < n; i++)
             timer_arm(tids[i], mark);
-        tlock_drop();
+        pe_spin_unlock(&tlock);
         if (n < (int)PE_ARRAY_SIZE(tids))
             break;
         n = 0;
     }
     closedir(d);
-    tlock_take();
+    pe_spin_lock(&tlock);
     for (int i = 0; i < ntimers_hi; i++)
         if (timers[i].tid && timers[i].mark != mark)
             timer_disarm_at(i);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 static const char *
@@ -706,9 +693,9 @@ pe_sampler_thread_started(void)
     pe_cpu_stack_note();
     if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
         return;
-    tlock_take();
+    pe_spin_lock(&tlock);
     timer_arm(pe_gettid(), 0);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 void
@@ -719,10 +706,10 @@ pe_sampler_thread_exiting(void)
 
     if (!__atomic_load_n(&ntimers_hi, __ATOMIC_RELAXED))
         return;
-    tlock_take();
+    pe_spin_lock(&tlock);
     if ((i = timer_find(tid)) >= 0)
         timer_disarm_at(i);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 void
@@ -744,7 +731,7 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
         pthread_mutex_init(&life, NULL);
         pthread_mutex_init(&wlock, NULL);
-        tlock = 0;
+        pe_spin_reset(&tlock);
         memset(timers, 0, sizeof(timers));
         ntimers_hi = 0;
         windows = NULL;

@@ -22,6 +22,7 @@
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
+#include "../preload/spin.h"
 #include "cpu.h"
 #include "sampler.h"
 
@@ -228,23 +229,10 @@ pe_cpu_seccomp_reason(void)
  * disposition the program believes it has; double-buffered so the handler
  * reads a whole one without a lock.
  */
-static int sig_lock;
+static pe_spin_t sig_lock;
 static int sig_owned;
 static struct sigaction prog_act[2];
 static int prog_cur;
-
-static void
-slock(void)
-{
-    while (__atomic_exchange_n(&sig_lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-sunlock(void)
-{
-    __atomic_store_n(&sig_lock, 0, __ATOMIC_RELEASE);
-}
 
 static int
 real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -297,7 +285,7 @@ pe_cpu_sig_acquire(void)
 
     if (pe_cpu_seccomp_reason())
         return -EACCES;
-    slock();
+    pe_spin_lock(&sig_lock);
     if (sig_owned) {
         if (is_handler(&prog_act[prog_cur]))
             rc = -EPERM;
@@ -320,7 +308,7 @@ pe_cpu_sig_acquire(void)
     }
     __atomic_store_n(&sig_owned, 1, __ATOMIC_RELEASE);
 out:
-    sunlock();
+    pe_spin_unlock(&sig_lock);
     return rc;
 }
 
@@ -330,19 +318,19 @@ pe_cpu_sig_program_owns(void)
     struct sigaction cur;
     int owns;
 
-    slock();
+    pe_spin_lock(&sig_lock);
     if (sig_owned)
         owns = is_handler(&prog_act[prog_cur]);
     else
         owns = real_sigaction(PE_SAMPLER_SIG, NULL, &cur) == 0 && is_handler(&cur);
-    sunlock();
+    pe_spin_unlock(&sig_lock);
     return owns;
 }
 
 void
 pe_cpu_sig_release(void)
 {
-    slock();
+    pe_spin_lock(&sig_lock);
     /* the program installed a handler while we profiled: now it gets it (once
        no session or stack capture uses the signal any more) */
     if (sig_owned && is_handler(&prog_act[prog_cur]) &&
@@ -350,7 +338,7 @@ pe_cpu_sig_release(void)
         real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
         __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
     }
-    sunlock();
+    pe_spin_unlock(&sig_lock);
 }
 
 int
@@ -358,9 +346,9 @@ pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *
 {
     if (signum != PE_SAMPLER_SIG || !__atomic_load_n(&sig_owned, __ATOMIC_ACQUIRE))
         return 0;
-    slock();
+    pe_spin_lock(&sig_lock);
     if (!sig_owned) {
-        sunlock();
+        pe_spin_unlock(&sig_lock);
         return 0;
     }
     if (old)
@@ -373,7 +361,7 @@ pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *
             __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
         }
     }
-    sunlock();
+    pe_spin_unlock(&sig_lock);
     return 1;
 }
 
@@ -421,12 +409,12 @@ pe_cpu_sig_handon_begin(int foreign)
         }
         return 0;
     }
-    slock();
+    pe_spin_lock(&sig_lock);
     if (handon_users++ == 0 && sig_owned && prog_ignores()) {
         real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
         handon_applied = 1;
     }
-    sunlock();
+    pe_spin_unlock(&sig_lock);
     return 0;
 }
 
@@ -438,13 +426,13 @@ pe_cpu_sig_handon_end(int foreign, int token)
             install_ours();
         return;
     }
-    slock();
+    pe_spin_lock(&sig_lock);
     if (handon_users > 0 && --handon_users == 0 && handon_applied) {
         handon_applied = 0;
         if (sig_owned)
             install_ours();
     }
-    sunlock();
+    pe_spin_unlock(&sig_lock);
 }
 
 void
@@ -468,7 +456,7 @@ pe_cpu_stack_note(void)
 void
 pe_cpu_sig_atfork_child(void)
 {
-    sig_lock = 0;
+    pe_spin_reset(&sig_lock);
     handon_users = 0;
     handon_applied = 0;
     exec_pending = 0; /* other threads' exec is not this child's */

@@ -21,6 +21,7 @@
 
 #include "../preload/guard.h"
 #include "../preload/real.h"
+#include "../preload/spin.h"
 #include "unwind.h"
 
 /* ---- data ----------------------------------------------------------------------- */
@@ -61,7 +62,7 @@ static int snap_cur;
 static struct {
     int n[2];
 } __attribute__((aligned(PE_CACHELINE))) snap_readers[PE_STRIPES];
-static int snap_lock;       /* spin lock between rebuilders (never taken in a handler) */
+static pe_spin_t snap_lock;       /* spin lock between rebuilders (never taken in a handler) */
 static PE_TLS int snap_pin; /* buffer pinned by this thread + 1, 0 = none */
 
 /*
@@ -86,19 +87,6 @@ static PE_TLS uintptr_t stack_lo, stack_hi;
 /* ---- helpers -------------------------------------------------------------------- */
 
 static void prime_now(void);
-
-static void
-spin_lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-spin_unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
 
 static uint32_t
 hash_str(const char *s)
@@ -198,7 +186,7 @@ snap_rebuild(void)
     if (!snap[0])
         return;
     iter = pe_real.dl_iterate_phdr ? pe_real.dl_iterate_phdr : dl_iterate_phdr;
-    spin_lock(&snap_lock);
+    pe_spin_lock(&snap_lock);
     cur = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
     nxt = !cur;
     wait_readers(nxt);
@@ -232,7 +220,7 @@ snap_rebuild(void)
         }
     }
     __atomic_store_n(&snap_cur, nxt, __ATOMIC_SEQ_CST);
-    spin_unlock(&snap_lock);
+    pe_spin_unlock(&snap_lock);
 }
 
 /* Probe whether 8 bytes at addr are readable: the kernel copies the "set"
@@ -518,7 +506,7 @@ pe_unwind_atfork_child(void)
     memset(snap_readers, 0, sizeof(snap_readers));
     if (snap_pin)
         snap_readers[pe_stripe()].n[snap_pin - 1] = 1;
-    snap_lock = 0;
+    pe_spin_reset(&snap_lock);
     __atomic_store_n(&pe_unwind_dlclose_busy, 0, __ATOMIC_SEQ_CST);
 }
 
