@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../preload/clock.h"
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "http_int.h"
 
 static const pe_prof_vt_t heap_types[4] = {
@@ -392,7 +392,8 @@ pe_http_h_allocs_profile_start(pe_req_t *r)
 int
 pe_http_h_allocs_profile_stop(pe_req_t *r)
 {
-    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED), now = pe_clock_ns(CLOCK_REALTIME);
+    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED),
+            now = pe_clock_ns(CLOCK_REALTIME);
     int rc;
 
     if ((rc = heap_unavailable(r, 0)))

@@ -26,8 +26,6 @@ typedef struct pe_spin_s {
     int held;
 } pe_spin_t;
 
-#define PE_SPIN_INIT {0}
-
 static inline void
 pe_spin_lock(pe_spin_t *l)
 {

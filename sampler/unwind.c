@@ -62,7 +62,7 @@ static int snap_cur;
 static struct {
     int n[2];
 } __attribute__((aligned(PE_CACHELINE))) snap_readers[PE_STRIPES];
-static pe_spin_t snap_lock;       /* spin lock between rebuilders (never taken in a handler) */
+static pe_spin_t snap_lock; /* spin lock between rebuilders (never taken in a handler) */
 static PE_TLS int snap_pin; /* buffer pinned by this thread + 1, 0 = none */
 
 /*
