@@ -22,6 +22,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/init.h"
+#include "../preload/rand.h"
 #include "mutex.h"
 #include "unwind.h"
 
@@ -53,7 +54,6 @@ static int table_failed;
 static uint32_t next_ent = PE_MUTEX_FIRST_ID;
 /* Statistics for the profile comments; relaxed atomics, written by recorders. */
 static uint64_t st_sampled, st_dropped, st_no_stack;
-static uint64_t seed_counter;
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -219,35 +219,14 @@ classify(int op, int rc)
 PE_SIGSAFE int64_t
 pe_mutex_draw(uint64_t *rng, int64_t rate)
 {
-    uint64_t x = *rng;
-    double u, g;
+    double g;
 
     if (rate <= 1)
         return 1;
-    /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *rng = x;
-    x *= 0x2545f4914f6cdd1dull;
-    u = (double)((x >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
-    g = 1.0 + floor(log(u) / log1p(-1.0 / (double)rate));
+    g = 1.0 + floor(log(pe_rand_unit(rng)) / log1p(-1.0 / (double)rate));
     if (!(g >= 1.0))
         return 1;
     return g > (double)(INT64_MAX / 4) ? INT64_MAX / 4 : (int64_t)g;
-}
-
-PE_SIGSAFE static void
-seed(pe_tls_t *t)
-{
-    /* splitmix64 of the tid, the TLS block's address and a process-wide counter */
-    uint64_t z = (uint64_t)pe_gettid() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)t ^
-                 __atomic_add_fetch(&seed_counter, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    t->mutex_rng = z ? z : 1;
 }
 
 PE_SIGSAFE void
@@ -294,13 +273,13 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     if (t->mutex_countdown < 0) {
         /* The thread's first event: draw its interval, then judge this event by it. */
         if (!t->mutex_rng)
-            seed(t);
+            pe_rand_seed(&t->mutex_rng);
         t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate) - 1;
         if (t->mutex_countdown > 0)
             return call_real(op, obj, m, abstime);
     }
     if (!t->mutex_rng)
-        seed(t);
+        pe_rand_seed(&t->mutex_rng);
     t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate);
     if (!pe_init_active()) /* dormant (fork child, bind failed, PROFEP_MATCH) */
         return call_real(op, obj, m, abstime);

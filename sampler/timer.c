@@ -21,6 +21,7 @@
 
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "cpu.h"
@@ -38,20 +39,8 @@ thread_cpu_clock(pid_t tid)
     return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
-static uint64_t
-rand_next(void)
-{
-    static PE_TLS uint64_t x;
-    if (!x) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)pe_gettid() ^ 0x9e3779b97f4a7c15ull;
-    }
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-}
+/* The collector's generator for first expiries (rand.h; 0 = not seeded yet). */
+static PE_TLS uint64_t rng;
 
 int
 pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
@@ -69,7 +58,9 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
     if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) < 0)
         return -errno;
     /* first expiry random in (0, period]: short threads are sampled in proportion */
-    first = 1 + (int64_t)(rand_next() % (uint64_t)period_ns);
+    if (!rng)
+        pe_rand_seed(&rng);
+    first = 1 + (int64_t)(pe_rand_next(&rng) % (uint64_t)period_ns);
     its.it_value.tv_sec = first / 1000000000;
     its.it_value.tv_nsec = first % 1000000000;
     its.it_interval.tv_sec = period_ns / 1000000000;
