@@ -387,7 +387,7 @@ realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
         return NULL;
     }
     p = nb + off;
-    if (spare && ((uintptr_t)p & 4095) < 8) {
+    if (spare && pe_heap_at_page_start((uintptr_t)p)) {
         memmove(p + spare, p, size);
         p += spare;
     }

@@ -94,7 +94,7 @@ pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
     if (!base)
         return NULL;
     p = (char *)base + off;
-    if (((uintptr_t)p & 4095) < 8 && !pe_heap_hot.page_start_ok) {
+    if (pe_heap_at_page_start((uintptr_t)p) && !pe_heap_hot.page_start_ok) {
         pe_real.free(base); /* free() could not read its tag */
         return NULL;
     }
@@ -128,7 +128,7 @@ pe_heap_tag_of(void *p)
     uintptr_t a = (uintptr_t)p;
     pe_heap_tag_t *t;
 
-    if (!p || (((a & 4095) < 8) && !pe_heap_hot.page_start_ok))
+    if (!p || (pe_heap_at_page_start(a) && !pe_heap_hot.page_start_ok))
         return NULL;
     t = tag_at(p);
     if (t->magic != (a ^ pe_heap_hot.key) || t->check != (a ^ pe_heap_hot.key2))
@@ -208,7 +208,7 @@ pe_heap_pool_alloc(size_t size, size_t align)
     if (!b)
         return NULL;
     p = b + pre;
-    if (((uintptr_t)p & 4095) < 8)
+    if (pe_heap_at_page_start((uintptr_t)p))
         p += pre;
     ((uint64_t *)p)[-2] = size;
     ((uintptr_t *)p)[-1] = (uintptr_t)p ^ pe_heap_hot.key;
