@@ -766,13 +766,13 @@ pe_sampler_before_exec(int foreign)
     sigset_t s, saved;
 
     if (foreign) /* a vfork child: its pending set is its own and empty of ours */
-        return pe_cpu_sig_handon_begin(1);
+        return pe_sigown_handon_begin(&pe_cpu_sig, 1);
     sigemptyset(&s);
     sigaddset(&s, PE_SAMPLER_SIG);
     pthread_sigmask(SIG_BLOCK, &s, &saved);
     pe_cpu_exec_begin(); /* no more sends; those in flight have landed */
     pe_sampler_thread_exiting();
-    (void)pe_cpu_sig_handon_begin(0);
+    (void)pe_sigown_handon_begin(&pe_cpu_sig, 0);
     /* A signal of ours already pending on this thread must not reach the new
        image, even when the program blocks the signal (it may unblock it). */
     if (__atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED) ||
@@ -786,10 +786,10 @@ void
 pe_sampler_after_exec_failed(int foreign, int token)
 {
     if (foreign) {
-        pe_cpu_sig_handon_end(1, token);
+        pe_sigown_handon_end(&pe_cpu_sig, 1, token);
         return;
     }
-    pe_cpu_sig_handon_end(0, 0);
+    pe_sigown_handon_end(&pe_cpu_sig, 0, 0);
     pe_cpu_exec_end();
     /* the collector's next scan re-arms this thread */
 }
@@ -797,11 +797,11 @@ pe_sampler_after_exec_failed(int foreign, int token)
 void
 pe_sampler_spawn_begin(void)
 {
-    (void)pe_cpu_sig_handon_begin(0);
+    (void)pe_sigown_handon_begin(&pe_cpu_sig, 0);
 }
 
 void
 pe_sampler_spawn_end(void)
 {
-    pe_cpu_sig_handon_end(0, 0);
+    pe_sigown_handon_end(&pe_cpu_sig, 0, 0);
 }
