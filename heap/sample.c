@@ -7,7 +7,7 @@
  * malloc_usable_size of a block the tag check flagged.  Tables live in
  * stacks.c, live.c and allocs.c.
  *
- * Sampling math (Go runtime/malloc.go nextSample; NOTES §4): the countdown
+ * Sampling math (Go's runtime/malloc.go nextSample, tcmalloc's rule): the countdown
  * c ~ Exp(R) is memoryless, so an allocation of s bytes meets c <= s with
  * probability  P(s) = 1 - exp(-s/R)  whatever came before; after a sample a
  * fresh interval is drawn (no carry).  Horvitz-Thompson: a sample of s bytes

@@ -52,7 +52,7 @@ int pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out,
  */
 pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
 /*
- * Wall-clock windows, the same way (http/h_threads.c): every application
+ * Wall-clock windows, the same way (http/h_profile.c): every application
  * thread, running or blocked, is sampled every `delay` s of wall time (at
  * most 16 threads per tick, rotating; each sample then weighs the ticks until
  * that thread's next turn).  A thread off the CPU is read from /proc without

@@ -568,14 +568,13 @@ label(const pe_prof_sample_t *sm, const char *key)
     return NULL;
 }
 
-static pe_prof_t *sort_prof; /* qsort has no context argument; under the caller's use only */
-
+/* qsort_r comparator over sample indices of the profile `p`: most first. */
 static int
-by_count(const void *a, const void *b)
+by_count(const void *a, const void *b, void *p)
 {
     pe_prof_sample_t x, y;
-    pe_prof_sample(sort_prof, *(const int *)a, &x);
-    pe_prof_sample(sort_prof, *(const int *)b, &y);
+    pe_prof_sample(p, *(const int *)a, &x);
+    pe_prof_sample(p, *(const int *)b, &y);
     if (x.values[0] != y.values[0])
         return x.values[0] > y.values[0] ? -1 : 1;
     return *(const int *)a - *(const int *)b;
@@ -584,7 +583,6 @@ by_count(const void *a, const void *b)
 int
 pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
 {
-    static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
     int n, *idx, rc;
     int64_t total = 0;
 
@@ -600,10 +598,7 @@ pe_stacks_write_grouped(pe_prof_t *p, pe_sink_t *out, const char *title)
         total += sm.values[0];
         idx[i] = i;
     }
-    pthread_mutex_lock(&sort_lock);
-    sort_prof = p;
-    qsort(idx, (size_t)n, sizeof(*idx), by_count);
-    pthread_mutex_unlock(&sort_lock);
+    qsort_r(idx, (size_t)n, sizeof(*idx), by_count, p);
     pe_sink_printf(out, "%s profile: total %lld\n", title, (long long)total);
     for (int i = 0; i < n; i++) {
         pe_prof_sample_t sm;

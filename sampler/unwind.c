@@ -5,7 +5,12 @@
  * the dlclose handshake that keeps an object mapped while a handler reads it,
  * and the bounds-checked frame-pointer walk used when libunwind is unsafe.
  * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
- * preload/hooks.c.  See NOTES.md section 2 for the measurements behind this.
+ * preload/hooks.c.  Why this shape: in a handler unw_backtrace is the fast path
+ * (about 0.5 us at depth 35, no syscall once warm; an unw_step loop costs 7-10
+ * us and a sigprocmask pair per frame); libunwind finds unwind tables through
+ * dl_iterate_phdr, whose loader lock a signal may interrupt (hence the
+ * snapshot); and frame pointers alone lose the frames of Debian's libraries,
+ * which are built without them.
  */
 #include <dlfcn.h>
 #include <errno.h>
