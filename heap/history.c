@@ -253,24 +253,14 @@ hist_main(void *unused)
 int
 pe_heap_hist_start(void)
 {
-    pthread_attr_t attr;
-    pthread_t t;
-    sigset_t all, old;
     int err;
 
     if (__atomic_load_n(&running, __ATOMIC_ACQUIRE))
         return 0;
     if (!tl && !(tl = pe_heap_map(PE_HEAP_TIMELINE * sizeof(*tl))))
         return -ENOMEM;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create ? pe_real.pthread_create(&t, &attr, hist_main, NULL) : ENOSYS;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err)
-        return -err;
+    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0)
+        return err;
     __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -115,9 +115,6 @@ int
 pe_peek_init(void)
 {
     const char *name;
-    pthread_attr_t attr;
-    pthread_t th;
-    sigset_t all, saved;
     int err;
 
     if (!pe_cfg.peek_signal)
@@ -132,14 +129,7 @@ pe_peek_init(void)
     }
     if (sem_init(&peek_sem, 0, 0) < 0)
         return -errno;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create(&th, &attr, peek_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (err) {
+    if ((err = -pe_threads_start_internal(peek_main, NULL)) != 0) {
         pe_log_warn("PROFEP_PEEK_SIGNAL: cannot start the peek thread: %s", strerror(err));
         return -err;
     }

@@ -91,31 +91,12 @@ static pe_quiet_stats_t stats;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-/* Read /proc/self/task/TID/<what> into buf (NUL-terminated).  Length or -errno. */
-static int
-read_task(pid_t tid, const char *what, char *buf, size_t len)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return errno == ESRCH ? -ESRCH : -EIO;
-    buf[n] = '\0';
-    return (int)n;
-}
-
 /* State letter and context-switch counts from status.  0 or -errno. */
 static int
 read_status(pid_t tid, char *state, uint64_t *nv, uint64_t *niv)
 {
     char buf[4096], *p;
-    int rc = read_task(tid, "status", buf, sizeof(buf));
+    int rc = pe_threads_read_task(tid, "status", buf, sizeof(buf));
 
     if (rc < 0)
         return rc;
@@ -138,7 +119,7 @@ static int
 read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
 {
     char *tok[12], *save = NULL, tmp[LINE_MAX_];
-    int rc = read_task(tid, "syscall", line, len), n = 0;
+    int rc = pe_threads_read_task(tid, "syscall", line, len), n = 0;
 
     if (rc < 0)
         return rc;
@@ -169,7 +150,7 @@ read_key(pid_t tid, uint64_t *k1, uint64_t *k2)
     int rc;
 
     if (have_schedstat != 0) {
-        rc = read_task(tid, "schedstat", buf, sizeof(buf));
+        rc = pe_threads_read_task(tid, "schedstat", buf, sizeof(buf));
         if (rc >= 0) {
             have_schedstat = 1;
             *k1 = strtoull(buf, &end, 10);
