@@ -5,7 +5,7 @@
  *
  *   tab        the stacks themselves: preload/stacktab.h (lock-free, ids
  *              valid for the life of the process, PE_HEAP_STACKS of them)
- *   totals[]   per stripe (guard.h) and stack, the running totals on one
+ *   totals[]   per stripe (preload/guard.h) and stack, the running totals on one
  *              cache line: a thread adds to its own stripe's line only, so
  *              two threads sampling the same stack do not pass a line back
  *              and forth (and a stripe's owner adds without a lock prefix);

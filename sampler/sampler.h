@@ -99,13 +99,13 @@ void pe_sampler_after_fork(int child, const sigset_t *saved);
 /*
  * exec: no signal of ours may reach the new image (its default action kills
  * it): sends stop, this thread's timer goes, what is pending is drained, and
- * a program's SIG_IGN is handed on.  `foreign` (a vfork child, events.h):
+ * a program's SIG_IGN is handed on.  `foreign` (a vfork child, preload/events.h):
  * only the hand-on, nothing shared is written.  Returns a token for
  * pe_sampler_after_exec_failed, which undoes it all when exec returned.
  */
 int pe_sampler_before_exec(int foreign);
 void pe_sampler_after_exec_failed(int foreign, int token);
-/* posix_spawn, system, popen: a program's SIG_IGN handed on meanwhile (events.h). */
+/* posix_spawn, system, popen: a program's SIG_IGN handed on meanwhile (preload/events.h). */
 void pe_sampler_spawn_begin(void);
 void pe_sampler_spawn_end(void);
 

@@ -39,7 +39,7 @@ thread_cpu_clock(pid_t tid)
     return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
-/* The collector's generator for first expiries (rand.h; 0 = not seeded yet). */
+/* The collector's generator for first expiries (preload/rand.h; 0 = not seeded yet). */
 static PE_TLS uint64_t rng;
 
 int
