@@ -21,8 +21,9 @@
  * The owner module keeps what differs (what the program believes its
  * disposition is, when to give the signal back) and reads `owned` as it likes.
  *
- * Signal-safe: pe_sig_is_handler and pe_sig_real_action (sigaction is
- * async-signal-safe); the rest runs in ordinary threads.
+ * Signal-safe: pe_sig_is_handler, pe_sig_ignores and pe_sig_real_action
+ * (sigaction is async-signal-safe); the rest runs in ordinary threads (and
+ * the hand-on in a vfork child).
  */
 #ifndef PE_SIGOWN_H
 #define PE_SIGOWN_H
@@ -40,7 +41,8 @@ typedef struct pe_sigown_s {
     /* the disposition the program asked for, to hand on (under lock) */
     const struct sigaction *(*prog)(void);
     pe_spin_t lock;
-    int owned; /* our handler is the kernel's (writer: under lock; atomics) */
+    int owned; /* our handler is the kernel's (atomics; written under lock, or by
+                  the owner's handler when it gives the signal up) */
     int handon_users, handon_applied; /* under lock: begun hand-ons; the kernel has SIG_IGN */
 } pe_sigown_t;
 
