@@ -201,8 +201,9 @@ pe_heap_atfork_child(void)
     if (!inited)
         return;
     pe_heap_allocs_atfork_child();
-    /* A fork child is dormant (SPEC): no server will read its profile, so
-       sampling stops; its threads redraw to "never" on their next slow path. */
+    /* A fork child is dormant (its server thread did not survive the fork):
+       no server will read its profile, so sampling stops; its threads redraw
+       to "never" on their next slow path. */
     __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
     pe_tls.heap_countdown = 0;

@@ -21,7 +21,7 @@
  * one load beside the word the real free reads (the tag check).  Everything
  * else happens off the fast path, lock-free or under a try-lock, and never
  * calls malloc.
- * Design notes: README "Design: heap sampling".
+ * Design notes: README, section "Design", item "Heap sampling".
  *
  * Signal-safe: the hook paths (inline helpers, pe_heap_*_slow) add nothing
  * to the real allocator that a signal handler could deadlock on;
@@ -102,6 +102,17 @@ typedef struct pe_heap_hot_s {
    own (the type's alignment pads it, so nothing written often shares it). */
 extern PE_HIDDEN pe_heap_hot_t pe_heap_hot;
 
+/*
+ * 1 when the word below address a lies on the page before a's, which may be
+ * unmapped: a is within 8 bytes of a page start.  4 KiB is the smallest page
+ * Linux maps, so the test holds (conservatively) for any page size.
+ */
+PE_SIGSAFE static inline int
+pe_heap_at_page_start(uintptr_t a)
+{
+    return (a & 4095) < 8;
+}
+
 /* 0 when p (not NULL, not at a page start) is certainly not ours: the word
    below it is not negative.  Safe on any block glibc handed out. */
 PE_SIGSAFE static inline int
@@ -118,7 +129,7 @@ pe_heap_maybe_tagged(const void *p)
     uintptr_t a = (uintptr_t)p;
 
     /* Below a page start: readable only when glibc's chunk header is there. */
-    if (PE_UNLIKELY((a & 4095) < 8) && !pe_heap_hot.page_start_ok)
+    if (PE_UNLIKELY(pe_heap_at_page_start(a)) && !pe_heap_hot.page_start_ok)
         return 0;
     return *(const uintptr_t *)(a - 8) == (a ^ pe_heap_hot.key);
 }

@@ -35,8 +35,6 @@ PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 
 /* ---- sample.c ----------------------------------------------------------------- */
 
-PE_SIGSAFE uint64_t pe_heap_rng_next(uint64_t *s);
-PE_SIGSAFE void pe_heap_rng_seed(uint64_t *s);
 /* Exponential interval with mean `rate` (>0), clamped to [1, 64*rate]. */
 PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
 /* -ln(u), u in (0, 1], as pe_heap_draw computes it (without libm). */

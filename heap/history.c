@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/real.h"
 #include "../preload/threads.h"
@@ -46,15 +47,6 @@ static uint64_t peak_bytes; /* sampled live bytes at the peak */
 static pe_heap_tl_t *tl;    /* ring of PE_HEAP_TIMELINE seconds */
 static unsigned tl_next, tl_count;
 static int running;
-
-static int64_t
-now_ns(clockid_t c)
-{
-    struct timespec ts;
-
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* The per-stack live totals now (entries with live objects or bytes only)
    and their sum. */
@@ -86,7 +78,7 @@ take(checkpoint_t *ck, uint64_t *total_bytes)
     }
     free(r);
     ck->n = k;
-    ck->t_ns = now_ns(CLOCK_REALTIME);
+    ck->t_ns = pe_clock_ns(CLOCK_REALTIME);
     *total_bytes = sum / PE_HEAP_BYTES_ONE;
     return 0;
 }
@@ -218,7 +210,7 @@ tick(int checkpoint_due)
             keep_checkpoint(&ck);
         free(ck.v);
     }
-    e.t_ms = now_ns(CLOCK_REALTIME) / 1000000;
+    e.t_ms = pe_clock_ns(CLOCK_REALTIME) / 1000000;
     e.heap = total;
     e.rss = rss_bytes();
     e.threads = thread_count();
@@ -261,24 +253,14 @@ hist_main(void *unused)
 int
 pe_heap_hist_start(void)
 {
-    pthread_attr_t attr;
-    pthread_t t;
-    sigset_t all, old;
     int err;
 
     if (__atomic_load_n(&running, __ATOMIC_ACQUIRE))
         return 0;
     if (!tl && !(tl = pe_heap_map(PE_HEAP_TIMELINE * sizeof(*tl))))
         return -ENOMEM;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create ? pe_real.pthread_create(&t, &attr, hist_main, NULL) : ENOSYS;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err)
-        return -err;
+    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0)
+        return err;
     __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -305,7 +287,7 @@ copy_ck(const checkpoint_t *ck, pe_heap_ck_ent_t **out, int *n)
 int
 pe_heap_hist_since(double ago, pe_heap_ck_ent_t **out, int *n, int64_t *taken_ns)
 {
-    int64_t want = now_ns(CLOCK_REALTIME) - (int64_t)(ago * 1e9), best_d = INT64_MAX;
+    int64_t want = pe_clock_ns(CLOCK_REALTIME) - (int64_t)(ago * 1e9), best_d = INT64_MAX;
     checkpoint_t now, *best = NULL;
     pe_heap_ck_ent_t *then = NULL, *v;
     uint64_t total;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "heap_int.h"
 
 typedef struct live_ent_s {
@@ -42,13 +43,9 @@ static live_ent_t *slots;
 PE_SIGSAFE uint32_t
 pe_heap_now_s(void)
 {
-    struct timespec ts;
-
     /* Coarse: a tick's resolution is plenty for ages in seconds, and it
        costs a few ns where the sample's unwind costs microseconds. */
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-        return 0;
-    return (uint32_t)ts.tv_sec;
+    return (uint32_t)(pe_clock_ns(CLOCK_MONOTONIC_COARSE) / 1000000000);
 }
 static uint32_t nslots; /* a power of two */
 

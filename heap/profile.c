@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "heap.h"
 
 static const pe_prof_vt_t heap_types[4] = {
@@ -37,15 +38,6 @@ static int64_t
 bytes_val(uint64_t fx)
 {
     return (int64_t)((fx + PE_HEAP_BYTES_ONE / 2) / PE_HEAP_BYTES_ONE);
-}
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 int
@@ -87,7 +79,7 @@ pe_heap_profile(const pe_heap_rec_t *v, int n, const char *deftype, int64_t dura
     if (!p)
         return NULL;
     pe_prof_set_default_type(p, deftype);
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     for (int i = 0; i < n; i++) {
         int64_t vals[4] = {cnt_val(v[i].alloc_cnt_fx), bytes_val(v[i].alloc_bytes_fx),
                            cnt_val(v[i].inuse_cnt_fx), bytes_val(v[i].inuse_bytes_fx)};
@@ -158,7 +150,7 @@ pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t ove
     if (!p)
         return NULL;
     pe_prof_set_default_type(p, "alloc_space");
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     pe_prof_comment(p,
                     "allocs_profile: every malloc-family call recorded with probability %g; "
                     "values scaled by %g",

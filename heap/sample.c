@@ -1,13 +1,13 @@
 /*
  * sample.c: the sampling decisions taken off the hooks' fast path: the
- * per-thread xorshift generator, the exponential byte interval, the weight
+ * per-thread generator (preload/rand.h), the exponential byte interval, the weight
  * of a sample, and the slow paths of the hooks: an allocation that reached
  * its sample point or runs under an /allocs_profile recording (allocated
  * here, tagged when sampled: tag.c), and a free, realloc or
  * malloc_usable_size of a block the tag check flagged.  Tables live in
  * stacks.c, live.c and allocs.c.
  *
- * Sampling math (Go runtime/malloc.go nextSample; NOTES §4): the countdown
+ * Sampling math (Go's runtime/malloc.go nextSample, tcmalloc's rule): the countdown
  * c ~ Exp(R) is memoryless, so an allocation of s bytes meets c <= s with
  * probability  P(s) = 1 - exp(-s/R)  whatever came before; after a sample a
  * fresh interval is drawn (no carry).  Horvitz-Thompson: a sample of s bytes
@@ -24,46 +24,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../sampler/unwind.h"
 #include "heap_int.h"
 
-/* ---- random numbers --------------------------------------------------------- */
-
-PE_SIGSAFE uint64_t
-pe_heap_rng_next(uint64_t *s)
-{
-    /* xorshift64* (Vigna): period 2^64-1, good enough for sampling. */
-    uint64_t x = *s;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-PE_SIGSAFE void
-pe_heap_rng_seed(uint64_t *s)
-{
-    struct timespec ts;
-    uint64_t x;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO; async-signal-safe */
-    x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)s ^
-        ((uint64_t)syscall(SYS_gettid) << 17);
-    /* splitmix64 finaliser, so nearby seeds give unrelated streams */
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    *s = x ? x : 0x853c49e6748fea9bull;
-}
+/* ---- the interval ------------------------------------------------------------ */
 
 /*
  * -ln(u) for u in (0, 1], without a call into libm (cold by the time a
@@ -97,7 +67,7 @@ PE_SIGSAFE int64_t
 pe_heap_draw(uint64_t *rng, int64_t rate)
 {
     /* u uniform in (0, 1] (a normal double: no subnormal case); -ln(u) ~ Exp(1). */
-    double u = (double)((pe_heap_rng_next(rng) >> 11) + 1) * (1.0 / 9007199254740992.0);
+    double u = pe_rand_unit(rng);
     double v = neg_log(u) * (double)rate;
 
     if (v < 1.0)
@@ -145,7 +115,7 @@ draw_interval(pe_tls_t *t, int64_t rate)
     if (rate <= 0)
         return NEVER;
     if (PE_UNLIKELY(t->rng == 0))
-        pe_heap_rng_seed(&t->rng);
+        pe_rand_seed(&t->rng);
     return pe_heap_draw(&t->rng, rate);
 }
 
@@ -251,8 +221,8 @@ decide(size_t size, int64_t *rate_out)
         __atomic_fetch_add(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_SEQ_CST)) {
             if (PE_UNLIKELY(t->rng == 0))
-                pe_heap_rng_seed(&t->rng);
-            if (pe_heap_rng_next(&t->rng) <= pe_heap_allocs_threshold)
+                pe_rand_seed(&t->rng);
+            if (pe_rand_next(&t->rng) <= pe_heap_allocs_threshold)
                 want |= WANT_ALLOCS;
         }
         if (!(want & WANT_ALLOCS))
@@ -417,7 +387,7 @@ realloc_tagged(pe_heap_tag_t *t, void *old, size_t size)
         return NULL;
     }
     p = nb + off;
-    if (spare && ((uintptr_t)p & 4095) < 8) {
+    if (spare && pe_heap_at_page_start((uintptr_t)p)) {
         memmove(p + spare, p, size);
         p += spare;
     }

@@ -26,29 +26,27 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/rand.h"
 #include "../preload/real.h"
 #include "heap_int.h"
 
 void
 pe_heap_tag_key_init(void)
 {
-    struct timespec ts;
     uint64_t x;
 
     if (__atomic_load_n(&pe_heap_hot.key, __ATOMIC_ACQUIRE))
         return;
     /* Not a secret against an attacker, only against coincidence: no
-       program's data should equal key ^ p by chance. */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40) ^
-        (uintptr_t)&ts ^ __builtin_ia32_rdtsc();
-    pe_heap_rng_seed(&x);
-    pe_heap_hot.key2 = pe_heap_rng_next(&x) | (1ull << 63);
-    __atomic_store_n(&pe_heap_hot.key, pe_heap_rng_next(&x) | (1ull << 63), __ATOMIC_RELEASE);
+       program's data should equal key ^ p by chance.  The seed adds the
+       clock, tid and an address to the pid and cycle counter. */
+    x = ((uint64_t)getpid() << 20) ^ __builtin_ia32_rdtsc();
+    pe_rand_seed(&x);
+    pe_heap_hot.key2 = pe_rand_next(&x) | (1ull << 63);
+    __atomic_store_n(&pe_heap_hot.key, pe_rand_next(&x) | (1ull << 63), __ATOMIC_RELEASE);
 }
 
 static inline pe_heap_tag_t *
@@ -96,7 +94,7 @@ pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size)
     if (!base)
         return NULL;
     p = (char *)base + off;
-    if (((uintptr_t)p & 4095) < 8 && !pe_heap_hot.page_start_ok) {
+    if (pe_heap_at_page_start((uintptr_t)p) && !pe_heap_hot.page_start_ok) {
         pe_real.free(base); /* free() could not read its tag */
         return NULL;
     }
@@ -130,7 +128,7 @@ pe_heap_tag_of(void *p)
     uintptr_t a = (uintptr_t)p;
     pe_heap_tag_t *t;
 
-    if (!p || (((a & 4095) < 8) && !pe_heap_hot.page_start_ok))
+    if (!p || (pe_heap_at_page_start(a) && !pe_heap_hot.page_start_ok))
         return NULL;
     t = tag_at(p);
     if (t->magic != (a ^ pe_heap_hot.key) || t->check != (a ^ pe_heap_hot.key2))
@@ -210,7 +208,7 @@ pe_heap_pool_alloc(size_t size, size_t align)
     if (!b)
         return NULL;
     p = b + pre;
-    if (((uintptr_t)p & 4095) < 8)
+    if (pe_heap_at_page_start((uintptr_t)p))
         p += pre;
     ((uint64_t *)p)[-2] = size;
     ((uintptr_t *)p)[-1] = (uintptr_t)p ^ pe_heap_hot.key;

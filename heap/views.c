@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "heap.h"
 
@@ -35,15 +36,6 @@ struct pe_heap_vrec_s {
 typedef struct pe_heap_vrec_s vrec_t;
 
 #define NO_AGE UINT32_MAX
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Round a fixed-point value to whole units, halves away from zero. */
 static int64_t
@@ -164,7 +156,7 @@ pe_heap_view_age(pe_heap_view_t *w, const pe_heap_age_t *f)
              f->min_s, f->max_s >= 1e18 ? INFINITY : f->max_s, c.listed, st.dropped_live);
     w->v = c.v;
     w->n = c.n;
-    w->time_ns = now_nanos();
+    w->time_ns = pe_clock_ns(CLOCK_REALTIME);
     return 0;
 }
 
@@ -191,7 +183,7 @@ int
 pe_heap_view_since(pe_heap_view_t *w, double ago)
 {
     pe_heap_ck_ent_t *v;
-    int64_t taken = 0, now = now_nanos(), total = 0;
+    int64_t taken = 0, now = pe_clock_ns(CLOCK_REALTIME), total = 0;
     int n, rc;
 
     memset(w, 0, sizeof(*w));
@@ -213,7 +205,7 @@ int
 pe_heap_view_peak(pe_heap_view_t *w)
 {
     pe_heap_ck_ent_t *v;
-    int64_t when = 0, now = now_nanos();
+    int64_t when = 0, now = pe_clock_ns(CLOCK_REALTIME);
     uint64_t bytes = 0;
     char stamp[64];
     struct tm tm;

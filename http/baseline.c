@@ -14,22 +14,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "http_int.h"
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int
 pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
                       int *nprev, int64_t *prev_ns)
 {
-    int64_t taken = now_nanos();
+    int64_t taken = pe_clock_ns(CLOCK_REALTIME);
     void *copy = NULL;
 
     *prev = NULL;
@@ -106,7 +98,7 @@ pe_http_recs_window(pe_req_t *r, const pe_http_recs_t *k, pe_http_baseline_t *ba
             free(s1);
             return pe_http_error(r, 500, "out of memory");
         }
-        *dur_ns = t0 ? now_nanos() - t0 : 0;
+        *dur_ns = t0 ? pe_clock_ns(CLOCK_REALTIME) - t0 : 0;
     }
     if (s0)
         k->delta(s1, n1, s0, n0);

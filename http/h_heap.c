@@ -16,18 +16,10 @@
 #include <time.h>
 
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "http_int.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* 0 when the heap endpoints can answer, else the 503 (sent). */
 static int
@@ -208,7 +200,7 @@ pe_http_h_allocs_profile_start(pe_req_t *r)
         return rc;
     if ((rc = start(r, p, 1)))
         return rc;
-    __atomic_store_n(&open_started_ns, now_nanos(), __ATOMIC_RELAXED);
+    __atomic_store_n(&open_started_ns, pe_clock_ns(CLOCK_REALTIME), __ATOMIC_RELAXED);
     snprintf(line, sizeof(line),
              "allocation recording started (sample_rate=%g); /allocs_profile_stop returns the "
              "profile\n",
@@ -219,7 +211,8 @@ pe_http_h_allocs_profile_start(pe_req_t *r)
 int
 pe_http_h_allocs_profile_stop(pe_req_t *r)
 {
-    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED), now = now_nanos();
+    int64_t t0 = __atomic_load_n(&open_started_ns, __ATOMIC_RELAXED),
+            now = pe_clock_ns(CLOCK_REALTIME);
     int rc;
 
     if ((rc = heap_unavailable(r, 0)))

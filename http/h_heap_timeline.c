@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "http_int.h"
 
@@ -71,15 +72,6 @@ static const series_t series[] = {
     {"mmapped", "glibc: mmapped blocks", "#9467bd", g_mmap},
 };
 #define NSERIES ((int)(sizeof(series) / sizeof(series[0])))
-
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 hms(int64_t t_ms, char *buf, size_t len)
@@ -285,7 +277,7 @@ send_page(pe_req_t *r, const pe_heap_tl_t *v, int n, int64_t peak_ms, uint64_t p
 {
     pe_resp_t resp;
     char a[32], b[32], tb[16], name[64];
-    int64_t now = now_ms();
+    int64_t now = pe_clock_ns(CLOCK_REALTIME) / 1000000;
 
     if (svg_only) {
         pe_http_begin(r, &resp, "image/svg+xml", NULL);

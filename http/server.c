@@ -423,9 +423,6 @@ int pe_http_port;
 int
 pe_http_start(void)
 {
-    pthread_attr_t attr;
-    pthread_t thread;
-    sigset_t all, old;
     int err;
 
     /* What fd 2 is at load: the server thread's lines go nowhere else. */
@@ -433,18 +430,10 @@ pe_http_start(void)
     /* Read with every other setting, in the constructor (config.c). */
     snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
 
-    /* Threads inherit the creator's mask: ours and civetweb's then never take
-       the program's process-directed signals (SIGTERM for a sigwait thread...). */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create(&thread, &attr, server_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
-        pe_log_warn("cannot start the server thread: %s", strerror(err));
-        return -err;
+    /* Every signal blocked: civetweb's threads inherit our mask (threads.h). */
+    if ((err = pe_threads_start_internal(server_main, NULL)) < 0) {
+        pe_log_warn("cannot start the server thread: %s", strerror(-err));
+        return err;
     }
     return 0;
 }

@@ -92,7 +92,7 @@ pe_event_fork_child(void)
 
     __atomic_store_n(&owner_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
     /* Our threads did not survive the fork: the child runs no server and no
-       timers (SPEC: a fork child stays dormant), but its allocations still
+       timers (it stays dormant, as the README says), but its allocations still
        go through the heap hooks.  Whatever another thread held at the fork
        (unwinder pins, spin locks, in-flight counters) is let go. */
     pe_threads_atfork_child(); /* first: it resets the cached tid */

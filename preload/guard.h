@@ -31,7 +31,7 @@ typedef struct pe_tls_s {
     uint64_t heap_countdown;   /* fast-path part of it, 1..PE_HEAP_CHUNK; 0 = see slow path */
     int64_t heap_reserve;      /* the rest of the interval to the next heap sample */
     int heap_recording;        /* countdown parked at 0 by an /allocs_profile recording */
-    uint64_t rng;              /* xorshift state, 0 = not seeded */
+    uint64_t rng;              /* rand.h state, 0 = not seeded */
     int heap_seeded_gen;       /* rate generation the countdown was drawn for */
     uint32_t heap_live_cursor; /* where this thread looks for a free live slot */
     unsigned stripe;           /* pe_stripe() + 1, 0 = not assigned yet */
@@ -39,7 +39,7 @@ typedef struct pe_tls_s {
     int may_own_stripe;        /* the thread gives a stripe back at exit */
     /* lock contention (sampler/mutex.c) */
     int64_t mutex_countdown; /* waits left until the next sampled one; 0 = not drawn yet */
-    uint64_t mutex_rng;      /* xorshift state for those draws, 0 = not seeded */
+    uint64_t mutex_rng;      /* rand.h state for those draws, 0 = not seeded */
 } __attribute__((aligned(PE_CACHELINE))) pe_tls_t;
 
 extern PE_TLS pe_tls_t pe_tls;

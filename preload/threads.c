@@ -2,17 +2,21 @@
  * threads.c: the lock-free registry of threads (tid, ours or not, creation
  * stack).  Slots are claimed with a CAS on the tid, starting at a hash of it,
  * and released by storing 0; readers copy slots without any lock and tolerate
- * a slot changing under them (they re-check the tid).  /proc readers for a
- * thread's name and state live here too.
+ * a slot changing under them (they re-check the tid).  The /proc reader of a
+ * thread's files (name, state, and sampler/quiet.c's), and the start of the library's
+ * own threads, live here too.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "guard.h"
+#include "real.h"
 #include "threads.h"
 
 static pe_thread_info_t slots[PE_THREADS_MAX];
@@ -172,8 +176,30 @@ pe_threads_atfork_child(void)
     }
 }
 
-static int
-read_proc(pid_t tid, const char *what, char *buf, size_t len)
+int
+pe_threads_start_internal(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_t th;
+    sigset_t all, old;
+    int err;
+
+    if (!pe_real.pthread_create)
+        return -ENOSYS;
+    /* A thread inherits its creator's mask: ours then never take the
+       program's process-directed signals (SIGTERM for a sigwait thread...). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    err = pe_real.pthread_create(&th, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -err;
+}
+
+int
+pe_threads_read_task(pid_t tid, const char *what, char *buf, size_t len)
 {
     char path[64];
     ssize_t n;
@@ -181,11 +207,11 @@ read_proc(pid_t tid, const char *what, char *buf, size_t len)
 
     snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -errno;
+        return errno == ENOENT ? -ESRCH : -errno;
     n = read(fd, buf, len - 1);
     close(fd);
     if (n < 0)
-        return -EIO;
+        return errno == ESRCH ? -ESRCH : -EIO;
     buf[n] = '\0';
     return (int)n;
 }
@@ -193,7 +219,7 @@ read_proc(pid_t tid, const char *what, char *buf, size_t len)
 int
 pe_threads_name(pid_t tid, char *buf, size_t len)
 {
-    int n = read_proc(tid, "comm", buf, len);
+    int n = pe_threads_read_task(tid, "comm", buf, len);
 
     if (n < 0) {
         snprintf(buf, len, "?");
@@ -209,7 +235,8 @@ pe_threads_state(pid_t tid)
 {
     char stat[512], *p;
 
-    if (read_proc(tid, "stat", stat, sizeof(stat)) < 0 || !(p = strrchr(stat, ')')) || !p[1])
+    if (pe_threads_read_task(tid, "stat", stat, sizeof(stat)) < 0 || !(p = strrchr(stat, ')')) ||
+        !p[1])
         return "unknown";
     return pe_threads_state_name(p[2]);
 }

@@ -55,6 +55,17 @@ PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
 int pe_threads_list(pe_thread_info_t *out, int max);
 /* In a fork child: forget every thread but the caller. */
 void pe_threads_atfork_child(void);
+/*
+ * Start one of the library's threads, detached, with every signal blocked
+ * (through the real pthread_create: not registered, not sampled; fn marks
+ * itself internal).  0, or -errno (-ENOSYS before pe_real is resolved).
+ */
+int pe_threads_start_internal(void *(*fn)(void *), void *arg);
+/*
+ * Read /proc/self/task/<tid>/<what> into buf (at most len - 1 bytes,
+ * NUL-terminated).  The length, -ESRCH when the thread is gone, or -errno.
+ */
+int pe_threads_read_task(pid_t tid, const char *what, char *buf, size_t len);
 /* Read /proc/self/task/<tid>/comm into buf (NUL-terminated, newline stripped). */
 int pe_threads_name(pid_t tid, char *buf, size_t len);
 /* Read the one-letter state of tid from /proc (R, S, D, ...) and name it. */

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/log.h"
 #include "proto_int.h"
 
@@ -452,13 +453,10 @@ pe_prof_jit_begin(void)
 {
     char path[4096], dpath[4096];
     batch_t b = {0};
-    struct timespec now;
-    int64_t now_ms;
+    int64_t now_ms = pe_clock_ns(CLOCK_MONOTONIC) / 1000000;
 
     /* Some callers symbolize one address per batch: look at the files at
        most every 50 ms. */
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     if (jm.pid == getpid() && now_ms - jm.last_ms < 50)
         return;
     jm.last_ms = now_ms;

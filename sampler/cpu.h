@@ -23,6 +23,7 @@
 
 #include "../preload/guard.h"
 #include "../preload/pe.h"
+#include "../preload/sigown.h"
 #include "ring.h"
 
 #define PE_SAMPLER_SIG SIGPROF
@@ -108,13 +109,10 @@ void pe_cpu_sig_release(void);
 /* The program's stored disposition, for chaining from the handler. */
 PE_SIGSAFE void pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc);
 /*
- * Hand SIG_IGN on (exec, spawn): while begun, a program's SIG_IGN is the
- * kernel's disposition instead of our handler.  Not foreign: reference
- * counted, returns 0; end restores ours at the last end.  Foreign (a vfork
- * child): only this process's disposition changes; returns a token for end.
+ * The signal as preload/sigown.h holds it, for the hand-on of a program's
+ * SIG_IGN across exec and spawn (pe_sigown_handon_begin/end).
  */
-int pe_cpu_sig_handon_begin(int foreign);
-void pe_cpu_sig_handon_end(int foreign, int token);
+extern pe_sigown_t pe_cpu_sig;
 /*
  * exec: from begin until end (or the exec), pe_cpu_sigq_send sends nothing
  * (returns -EAGAIN), and begin returns once no send is in flight, so every

@@ -2,14 +2,12 @@
  * mutex.c: lock contention sampling: the per-thread geometric countdown, the
  * timed real call of a sampled wait, and the fixed (kind, stack) -> totals
  * table the two contention endpoints read.  The interposers themselves are in
- * mutex_hooks.c; the profiles are built in http/h_mutex.c.  See mutex.h for the
- * whole path and README "Design" for the sampling math.
+ * mutex_hooks.c; the profiles are built in http/h_mutex.c.  The design (paths,
+ * sampling, what is recorded) is mutex.h's.
  *
- *   buckets[]  uint32 id+1 per slot, open addressing on the (kind, stack) hash,
- *              at most half full (twice as many slots as entries)
- *   ents[]     fixed entries (frames inline), claimed by fetch-add, published by
- *              the CAS that puts their id in a bucket; ids 0 and 1 are the
- *              "[unknown]" stacks of the two kinds
+ *   tab        the (kind, stack) entries: preload/stacktab.h, the kind as
+ *              the tag; ids 0 and 1 are the "[unknown]" stacks of the two kinds
+ *   totals[]   per entry, the sampled events and their total delay
  *
  * Signal-safe: pe_mutex_sampled, pe_mutex_record, pe_mutex_draw; not the readers.
  */
@@ -20,39 +18,39 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../preload/clock.h"
 #include "../preload/init.h"
+#include "../preload/rand.h"
+#include "../preload/stacktab.h"
 #include "mutex.h"
 #include "unwind.h"
 
 #define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
 #define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)
 #define PE_MUTEX_FIRST_ID 2u /* 0, 1: "[unknown]" of each kind */
-#define PE_MUTEX_NO_ENTRY UINT32_MAX
 /* How deep below our own frames the program's call site may lie in an unwound stack. */
 #define PE_MUTEX_SEARCH 8
 
-typedef struct mx_ent_s {
-    uint64_t hash;
-    uint32_t kind;
-    uint32_t n;         /* frames */
-    uint32_t published; /* 1 once its id is in a bucket (readers skip others) */
-    uint64_t count;     /* sampled events; relaxed atomics */
-    uint64_t delay_ns;  /* their total delay */
-    uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
-} mx_ent_t;
+/* One entry's totals; relaxed atomics. */
+typedef struct mx_totals_s {
+    uint64_t count;    /* sampled events */
+    uint64_t delay_ns; /* their total delay */
+} mx_totals_t;
 
+/* Everything in one mapping; tab points into the arrays beside it. */
 typedef struct mx_table_s {
+    pe_stacktab_t tab;
     uint32_t buckets[PE_MUTEX_BUCKETS];
-    mx_ent_t ents[PE_MUTEX_ENTS];
+    pe_stacktab_ent_t ents[PE_MUTEX_ENTS];
+    uintptr_t frames[PE_MUTEX_ENTS * PE_MUTEX_MAX_FRAMES];
+    mx_totals_t totals[PE_MUTEX_ENTS];
 } mx_table_t;
 
 /* The table, mapped on the first sampled event (NORESERVE: untouched pages cost nothing). */
 static mx_table_t *table;
 static int table_failed;
-static uint32_t next_ent = PE_MUTEX_FIRST_ID;
 /* Statistics for the profile comments; relaxed atomics, written by recorders. */
 static uint64_t st_sampled, st_dropped, st_no_stack;
-static uint64_t seed_counter;
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -72,71 +70,13 @@ table_get(void)
         return NULL;
     }
     mine = p;
-    mine->ents[0].published = mine->ents[1].published = 1;
-    mine->ents[1].kind = PE_MUTEX_KIND_WAIT;
+    pe_stacktab_setup(&mine->tab, mine->buckets, mine->ents, mine->frames, PE_MUTEX_ENTS,
+                      PE_MUTEX_ENTS * PE_MUTEX_MAX_FRAMES, PE_MUTEX_FIRST_ID);
+    mine->ents[PE_MUTEX_KIND_WAIT].tag = PE_MUTEX_KIND_WAIT;
     if (__atomic_compare_exchange_n(&table, &t, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return mine;
     munmap(mine, sizeof(mx_table_t)); /* another thread mapped it first */
     return t;
-}
-
-PE_SIGSAFE static uint64_t
-hash_stack(int kind, const uintptr_t *pcs, int n)
-{
-    uint64_t h = 0x84222325cbf29ce4ull ^ ((uint64_t)n << 1 | (uint64_t)kind);
-
-    for (int i = 0; i < n; i++) {
-        h ^= pcs[i];
-        h *= 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    return h ? h : 1;
-}
-
-PE_SIGSAFE static int
-same(const mx_ent_t *e, uint64_t h, int kind, const uintptr_t *pcs, int n)
-{
-    return e->hash == h && e->kind == (uint32_t)kind && e->n == (uint32_t)n &&
-           !memcmp(e->pcs, pcs, (size_t)n * sizeof(*pcs));
-}
-
-/* The entry of (kind, stack), adding it if new; PE_MUTEX_NO_ENTRY when the table is full. */
-PE_SIGSAFE static uint32_t
-intern(mx_table_t *t, int kind, const uintptr_t *pcs, int n)
-{
-    uint64_t h = hash_stack(kind, pcs, n);
-    uint32_t mask = PE_MUTEX_BUCKETS - 1, i, mine = PE_MUTEX_NO_ENTRY;
-
-    for (i = (uint32_t)h & mask;; i = (i + 1) & mask) {
-        uint32_t b = __atomic_load_n(&t->buckets[i], __ATOMIC_ACQUIRE);
-
-        if (b) {
-            if (same(&t->ents[b - 1], h, kind, pcs, n))
-                return b - 1;
-            continue;
-        }
-        /* Empty slot: the stack is new here.  Fill an entry once, then claim. */
-        if (mine == PE_MUTEX_NO_ENTRY) {
-            /* Look before taking, so that a full table's counter never wraps. */
-            if (__atomic_load_n(&next_ent, __ATOMIC_RELAXED) >= PE_MUTEX_ENTS)
-                return PE_MUTEX_NO_ENTRY;
-            mine = __atomic_fetch_add(&next_ent, 1, __ATOMIC_RELAXED);
-            if (mine >= PE_MUTEX_ENTS)
-                return PE_MUTEX_NO_ENTRY; /* full (buckets stay at most half full) */
-            memcpy(t->ents[mine].pcs, pcs, (size_t)n * sizeof(*pcs));
-            t->ents[mine].hash = h;
-            t->ents[mine].kind = (uint32_t)kind;
-            t->ents[mine].n = (uint32_t)n;
-        }
-        if (__atomic_compare_exchange_n(&t->buckets[i], &b, mine + 1, 0, __ATOMIC_RELEASE,
-                                        __ATOMIC_ACQUIRE)) {
-            __atomic_store_n(&t->ents[mine].published, 1, __ATOMIC_RELEASE);
-            return mine;
-        }
-        /* Lost the slot: the winner may be this very stack (ours stays unpublished). */
-        if (same(&t->ents[b - 1], h, kind, pcs, n))
-            return b - 1;
-    }
 }
 
 /*
@@ -206,15 +146,6 @@ classify(int op, int rc)
     }
 }
 
-PE_SIGSAFE static uint64_t
-mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall, no lock */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- sampling --------------------------------------------------------------------- */
 
 /*
@@ -227,35 +158,14 @@ mono_ns(void)
 PE_SIGSAFE int64_t
 pe_mutex_draw(uint64_t *rng, int64_t rate)
 {
-    uint64_t x = *rng;
-    double u, g;
+    double g;
 
     if (rate <= 1)
         return 1;
-    /* xorshift64* */
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *rng = x;
-    x *= 0x2545f4914f6cdd1dull;
-    u = (double)((x >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
-    g = 1.0 + floor(log(u) / log1p(-1.0 / (double)rate));
+    g = 1.0 + floor(log(pe_rand_unit(rng)) / log1p(-1.0 / (double)rate));
     if (!(g >= 1.0))
         return 1;
     return g > (double)(INT64_MAX / 4) ? INT64_MAX / 4 : (int64_t)g;
-}
-
-PE_SIGSAFE static void
-seed(pe_tls_t *t)
-{
-    /* splitmix64 of the tid, the TLS block's address and a process-wide counter */
-    uint64_t z = (uint64_t)pe_gettid() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)t ^
-                 __atomic_add_fetch(&seed_counter, 0x632be59bd9b4e019ull, __ATOMIC_RELAXED);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    t->mutex_rng = z ? z : 1;
 }
 
 PE_SIGSAFE void
@@ -276,16 +186,16 @@ pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf, uint64_t delay_ns)
     pe_guard_enter();
     n = take_stack(pcs, ra, leaf);
     if (n > 0) {
-        id = intern(t, kind, pcs, n);
+        id = pe_stacktab_intern(&t->tab, (unsigned)kind, pcs, n);
     } else {
         id = (uint32_t)kind; /* "[unknown]" of this kind */
         __atomic_fetch_add(&st_no_stack, 1, __ATOMIC_RELAXED);
     }
-    if (id == PE_MUTEX_NO_ENTRY) {
+    if (id == PE_STACKTAB_FULL) {
         __atomic_fetch_add(&st_dropped, 1, __ATOMIC_RELAXED);
     } else {
-        __atomic_fetch_add(&t->ents[id].count, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&t->ents[id].delay_ns, delay_ns, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->totals[id].count, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->totals[id].delay_ns, delay_ns, __ATOMIC_RELAXED);
     }
     pe_guard_exit();
 }
@@ -302,20 +212,20 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     if (t->mutex_countdown < 0) {
         /* The thread's first event: draw its interval, then judge this event by it. */
         if (!t->mutex_rng)
-            seed(t);
+            pe_rand_seed(&t->mutex_rng);
         t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate) - 1;
         if (t->mutex_countdown > 0)
             return call_real(op, obj, m, abstime);
     }
     if (!t->mutex_rng)
-        seed(t);
+        pe_rand_seed(&t->mutex_rng);
     t->mutex_countdown = pe_mutex_draw(&t->mutex_rng, rate);
     if (!pe_init_active()) /* dormant (fork child, bind failed, PROFEP_MATCH) */
         return call_real(op, obj, m, abstime);
-    t0 = mono_ns();
+    t0 = (uint64_t)pe_clock_ns(CLOCK_MONOTONIC);
     rc = call_real(op, obj, m, abstime);
     saved_errno = errno;
-    t1 = mono_ns();
+    t1 = (uint64_t)pe_clock_ns(CLOCK_MONOTONIC);
     kind = classify(op, rc);
     if (kind >= 0)
         pe_mutex_record(kind, ra, leaf, t1 - t0);
@@ -384,7 +294,7 @@ int
 pe_mutex_snapshot(pe_mutex_rec_t **out, int *n)
 {
     mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    uint32_t end = __atomic_load_n(&next_ent, __ATOMIC_ACQUIRE), i;
+    uint32_t end, i;
     pe_mutex_rec_t *v;
     int k = 0;
 
@@ -392,24 +302,23 @@ pe_mutex_snapshot(pe_mutex_rec_t **out, int *n)
     *n = 0;
     if (!t)
         return 0;
-    if (end > PE_MUTEX_ENTS)
-        end = PE_MUTEX_ENTS;
+    end = pe_stacktab_count(&t->tab);
     v = malloc(end * sizeof(*v));
     if (!v)
         return -ENOMEM;
     for (i = 0; i < end; i++) {
-        const mx_ent_t *e = &t->ents[i];
+        const pe_stacktab_ent_t *e = pe_stacktab_ent(&t->tab, i);
         uint64_t c;
 
-        if (!__atomic_load_n(&e->published, __ATOMIC_ACQUIRE))
+        if (!e)
             continue;
-        c = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
+        c = __atomic_load_n(&t->totals[i].count, __ATOMIC_RELAXED);
         if (!c)
             continue;
         v[k].id = i;
-        v[k].kind = (int)e->kind;
+        v[k].kind = (int)e->tag;
         v[k].count = c;
-        v[k].delay_ns = __atomic_load_n(&e->delay_ns, __ATOMIC_RELAXED);
+        v[k].delay_ns = __atomic_load_n(&t->totals[i].delay_ns, __ATOMIC_RELAXED);
         k++;
     }
     *out = v;
@@ -421,28 +330,20 @@ int
 pe_mutex_stack(uint32_t id, uintptr_t *pcs, int max)
 {
     mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    const mx_ent_t *e;
-    int n;
 
-    if (!t || id >= PE_MUTEX_ENTS)
-        return 0;
-    e = &t->ents[id];
-    if (!__atomic_load_n(&e->published, __ATOMIC_ACQUIRE))
-        return 0;
-    n = (int)e->n < max ? (int)e->n : max;
-    memcpy(pcs, e->pcs, (size_t)n * sizeof(*pcs));
-    return n;
+    return t ? pe_stacktab_frames(&t->tab, id, pcs, max) : 0;
 }
 
 void
 pe_mutex_get_stats(pe_mutex_stats_t *st)
 {
-    uint32_t end = __atomic_load_n(&next_ent, __ATOMIC_RELAXED);
+    mx_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint32_t end = t ? pe_stacktab_count(&t->tab) : PE_MUTEX_FIRST_ID;
 
     st->sampled = __atomic_load_n(&st_sampled, __ATOMIC_RELAXED);
     st->dropped = __atomic_load_n(&st_dropped, __ATOMIC_RELAXED);
     st->no_stack = __atomic_load_n(&st_no_stack, __ATOMIC_RELAXED);
-    st->entries = (end > PE_MUTEX_ENTS ? PE_MUTEX_ENTS : end) - PE_MUTEX_FIRST_ID;
+    st->entries = end - PE_MUTEX_FIRST_ID;
     st->capacity = PE_MUTEX_ENTS - PE_MUTEX_FIRST_ID;
 }
 

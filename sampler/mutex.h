@@ -1,26 +1,50 @@
 /*
  * mutex.h: lock contention profiling (/debug/pprof/mutex, /debug/pprof/block).
+ * This header is the design's one account; mutex_hooks.c (the interposers)
+ * and mutex.c (sampling, the table) keep only what their code needs.
+ *
+ * Interposed: pthread_mutex_lock, pthread_mutex_timedlock,
+ * pthread_rwlock_rdlock, pthread_rwlock_wrlock, pthread_cond_wait and
+ * pthread_cond_timedwait.  Not covered: pthread_mutex_clocklock,
+ * pthread_cond_clockwait, the timed rwlock calls, spinlocks, semaphores,
+ * futexes used directly and glibc's internal locks.
  *
  * The interposers (mutex_hooks.c) keep the uncontended path at one try-lock:
  *
  *   default mutex  -> pe_mutex_take(): one compare-and-swap of the lock word,
  *                     as glibc's own lock does; taken -> 0
  *   other kinds    -> the real try-lock: anything but EBUSY is the answer (0,
- *                     EOWNERDEAD, EAGAIN, EINVAL)
+ *                     EOWNERDEAD from a robust mutex whose owner died, taken
+ *                     as the real lock takes it; EAGAIN for a recursive
+ *                     mutex's or the readers' count overflowing; EINVAL for a
+ *                     bad object or a priority ceiling below the caller's:
+ *                     the real lock answers the same in each case)
  *   held (EBUSY)   -> a contention event: bypass (our thread, inside us,
  *                     PROFEP_MUTEX_RATE=0) or --countdown not due -> the real
  *                     blocking call
  *   due            -> pe_mutex_sampled(): clock, real call, clock, record
+ *
+ * Whenever the lock is held, the real blocking call runs and its answer is
+ * returned, so EDEADLK (an error-checking mutex the caller owns), ETIMEDOUT,
+ * a normal mutex's self-deadlock and priority inheritance are glibc's, and
+ * condition waits stay cancellation points (the real call is the one
+ * cancelled; nothing of ours is held across it).
  *
  * rwlocks are never taken inline (their protocol is glibc's alone): wrlock
  * takes the try-lock line; rdlock calls the real rdlock at once when
  * pe_mutex_rd_free() sees no writer, and the try-lock line otherwise.
  *
  * Condition waits cannot be tried: every one is an event (one decrement when
- * not due).  Events are sampled independently with probability 1/N (N =
+ * not due).  glibc has two versions of pthread_cond_wait/timedwait,
+ * GLIBC_2.3.2 (the default) and GLIBC_2.2.5 (the pre-2003 ABI); ours call the
+ * default, so a binary linked against the 2.2.5 symbols would also bind here
+ * and is not supported.
+ *
+ * Events are sampled independently with probability 1/N (N =
  * PROFEP_MUTEX_RATE, default 100): each thread counts down a geometric
- * interval of mean N, so the unsampled path reads no clock and draws no
- * random number.  Recorded values are scaled by N when reported (unbiased).
+ * interval of mean N (pe_mutex_draw, the formula beside it in mutex.c), so
+ * the unsampled path reads no clock and draws no random number.  Recorded
+ * values are scaled by N when reported (unbiased).
  *
  * Two kinds of record share one table, keyed by (kind, stack):
  *   PE_MUTEX_KIND_LOCK  a mutex/rwlock acquired after waiting: mutex and block
@@ -28,12 +52,14 @@
  *                       out): block only
  * Delay is the waiter's time in the real call, attributed to the waiter's
  * stack at the call (Go attributes mutex delay to the unlocker; we do not
- * interpose unlock, see README).  The stack's leaf is the interposer itself
+ * interpose unlock).  The stack's leaf is the interposer itself
  * (pthread_mutex_lock, pthread_cond_wait, ...), as Go shows sync.(*Mutex).Lock.
  *
- * Recording never allocates and takes no lock: a fixed table mapped with
- * MAP_NORESERVE, entries claimed by fetch-add and published by CAS; when it is
- * full the event is counted as dropped.  Entries are never removed.
+ * Recording never allocates and takes no lock: a fixed table of 8190 stacks
+ * (preload/stacktab.h, in one mapping made with MAP_NORESERVE on the first
+ * sampled event), entries claimed by fetch-add and published by CAS; when it
+ * is full the event is counted as dropped (a profile comment).  Entries are
+ * never removed.
  *
  * Signal-safe: the hot helpers and pe_mutex_sampled are (lock calls may come
  * from signal handlers); the readers are for HTTP threads.

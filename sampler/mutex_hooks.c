@@ -2,29 +2,8 @@
  * mutex_hooks.c: the exported lock and condition-wait interposers.  Each is
  * thin: take the lock once without waiting (an uncontended acquisition ends
  * there: no clock, no counter), and hand contended or waiting calls to
- * sampler/mutex.c, which times one in N of them.  All logic is in mutex.c.
- *
- * A default mutex is taken inline, by the one compare-and-swap glibc's own
- * lock starts with (mutex.h says what it sets and how it is checked at run
- * time); it answers 0 exactly when glibc's lock would have taken the mutex at
- * once.  A read lock that no writer holds or waits for (mutex.h,
- * pe_mutex_rd_free) goes straight to the real rdlock.  Other mutexes and
- * rwlock calls go through the real try-lock, whose answer is returned as is
- * unless it is EBUSY (0; EOWNERDEAD from a robust mutex whose owner died, with
- * the lock taken exactly as the real lock would take it; EAGAIN for a
- * recursive mutex's count or the readers' count overflowing; EINVAL for a bad
- * object or a priority ceiling below the caller's priority: the real lock
- * answers the same in each case).  When the mutex is held (a
- * failed swap, or EBUSY) the real blocking call runs and its answer is
- * returned: EDEADLK for an error-checking mutex the caller already owns,
- * ETIMEDOUT, the normal mutex's self-deadlock, priority inheritance in the
- * kernel, all unchanged.  pthread_cond_wait/timedwait stay cancellation points
- * (the real call is the one cancelled; nothing of ours is held across it).
- *
- * pthread_cond_wait/timedwait: glibc has two versions, GLIBC_2.3.2 (default)
- * and GLIBC_2.2.5 (the pre-2003 ABI).  Our unversioned definitions call the
- * default; a binary linked against the 2.2.5 symbols (built before glibc 2.3.2)
- * would also bind here and is not supported (README).
+ * mutex.c, which times one in N of them.  What each path answers, and why it
+ * answers as glibc would, is in mutex.h.
  *
  * Signal-safe: as the real functions (which are not async-signal-safe);
  * nothing here takes a lock or allocates.

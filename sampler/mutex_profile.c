@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../preload/clock.h"
 #include "mutex.h"
 
 static const pe_prof_vt_t mutex_types[2] = {
@@ -20,15 +21,6 @@ static const pe_prof_vt_t mutex_types[2] = {
     {"delay", "nanoseconds"},
 };
 static const pe_prof_vt_t contentions_count = {"contentions", "count"};
-
-static int64_t
-now_nanos(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void
 pe_mutex_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0)
@@ -68,7 +60,7 @@ pe_mutex_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
     if (!p)
         return NULL;
     pe_prof_set_default_type(p, "delay");
-    pe_prof_set_time(p, now_nanos() - duration_ns, duration_ns);
+    pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {(int64_t)v[i].count * rate, (int64_t)v[i].delay_ns * rate};
         int k = pe_mutex_stack(v[i].id, pcs, PE_MUTEX_MAX_FRAMES);

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <string.h>
@@ -18,20 +17,25 @@
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
+#include "../preload/sigown.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
 #include "peek.h"
 #include "sampler.h"
 #include "stacks.h"
 
-static int peek_sig;          /* the configured signal, 0 = off (constructor) */
 static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
 static struct sigaction orig; /* the program's disposition at start-up */
-static int installed;         /* our handler is the kernel's (writer: sigaction paths) */
-/* Hand-on of the program's SIG_IGN (exec, spawn): users and whether the kernel
-   has SIG_IGN because of it; under plock, as are the program's sigaction calls. */
-static int plock;
-static int handon_users, handon_applied;
+
+static const struct sigaction *
+orig_disposition(void)
+{
+    return &orig;
+}
+
+/* The peek signal (own.sig: 0 = off; set by the constructor), held as
+   preload/sigown.h says; own.owned: our handler is the kernel's. */
+static pe_sigown_t own = {.prog = orig_disposition};
 
 /* ---- the handler ------------------------------------------------------------------ */
 
@@ -53,7 +57,7 @@ peek_run(void)
     pe_stacks_t *s;
     pe_sampler_win_t *w;
     double delay = 0.01, running = 0;
-    const char *signame = sigabbrev_np(peek_sig);
+    const char *signame = sigabbrev_np(own.sig);
     int rc;
 
     pe_fdsink_init(&fs, 2);
@@ -107,31 +111,10 @@ peek_main(void *unused)
 
 /* ---- module API --------------------------------------------------------------------- */
 
-static int
-is_handler(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
-}
-
-static int
-install(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = peek_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    return pe_real.sigaction(peek_sig, &sa, NULL);
-}
-
 int
 pe_peek_init(void)
 {
     const char *name;
-    pthread_attr_t attr;
-    pthread_t th;
-    sigset_t all, saved;
     int err;
 
     if (!pe_cfg.peek_signal)
@@ -139,55 +122,27 @@ pe_peek_init(void)
     name = sigabbrev_np(pe_cfg.peek_signal);
     if (pe_real.sigaction(pe_cfg.peek_signal, NULL, &orig) < 0)
         return -errno;
-    if (is_handler(&orig)) {
+    if (pe_sig_is_handler(&orig)) {
         pe_log_info("PROFEP_PEEK_SIGNAL=%s: the program handles SIG%s; peek disabled",
                     name ? name : "?", name ? name : "?");
         return -EBUSY;
     }
     if (sem_init(&peek_sem, 0, 0) < 0)
         return -errno;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create(&th, &attr, peek_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (err) {
+    if ((err = -pe_threads_start_internal(peek_main, NULL)) != 0) {
         pe_log_warn("PROFEP_PEEK_SIGNAL: cannot start the peek thread: %s", strerror(err));
         return -err;
     }
-    peek_sig = pe_cfg.peek_signal;
-    if (install() < 0) {
+    own.handler = peek_handler;
+    own.sig = pe_cfg.peek_signal;
+    if (pe_sigown_install(&own) < 0) {
         err = errno;
-        peek_sig = 0;
+        own.sig = 0;
         pe_log_warn("PROFEP_PEEK_SIGNAL: cannot install the handler: %s", strerror(err));
         return -err;
     }
-    __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&own.owned, 1, __ATOMIC_RELEASE);
     return 0;
-}
-
-/*
- * plock is held only around a sigaction call, with every signal blocked: a
- * handler that calls sigaction cannot then interrupt its own thread's holder.
- */
-static void
-plock_take(sigset_t *saved)
-{
-    sigset_t all;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, saved);
-    while (__atomic_exchange_n(&plock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-plock_drop(const sigset_t *saved)
-{
-    __atomic_store_n(&plock, 0, __ATOMIC_RELEASE);
-    pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 int
@@ -197,15 +152,15 @@ pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old
     sigset_t saved;
     int was_installed = 0;
 
-    if (!peek_sig || signum != peek_sig)
+    if (!own.sig || signum != own.sig)
         return 0;
-    plock_take(&saved);
-    *rc = pe_real.sigaction(signum, act, old ? &prev : NULL);
+    pe_sigown_lock(&own, &saved);
+    *rc = pe_sig_real_action(signum, act, old ? &prev : NULL);
     if (*rc == 0 && act) { /* the program's own now: no hand-on to undo, no peek */
-        handon_applied = 0;
-        was_installed = __atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL);
+        own.handon_applied = 0;
+        was_installed = __atomic_exchange_n(&own.owned, 0, __ATOMIC_ACQ_REL);
     }
-    plock_drop(&saved);
+    pe_sigown_unlock(&own, &saved);
     if (*rc < 0)
         return 1;
     if (old) {
@@ -220,58 +175,24 @@ pe_peek_sigaction(int signum, const struct sigaction *act, struct sigaction *old
     return 1;
 }
 
-static int
-orig_ignored(void)
-{
-    return orig.sa_handler == SIG_IGN && !(orig.sa_flags & SA_SIGINFO);
-}
-
+/* Hand-on of the program's SIG_IGN across exec and spawn: preload/sigown.h. */
 int
 pe_peek_handon_begin(int foreign)
 {
-    sigset_t saved;
-
-    if (!peek_sig || !orig_ignored())
-        return 0;
-    if (foreign) /* a vfork child: its own disposition only, nothing shared written */
-        return __atomic_load_n(&installed, __ATOMIC_ACQUIRE) &&
-               pe_real.sigaction(peek_sig, &orig, NULL) == 0;
-    plock_take(&saved);
-    if (handon_users++ == 0 && __atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
-        pe_real.sigaction(peek_sig, &orig, NULL);
-        handon_applied = 1;
-    }
-    plock_drop(&saved);
-    return 0;
+    return pe_sigown_handon_begin(&own, foreign);
 }
 
 void
 pe_peek_handon_end(int foreign, int token)
 {
-    sigset_t saved;
-
-    if (!peek_sig || !orig_ignored())
-        return;
-    if (foreign) {
-        if (token)
-            install();
-        return;
-    }
-    plock_take(&saved);
-    if (handon_users > 0 && --handon_users == 0 && handon_applied) {
-        handon_applied = 0;
-        if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
-            install();
-    }
-    plock_drop(&saved);
+    pe_sigown_handon_end(&own, foreign, token);
 }
 
 void
 pe_peek_atfork_child(void)
 {
     /* the peek thread did not survive: the child is dormant, its signal the program's */
-    plock = 0;
-    handon_users = handon_applied = 0;
-    if (__atomic_exchange_n(&installed, 0, __ATOMIC_ACQ_REL))
-        pe_real.sigaction(peek_sig, &orig, NULL);
+    pe_sigown_atfork_child(&own);
+    if (__atomic_exchange_n(&own.owned, 0, __ATOMIC_ACQ_REL))
+        pe_sig_real_action(own.sig, &orig, NULL);
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/threads.h"
@@ -90,39 +91,12 @@ static pe_quiet_stats_t stats;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-static int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Read /proc/self/task/TID/<what> into buf (NUL-terminated).  Length or -errno. */
-static int
-read_task(pid_t tid, const char *what, char *buf, size_t len)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return errno == ESRCH ? -ESRCH : -EIO;
-    buf[n] = '\0';
-    return (int)n;
-}
-
 /* State letter and context-switch counts from status.  0 or -errno. */
 static int
 read_status(pid_t tid, char *state, uint64_t *nv, uint64_t *niv)
 {
     char buf[4096], *p;
-    int rc = read_task(tid, "status", buf, sizeof(buf));
+    int rc = pe_threads_read_task(tid, "status", buf, sizeof(buf));
 
     if (rc < 0)
         return rc;
@@ -145,7 +119,7 @@ static int
 read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
 {
     char *tok[12], *save = NULL, tmp[LINE_MAX_];
-    int rc = read_task(tid, "syscall", line, len), n = 0;
+    int rc = pe_threads_read_task(tid, "syscall", line, len), n = 0;
 
     if (rc < 0)
         return rc;
@@ -176,7 +150,7 @@ read_key(pid_t tid, uint64_t *k1, uint64_t *k2)
     int rc;
 
     if (have_schedstat != 0) {
-        rc = read_task(tid, "schedstat", buf, sizeof(buf));
+        rc = pe_threads_read_task(tid, "schedstat", buf, sizeof(buf));
         if (rc >= 0) {
             have_schedstat = 1;
             *k1 = strtoull(buf, &end, 10);
@@ -598,12 +572,12 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         return -ENOTSUP;
     }
     e = &cache[(unsigned)tid % CACHE_N];
-    t0 = now_ns();
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
     flush_if_objects_changed();
     w.pid = getpid();
     n = walk(&w, pcs, max, why);
     stats.walks++;
-    stats.walk_ns += now_ns() - t0;
+    stats.walk_ns += pe_clock_ns(CLOCK_MONOTONIC) - t0;
     /* still the same blocked thread?  Else the walk may have read a moving stack. */
     if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
         read_key(tid, &k1b, &k2b) < 0 || k1b != k1 || k2b != k2 ||

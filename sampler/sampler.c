@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
+#include "../preload/spin.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
 #include "cpu.h"
@@ -86,7 +87,7 @@ static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
 
 /* Timers we armed (tid -> kernel timer id); tid 0 is a free entry. */
-static int tlock;
+static pe_spin_t tlock;
 static struct {
     pid_t tid;
     int timerid;
@@ -106,27 +107,6 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static int64_t
-now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-tlock_take(void)
-{
-    while (__atomic_exchange_n(&tlock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
-}
-
-static void
-tlock_drop(void)
-{
-    __atomic_store_n(&tlock, 0, __ATOMIC_RELEASE);
-}
 
 static int
 timer_find(pid_t tid)
@@ -174,12 +154,12 @@ timer_disarm_at(int i)
 static void
 timers_disarm_all(void)
 {
-    tlock_take();
+    pe_spin_lock(&tlock);
     for (int i = 0; i < ntimers_hi; i++)
         if (timers[i].tid)
             timer_disarm_at(i);
     ntimers_hi = 0;
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 /*
@@ -215,27 +195,27 @@ scan_threads(void)
             n = 0;
             continue; /* wall only: no timers to arm */
         }
-        tlock_take();
+        pe_spin_lock(&tlock);
         for (int i = 0; i < n; i++)
             timer_arm(tids[i], mark);
-        tlock_drop();
+        pe_spin_unlock(&tlock);
         if (n < (int)PE_ARRAY_SIZE(tids))
             break;
         n = 0;
     }
     closedir(d);
-    tlock_take();
+    pe_spin_lock(&tlock);
     for (int i = 0; i < ntimers_hi; i++)
         if (timers[i].tid && timers[i].mark != mark)
             timer_disarm_at(i);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 static const char *
 thread_name(pid_t tid)
 {
     unsigned h = (unsigned)tid % NAMES_MAX;
-    int64_t t = now_ns(CLOCK_MONOTONIC);
+    int64_t t = pe_clock_ns(CLOCK_MONOTONIC);
 
     if (names[h].tid != tid || t - names[h].when > NAME_REFRESH_NS) {
         char buf[32];
@@ -415,7 +395,7 @@ collector_main(void *unused)
     pe_threads_mark_internal();
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
-    next_drain = next_wall = now_ns(CLOCK_MONOTONIC);
+    next_drain = next_wall = pe_clock_ns(CLOCK_MONOTONIC);
     last_wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
     next_drain += DRAIN_NS;
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
@@ -427,7 +407,7 @@ collector_main(void *unused)
             next = next_wall;
         abs_ts(next, &ts);
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        now = now_ns(CLOCK_MONOTONIC);
+        now = pe_clock_ns(CLOCK_MONOTONIC);
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
         /* The session's period is published before its generation: read it
            again now (a session may have started during the sleep). */
@@ -569,8 +549,8 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
             goto err_unlock;
         }
     }
-    w->t0_real = now_ns(CLOCK_REALTIME);
-    w->t0_mono = now_ns(CLOCK_MONOTONIC);
+    w->t0_real = pe_clock_ns(CLOCK_REALTIME);
+    w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
     w->sigs0 = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED);
@@ -665,7 +645,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     pthread_mutex_unlock(&life);
 
     p = w->prof;
-    pe_prof_set_time(p, w->t0_real, now_ns(CLOCK_MONOTONIC) - w->t0_mono);
+    pe_prof_set_time(p, w->t0_real, pe_clock_ns(CLOCK_MONOTONIC) - w->t0_mono);
     if (kind == K_WALL)
         pe_prof_comment(p,
                         "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
@@ -721,9 +701,9 @@ pe_sampler_thread_started(void)
     pe_cpu_stack_note();
     if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
         return;
-    tlock_take();
+    pe_spin_lock(&tlock);
     timer_arm(pe_gettid(), 0);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 void
@@ -734,10 +714,10 @@ pe_sampler_thread_exiting(void)
 
     if (!__atomic_load_n(&ntimers_hi, __ATOMIC_RELAXED))
         return;
-    tlock_take();
+    pe_spin_lock(&tlock);
     if ((i = timer_find(tid)) >= 0)
         timer_disarm_at(i);
-    tlock_drop();
+    pe_spin_unlock(&tlock);
 }
 
 void
@@ -759,7 +739,7 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
         pthread_mutex_init(&life, NULL);
         pthread_mutex_init(&wlock, NULL);
-        tlock = 0;
+        pe_spin_reset(&tlock);
         memset(timers, 0, sizeof(timers));
         ntimers_hi = 0;
         windows = NULL;
@@ -794,13 +774,13 @@ pe_sampler_before_exec(int foreign)
     sigset_t s, saved;
 
     if (foreign) /* a vfork child: its pending set is its own and empty of ours */
-        return pe_cpu_sig_handon_begin(1);
+        return pe_sigown_handon_begin(&pe_cpu_sig, 1);
     sigemptyset(&s);
     sigaddset(&s, PE_SAMPLER_SIG);
     pthread_sigmask(SIG_BLOCK, &s, &saved);
     pe_cpu_exec_begin(); /* no more sends; those in flight have landed */
     pe_sampler_thread_exiting();
-    (void)pe_cpu_sig_handon_begin(0);
+    (void)pe_sigown_handon_begin(&pe_cpu_sig, 0);
     /* A signal of ours already pending on this thread must not reach the new
        image, even when the program blocks the signal (it may unblock it). */
     if (__atomic_load_n(&pe_cpu_ring.slots, __ATOMIC_RELAXED) ||
@@ -814,10 +794,10 @@ void
 pe_sampler_after_exec_failed(int foreign, int token)
 {
     if (foreign) {
-        pe_cpu_sig_handon_end(1, token);
+        pe_sigown_handon_end(&pe_cpu_sig, 1, token);
         return;
     }
-    pe_cpu_sig_handon_end(0, 0);
+    pe_sigown_handon_end(&pe_cpu_sig, 0, 0);
     pe_cpu_exec_end();
     /* the collector's next scan re-arms this thread */
 }
@@ -825,11 +805,11 @@ pe_sampler_after_exec_failed(int foreign, int token)
 void
 pe_sampler_spawn_begin(void)
 {
-    (void)pe_cpu_sig_handon_begin(0);
+    (void)pe_sigown_handon_begin(&pe_cpu_sig, 0);
 }
 
 void
 pe_sampler_spawn_end(void)
 {
-    pe_cpu_sig_handon_end(0, 0);
+    pe_sigown_handon_end(&pe_cpu_sig, 0, 0);
 }

@@ -52,7 +52,7 @@ int pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out,
  */
 pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
 /*
- * Wall-clock windows, the same way (http/h_threads.c): every application
+ * Wall-clock windows, the same way (http/h_profile.c): every application
  * thread, running or blocked, is sampled every `delay` s of wall time (at
  * most 16 threads per tick, rotating; each sample then weighs the ticks until
  * that thread's next turn).  A thread off the CPU is read from /proc without
@@ -99,13 +99,13 @@ void pe_sampler_after_fork(int child, const sigset_t *saved);
 /*
  * exec: no signal of ours may reach the new image (its default action kills
  * it): sends stop, this thread's timer goes, what is pending is drained, and
- * a program's SIG_IGN is handed on.  `foreign` (a vfork child, events.h):
+ * a program's SIG_IGN is handed on.  `foreign` (a vfork child, preload/events.h):
  * only the hand-on, nothing shared is written.  Returns a token for
  * pe_sampler_after_exec_failed, which undoes it all when exec returned.
  */
 int pe_sampler_before_exec(int foreign);
 void pe_sampler_after_exec_failed(int foreign, int token);
-/* posix_spawn, system, popen: a program's SIG_IGN handed on meanwhile (events.h). */
+/* posix_spawn, system, popen: a program's SIG_IGN handed on meanwhile (preload/events.h). */
 void pe_sampler_spawn_begin(void);
 void pe_sampler_spawn_end(void);
 

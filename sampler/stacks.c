@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/threads.h"
 #include "cpu.h"
@@ -82,14 +83,6 @@ pe_stacks_sig_capture(uint64_t v, void *uc)
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
-
-static int64_t
-now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 sleep_ns(int64_t ns)
@@ -172,7 +165,7 @@ pending_deliverable(pid_t tid)
 void
 pe_cpu_sig_quiesce(int timeout_ms)
 {
-    int64_t until = now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
+    int64_t until = pe_clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
     DIR *d;
     struct dirent *e;
     int busy;
@@ -189,7 +182,7 @@ pe_cpu_sig_quiesce(int timeout_ms)
         closedir(d);
         if (busy)
             sleep_ns(1000000);
-    } while (busy && now_ns(CLOCK_MONOTONIC) < until);
+    } while (busy && pe_clock_ns(CLOCK_MONOTONIC) < until);
 }
 
 /* Application threads from /proc/self/task, the caller and ours left out. */
@@ -309,8 +302,8 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         rc = -ENOMEM;
         goto err_unlock;
     }
-    r->time_nanos = now_ns(CLOCK_REALTIME);
-    t0 = now_ns(CLOCK_MONOTONIC);
+    r->time_nanos = pe_clock_ns(CLOCK_REALTIME);
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
     need = quiet_pass(r, tids, slot, n, mode);
     if (need) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
@@ -348,11 +341,11 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 
     /* Wait for the answers; send again to the silent now and then (a SIGPROF
        already pending on a thread, e.g. a CPU timer's, swallows ours). */
-    ts = now_ns(CLOCK_MONOTONIC); /* the signals went now, after the /proc pass */
+    ts = pe_clock_ns(CLOCK_MONOTONIC); /* the signals went now, after the /proc pass */
     deadline = ts + (int64_t)timeout_ms * 1000000;
     resend = ts + 10 * 1000000;
     while (need) {
-        int64_t now = now_ns(CLOCK_MONOTONIC);
+        int64_t now = pe_clock_ns(CLOCK_MONOTONIC);
         pending = 0;
         for (i = 0; i < n; i++)
             if (slot[i] >= 0 && __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_DONE)
@@ -387,9 +380,9 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
                                         __ATOMIC_ACQUIRE))
             goto silent;
         if (expected == S_FILLING) { /* its handler is unwinding right now */
-            int64_t until = now_ns(CLOCK_MONOTONIC) + FILLING_GRACE_NS;
+            int64_t until = pe_clock_ns(CLOCK_MONOTONIC) + FILLING_GRACE_NS;
             while (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == S_FILLING &&
-                   now_ns(CLOCK_MONOTONIC) < until)
+                   pe_clock_ns(CLOCK_MONOTONIC) < until)
                 sched_yield();
         }
         if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != S_DONE)
@@ -409,7 +402,7 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         if (!st->why)
             st->why = why_silent(st->tid);
     }
-    r->wait_ns = now_ns(CLOCK_MONOTONIC) - t0;
+    r->wait_ns = pe_clock_ns(CLOCK_MONOTONIC) - t0;
     if (acquired) {
         pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
         __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);

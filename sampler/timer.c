@@ -21,7 +21,9 @@
 
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/rand.h"
 #include "../preload/real.h"
+#include "../preload/sigown.h"
 #include "cpu.h"
 #include "sampler.h"
 
@@ -37,20 +39,8 @@ thread_cpu_clock(pid_t tid)
     return (clockid_t)((~(unsigned)tid << 3) | 6);
 }
 
-static uint64_t
-rand_next(void)
-{
-    static PE_TLS uint64_t x;
-    if (!x) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)pe_gettid() ^ 0x9e3779b97f4a7c15ull;
-    }
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-}
+/* The collector's generator for first expiries (preload/rand.h; 0 = not seeded yet). */
+static PE_TLS uint64_t rng;
 
 int
 pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
@@ -68,7 +58,9 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
     if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) < 0)
         return -errno;
     /* first expiry random in (0, period]: short threads are sampled in proportion */
-    first = 1 + (int64_t)(rand_next() % (uint64_t)period_ns);
+    if (!rng)
+        pe_rand_seed(&rng);
+    first = 1 + (int64_t)(pe_rand_next(&rng) % (uint64_t)period_ns);
     its.it_value.tv_sec = first / 1000000000;
     its.it_value.tv_nsec = first % 1000000000;
     its.it_interval.tv_sec = period_ns / 1000000000;
@@ -223,42 +215,23 @@ pe_cpu_seccomp_reason(void)
 /* ---- the signal disposition ------------------------------------------------------ */
 
 /*
- * sig_owned: our handler is what the kernel has (writer: acquire/release/
- * sigaction under sig_lock; reader: everyone).  prog_act[prog_cur]: the
+ * pe_cpu_sig.owned: our handler is what the kernel has (writer: acquire/release/
+ * sigaction under pe_cpu_sig.lock; reader: everyone).  prog_act[prog_cur]: the
  * disposition the program believes it has; double-buffered so the handler
- * reads a whole one without a lock.
+ * reads a whole one without a lock.  The lock and the hand-on of SIG_IGN
+ * across exec and spawn are preload/sigown.h's.
  */
-static int sig_lock;
-static int sig_owned;
 static struct sigaction prog_act[2];
 static int prog_cur;
 
-static void
-slock(void)
+static const struct sigaction *
+prog_disposition(void)
 {
-    while (__atomic_exchange_n(&sig_lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+    return &prog_act[__atomic_load_n(&prog_cur, __ATOMIC_ACQUIRE)];
 }
 
-static void
-sunlock(void)
-{
-    __atomic_store_n(&sig_lock, 0, __ATOMIC_RELEASE);
-}
-
-static int
-real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    if (!pe_real_ready)
-        pe_real_init();
-    return pe_real.sigaction ? pe_real.sigaction(sig, act, old) : sigaction(sig, act, old);
-}
-
-static int
-is_handler(const struct sigaction *sa)
-{
-    return (sa->sa_flags & SA_SIGINFO) || (sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN);
-}
+pe_sigown_t pe_cpu_sig = {
+    .sig = PE_SAMPLER_SIG, .handler = pe_cpu_handler, .prog = prog_disposition};
 
 static void
 store_prog(const struct sigaction *sa)
@@ -268,59 +241,40 @@ store_prog(const struct sigaction *sa)
     __atomic_store_n(&prog_cur, nxt, __ATOMIC_RELEASE);
 }
 
-static int handon_users;   /* under sig_lock: see pe_cpu_sig_handon_begin */
-static int handon_applied; /* the kernel has SIG_IGN because of the hand-on (sig_lock) */
-
-static int
-prog_ignores(void)
-{
-    const struct sigaction *pa = &prog_act[__atomic_load_n(&prog_cur, __ATOMIC_ACQUIRE)];
-    return !is_handler(pa) && pa->sa_handler == SIG_IGN;
-}
-
-static int
-install_ours(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = pe_cpu_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    return real_sigaction(PE_SAMPLER_SIG, &sa, NULL);
-}
-
 int
 pe_cpu_sig_acquire(void)
 {
     struct sigaction cur;
+    sigset_t saved;
     int rc = 0;
 
     if (pe_cpu_seccomp_reason())
         return -EACCES;
-    slock();
-    if (sig_owned) {
-        if (is_handler(&prog_act[prog_cur]))
+    pe_sigown_lock(&pe_cpu_sig, &saved);
+    if (pe_cpu_sig.owned) {
+        if (pe_sig_is_handler(&prog_act[prog_cur]))
             rc = -EPERM;
         goto out;
     }
-    if (real_sigaction(PE_SAMPLER_SIG, NULL, &cur) < 0) {
+    if (pe_sig_real_action(PE_SAMPLER_SIG, NULL, &cur) < 0) {
         rc = -errno;
         goto out;
     }
-    if (is_handler(&cur)) {
+    if (pe_sig_is_handler(&cur)) {
         rc = -EPERM;
         goto out;
     }
     store_prog(&cur);
-    if (handon_users > 0 && prog_ignores()) {
-        handon_applied = 1; /* a spawn or exec is handing SIG_IGN on: ours when it ends */
-    } else if (install_ours() < 0) {
+    if (pe_cpu_sig.handon_users > 0 && pe_sig_ignores(prog_disposition())) {
+        pe_cpu_sig.handon_applied =
+            1; /* a spawn or exec is handing SIG_IGN on: ours when it ends */
+    } else if (pe_sigown_install(&pe_cpu_sig) < 0) {
         rc = -errno;
         goto out;
     }
-    __atomic_store_n(&sig_owned, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pe_cpu_sig.owned, 1, __ATOMIC_RELEASE);
 out:
-    sunlock();
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
     return rc;
 }
 
@@ -328,39 +282,44 @@ int
 pe_cpu_sig_program_owns(void)
 {
     struct sigaction cur;
+    sigset_t saved;
     int owns;
 
-    slock();
-    if (sig_owned)
-        owns = is_handler(&prog_act[prog_cur]);
+    pe_sigown_lock(&pe_cpu_sig, &saved);
+    if (pe_cpu_sig.owned)
+        owns = pe_sig_is_handler(&prog_act[prog_cur]);
     else
-        owns = real_sigaction(PE_SAMPLER_SIG, NULL, &cur) == 0 && is_handler(&cur);
-    sunlock();
+        owns = pe_sig_real_action(PE_SAMPLER_SIG, NULL, &cur) == 0 && pe_sig_is_handler(&cur);
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
     return owns;
 }
 
 void
 pe_cpu_sig_release(void)
 {
-    slock();
+    sigset_t saved;
+
+    pe_sigown_lock(&pe_cpu_sig, &saved);
     /* the program installed a handler while we profiled: now it gets it (once
        no session or stack capture uses the signal any more) */
-    if (sig_owned && is_handler(&prog_act[prog_cur]) &&
+    if (pe_cpu_sig.owned && pe_sig_is_handler(&prog_act[prog_cur]) &&
         __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) == 0) {
-        real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
-        __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
+        pe_sig_real_action(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
+        __atomic_store_n(&pe_cpu_sig.owned, 0, __ATOMIC_RELEASE);
     }
-    sunlock();
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
 }
 
 int
 pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *old)
 {
-    if (signum != PE_SAMPLER_SIG || !__atomic_load_n(&sig_owned, __ATOMIC_ACQUIRE))
+    sigset_t saved;
+
+    if (signum != PE_SAMPLER_SIG || !__atomic_load_n(&pe_cpu_sig.owned, __ATOMIC_ACQUIRE))
         return 0;
-    slock();
-    if (!sig_owned) {
-        sunlock();
+    pe_sigown_lock(&pe_cpu_sig, &saved);
+    if (!pe_cpu_sig.owned) {
+        pe_sigown_unlock(&pe_cpu_sig, &saved);
         return 0;
     }
     if (old)
@@ -368,23 +327,23 @@ pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *
     if (act) {
         store_prog(act);
         /* no profile: the program's wish takes effect now, and SIGPROF is its own */
-        if (!__atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) && is_handler(act)) {
-            real_sigaction(PE_SAMPLER_SIG, act, NULL);
-            __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
+        if (!__atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) && pe_sig_is_handler(act)) {
+            pe_sig_real_action(PE_SAMPLER_SIG, act, NULL);
+            __atomic_store_n(&pe_cpu_sig.owned, 0, __ATOMIC_RELEASE);
         }
     }
-    sunlock();
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
     return 1;
 }
 
 PE_SIGSAFE void
-pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc)
+pe_cpu_sig_chain(int signo, siginfo_t *si, void *uc)
 {
-    const struct sigaction *sa = &prog_act[__atomic_load_n(&prog_cur, __ATOMIC_ACQUIRE)];
+    const struct sigaction *sa = prog_disposition();
 
     if (sa->sa_flags & SA_SIGINFO) {
         if (sa->sa_sigaction)
-            sa->sa_sigaction(sig, si, uc);
+            sa->sa_sigaction(signo, si, uc);
     } else if (sa->sa_handler == SIG_DFL) {
         /* a SIGPROF the program did not ask for and we did not send: the default
            action is to terminate, as it would have been without us */
@@ -392,59 +351,13 @@ pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc)
             struct sigaction dfl;
             memset(&dfl, 0, sizeof(dfl));
             dfl.sa_handler = SIG_DFL;
-            real_sigaction(sig, &dfl, NULL);
-            __atomic_store_n(&sig_owned, 0, __ATOMIC_RELEASE);
-            syscall(SYS_tgkill, getpid(), pe_gettid(), sig);
+            pe_sig_real_action(signo, &dfl, NULL);
+            __atomic_store_n(&pe_cpu_sig.owned, 0, __ATOMIC_RELEASE);
+            syscall(SYS_tgkill, getpid(), pe_gettid(), signo);
         }
     } else if (sa->sa_handler != SIG_IGN) {
-        sa->sa_handler(sig);
+        sa->sa_handler(signo);
     }
-}
-
-/*
- * Hand-on of SIG_IGN: exec resets a handled signal to SIG_DFL (and glibc's
- * spawn child does so itself), but a program that ignores SIGPROF must hand
- * SIG_IGN on.  While hand-on users exist the kernel has the program's SIG_IGN
- * instead of our handler (our signals meanwhile are discarded: samples lost,
- * nothing else).  In a foreign child (a vfork child shares this memory) only
- * the child's own disposition changes, and the token says so.
- */
-int
-pe_cpu_sig_handon_begin(int foreign)
-{
-    if (foreign) {
-        if (__atomic_load_n(&sig_owned, __ATOMIC_ACQUIRE) && prog_ignores()) {
-            struct sigaction ign;
-            memset(&ign, 0, sizeof(ign));
-            ign.sa_handler = SIG_IGN;
-            return real_sigaction(PE_SAMPLER_SIG, &ign, NULL) == 0;
-        }
-        return 0;
-    }
-    slock();
-    if (handon_users++ == 0 && sig_owned && prog_ignores()) {
-        real_sigaction(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
-        handon_applied = 1;
-    }
-    sunlock();
-    return 0;
-}
-
-void
-pe_cpu_sig_handon_end(int foreign, int token)
-{
-    if (foreign) {
-        if (token)
-            install_ours();
-        return;
-    }
-    slock();
-    if (handon_users > 0 && --handon_users == 0 && handon_applied) {
-        handon_applied = 0;
-        if (sig_owned)
-            install_ours();
-    }
-    sunlock();
 }
 
 void
@@ -468,9 +381,7 @@ pe_cpu_stack_note(void)
 void
 pe_cpu_sig_atfork_child(void)
 {
-    sig_lock = 0;
-    handon_users = 0;
-    handon_applied = 0;
+    pe_sigown_atfork_child(&pe_cpu_sig);
     exec_pending = 0; /* other threads' exec is not this child's */
     sigq_inflight = 0;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../heap/heap_int.h"
+#include "../preload/rand.h"
 #include "pe_test.h"
 
 #define R 524288
@@ -34,7 +35,7 @@ simulate(uint64_t (*size_of)(uint64_t *), uint64_t total, double *true_b, double
     int64_t c = 0;
     double eb = 0, en = 0, n = 0;
 
-    pe_heap_rng_seed(&rng);
+    pe_rand_seed(&rng);
     c = pe_heap_draw(&rng, R);
     *samples = 0;
     while (done < total) {
@@ -59,8 +60,8 @@ simulate(uint64_t (*size_of)(uint64_t *), uint64_t total, double *true_b, double
 static uint64_t
 size_loguniform(uint64_t *s)
 {
-    int sh = 4 + (int)(pe_heap_rng_next(s) % 13);
-    return (1ull << sh) + pe_heap_rng_next(s) % (1ull << sh);
+    int sh = 4 + (int)(pe_rand_next(s) % 13);
+    return (1ull << sh) + pe_rand_next(s) % (1ull << sh);
 }
 
 static uint64_t
@@ -73,7 +74,7 @@ size_1k(uint64_t *s)
 static uint64_t
 size_big(uint64_t *s)
 {
-    return 256 * 1024 + pe_heap_rng_next(s) % (4 * 1024 * 1024);
+    return 256 * 1024 + pe_rand_next(s) % (4 * 1024 * 1024);
 }
 
 static void
@@ -84,7 +85,7 @@ test_sampling_math(void)
     int hits = 0;
 
     /* The interval's mean is the rate. */
-    pe_heap_rng_seed(&rng);
+    pe_rand_seed(&rng);
     for (int i = 0; i < 1000000; i++)
         sum += (double)pe_heap_draw(&rng, R);
     CHECKF(fabs(sum / 1e6 / R - 1) < 0.01, "mean interval %.0f, want %d", sum / 1e6, R);
@@ -125,7 +126,7 @@ test_math_functions(void)
     double worst = 0, u, x;
 
     for (int i = 0; i < 1000000; i++) {
-        u = (double)((pe_heap_rng_next(&rng) >> 11) + 1) / 9007199254740992.0;
+        u = (double)((pe_rand_next(&rng) >> 11) + 1) / 9007199254740992.0;
         if (i < 64)
             u = ldexp(1.0, -i); /* powers of two, down to ... */
         if (i == 64)
@@ -274,7 +275,7 @@ test_live(void)
     /* Churn: 4M replace operations at ~LIVE/4096 load; the last million must
        not be slower than the first. */
     for (i = 0; i < LIVE; i++) {
-        live[i] = (pe_heap_rng_next(&rng) & 0xffffffffff0ull) | 0x10;
+        live[i] = (pe_rand_next(&rng) & 0xffffffffff0ull) | 0x10;
         slot[i] = pe_heap_live_insert(live[i], 64, 3, PE_HEAP_CNT_ONE);
     }
     t0 = now();
@@ -282,9 +283,9 @@ test_live(void)
         if (round == 3)
             t2 = now();
         for (int k = 0; k < 1000000; k++) {
-            int j = (int)(pe_heap_rng_next(&rng) % LIVE);
+            int j = (int)(pe_rand_next(&rng) % LIVE);
             pe_heap_live_remove(slot[j], live[j]);
-            live[j] = (pe_heap_rng_next(&rng) & 0xffffffffff0ull) | 0x10;
+            live[j] = (pe_rand_next(&rng) & 0xffffffffff0ull) | 0x10;
             if (!(slot[j] = pe_heap_live_insert(live[j], 64, 3, PE_HEAP_CNT_ONE)))
                 ok = 0;
         }
@@ -342,10 +343,10 @@ live_writer(void *arg)
     for (int i = 0; i < 256; i++)
         a[i] = 0;
     while (!live_stop) {
-        int j = (int)(pe_heap_rng_next(&rng) & 255);
+        int j = (int)(pe_rand_next(&rng) & 255);
         if (a[j])
             pe_heap_live_remove(s[j], a[j]);
-        a[j] = base + ((pe_heap_rng_next(&rng) & 0xffffff) << 4);
+        a[j] = base + ((pe_rand_next(&rng) & 0xffffff) << 4);
         s[j] =
             pe_heap_live_insert(a[j], a[j] & 0xfff0, (uint32_t)(a[j] >> 4) & 0xff, PE_HEAP_CNT_ONE);
     }

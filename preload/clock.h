@@ -1,0 +1,31 @@
+/*
+ * clock.h: the one way every module reads a clock as nanoseconds.
+ *
+ * pe_clock_ns(CLOCK_MONOTONIC) for intervals, deadlines and timing a wait;
+ * pe_clock_ns(CLOCK_REALTIME) for the wall time a profile or record carries.
+ * clock_gettime is async-signal-safe (POSIX) and, for these clocks on Linux,
+ * a vDSO call: no syscall, no lock.  A clock that cannot be read (an id the
+ * kernel does not know) reads as 0.
+ *
+ * Signal-safe: yes.
+ */
+#ifndef PE_CLOCK_H
+#define PE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "pe.h"
+
+/* Clock `c` now, in nanoseconds since its epoch (0 if it cannot be read). */
+PE_SIGSAFE static inline int64_t
+pe_clock_ns(clockid_t c)
+{
+    struct timespec ts;
+
+    if (clock_gettime(c, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif /* PE_CLOCK_H */
