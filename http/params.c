@@ -2,7 +2,7 @@
  * params.c: the one query parser every endpoint uses.  The query is split on
  * '&', each key=value percent-decoded into the request's fixed buffer (no
  * allocation, bounded), and typed readers check ranges and send the SPEC's
- * one-line 400.  This file is fuzzed (test/fuzz_params.c).
+ * one-line 400.  This file is fuzzed (test/unit/fuzz_params.c).
  */
 #include <ctype.h>
 #include <errno.h>

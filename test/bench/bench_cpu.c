@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../sampler/cpu.h"
-#include "../sampler/unwind.h"
+#include "../../sampler/cpu.h"
+#include "../../sampler/unwind.h"
 
 static volatile unsigned long sink;
 static long iters;

@@ -1,7 +1,7 @@
 /*
  * bench_heap_bump.c: an async-signal-safe malloc family (lock-free bump
  * allocation out of one MAP_NORESERVE region; free does nothing), preloaded
- * *after* libprofendpoints.so by test/e2e_heap_cases.sh so that its "signal"
+ * *after* libprofendpoints.so by test/e2e/e2e_heap_cases.sh so that its "signal"
  * case tests only our hooks: glibc's malloc may itself deadlock when a
  * handler allocates.  Built as a shared object by that script.
  */

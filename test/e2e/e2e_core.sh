@@ -2,7 +2,7 @@
 # e2e_core: the loadable core in real processes: output and exit status
 # unchanged, one stderr line, index, errors, token, port taken, bad settings,
 # exit with a request in flight, SIGPIPE untouched, MATCH and CHILDREN.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 
 same_behaviour() { # program args...: stdout and status equal with and without us

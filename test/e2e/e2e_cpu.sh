@@ -4,7 +4,7 @@
 # mid-profile, thread labels, sample/period types, 409s, overlapping
 # requests, pprof=false text, accounting at 1000 Hz, 503 when the program
 # owns SIGPROF, read() never sees EINTR.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }

@@ -5,7 +5,7 @@
 # through libgcc_s, libunwind not in the global scope), fork+exec while
 # profiled, fork and fork+exec of busy children while profiled, and no
 # timers left once the profile ends.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 

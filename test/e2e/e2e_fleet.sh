@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # e2e_fleet: the paths fleet scrapers ask for (Grafana Alloy's pyroscope.scrape
 # defaults, Parca, the OpenTelemetry Collector's pprof receiver), on a busy
-# service (test/p_fleet.c): each answers within its seconds plus a margin, is
+# service (test/progs/p_fleet.c): each answers within its seconds plus a margin, is
 # read by `go tool pprof` and by Go's github.com/google/pprof/profile parser
-# as Debian packages it (test/goparse), with Go's sample and period type names;
+# as Debian packages it (test/e2e/goparse), with Go's sample and period type names;
 # godeltaprof's delta_heap, delta_mutex and delta_block give the change since
 # the previous call of that path (allocations and contention), in-use absolute,
 # checked against the service's own ground truth; fgprof's /debug/fgprof sees
 # on- and off-CPU threads.
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 scripts/deps.sh fleet >/dev/null 2>&1 || echo "note: scripts/deps.sh fleet failed"
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 
 GOPARSE=$T/goparse
 if [ -d /usr/share/gocode/src/github.com/google/pprof/profile ]; then
     env -u GOFLAGS GO111MODULE=off GOPATH=/usr/share/gocode go build -o "$GOPARSE" ./test/goparse \
-        >$T/gobuild.log 2>&1 || { cat $T/gobuild.log; bad "build test/goparse"; }
+        >$T/gobuild.log 2>&1 || { cat $T/gobuild.log; bad "build test/e2e/goparse"; }
 else
     bad "golang-github-google-pprof-dev not installed (scripts/deps.sh fleet)"
 fi

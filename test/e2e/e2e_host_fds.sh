@@ -7,7 +7,7 @@
 # every number; a raw close of our socket makes us stop with one line; the
 # "serving" line never lands in a file the program put at fd 2; children of
 # a tree whose root serves stay silent; IPv6 says what it lacks.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 
 # row_start PROG ARGS: the program under the library, its stdin a fifo we

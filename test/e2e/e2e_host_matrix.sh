@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e_host_matrix: every built $BUILD/test/p_host_<row> program (a behaviour
 # real programs have; the row contract is in /work/notes/common.md and
-# test/p_host.h) runs with the library preloaded under every kind of profiling
+# test/progs/p_host.h) runs with the library preloaded under every kind of profiling
 # at once: CPU /profile at 1000 Hz, /profile_wall at 1000 Hz, /allocs_profile
 # recording every call, repeated /debug/pprof/goroutine?debug=2 captures and
 # heap fetches, with heap sampling at PROFEP_HEAP_RATE=1 and at the default
@@ -10,16 +10,16 @@
 # timer is left once the profiles end (/proc/PID/timers), our threads
 # (civetweb-*, pe-*) use ~0 CPU over 1 s of idle, the program exits 0 after
 # stdin EOF, and stderr holds only our "serving" line and the row's allowed
-# lines (test/p_host_<row>.allow: grep -E patterns, one a line; a line
+# lines (test/progs/p_host_<row>.allow: grep -E patterns, one a line; a line
 # "status NNN why" lets requests end with that status too, e.g. 000 for a row
 # that execs: its server goes away under the requests in flight).  A row may
-# have test/p_host_<row>.env (KEY=VALUE lines) for its environment.
+# have test/progs/p_host_<row>.env (KEY=VALUE lines) for its environment.
 #   PE_HOST_RUNS=N    runs per row (default 1; make stress: 20)
 #   PE_HOST_ROWS=RE   only rows whose name matches RE
 #   PE_HOST_JOBS=N    runs at once (default 3)
 #   PE_HOST_LONG=1    passed to the rows: the long variants (10,000 threads ...)
 # Prints a table: row, runs, failures.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 RUNS=${PE_HOST_RUNS:-1}
 JOBS=${PE_HOST_JOBS:-3}
@@ -63,7 +63,7 @@ one_run() {
     # alternate the heap rate: even runs (counting rows too) at 1, odd ones default
     if [ $(((run + ${3:-0}) % 2)) = 0 ]; then heapenv=(PROFEP_HEAP_RATE=1) rate=1; else rate=default; fi
     local rowenv=()
-    [ -f test/p_host_$row.env ] && mapfile -t rowenv < <(grep -v '^#' test/p_host_$row.env)
+    [ -f test/progs/p_host_$row.env ] && mapfile -t rowenv < <(grep -v '^#' test/progs/p_host_$row.env)
     mkfifo "$d/in"
     env TMPDIR="$d" PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$d/port.%p" LD_PRELOAD="$LIB" \
         "${heapenv[@]}" "${rowenv[@]}" "$prog" <"$d/in" >"$d/out" 2>"$d/err" &
@@ -102,8 +102,8 @@ one_run() {
     if [ -n "$addr" ]; then
         local bad_st
         local ok_st='200|503'
-        [ -f test/p_host_$row.allow ] &&
-            ok_st="$ok_st$(sed -n 's/^status \([0-9]*\).*/|\1/p' test/p_host_$row.allow | tr -d '\n')"
+        [ -f test/progs/p_host_$row.allow ] &&
+            ok_st="$ok_st$(sed -n 's/^status \([0-9]*\).*/|\1/p' test/progs/p_host_$row.allow | tr -d '\n')"
         bad_st=$(grep -v -E "^($ok_st)\$" "$d/st" | sort | uniq -c | tr -s ' \n' ' ')
         [ -z "$bad_st" ] || fails+=("statuses:$bad_st")
     fi
@@ -133,8 +133,8 @@ one_run() {
     wait $pid; rc=$?
     [ "$rc" = 0 ] || fails+=("exit status $rc")
     local allow='^profendpoints: serving http'
-    [ -f test/p_host_$row.allow ] &&
-        allow="$allow|$(grep -v -e '^#' -e '^status ' test/p_host_$row.allow | paste -sd'|')"
+    [ -f test/progs/p_host_$row.allow ] &&
+        allow="$allow|$(grep -v -e '^#' -e '^status ' test/progs/p_host_$row.allow | paste -sd'|')"
     if grep -v -E "$allow" "$d/err" >"$d/unexpected"; then
         fails+=("stderr: $(head -c 300 "$d/unexpected" | tr '\n' '|')")
     fi

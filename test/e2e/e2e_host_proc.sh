@@ -10,9 +10,9 @@
 #    a child with the library would take the peek signal itself); the peek
 #    still works;
 #  - signal/sigset refuse SIG_ERR;
-#  - the process rows (test/p_host_*: clone, spawn, system, vfork, exec) under
+#  - the process rows (test/progs/p_host_*: clone, spawn, system, vfork, exec) under
 #    CPU and wall-clock profiles: exit 0, no timers left.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 proc_cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }

@@ -9,7 +9,7 @@
 # sampler/mutex.h): glibc's bookkeeping (owner, user count: destroy's EBUSY),
 # exact counts under a fight, condition-variable ping-pong, a process-shared
 # mutex across fork, and the owner in a fork child.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 
 want=$($P/p_mutex_sem 2>&1); st=$?
@@ -21,7 +21,7 @@ for rate in '' 1 0; do
 done
 
 # A program that never names libpthread (glibc >= 2.34 has it in libc).
-if cc -std=gnu11 -O1 -g -o $T/p_mutex_sem_nolink test/p_mutex_sem.c 2>$T/cc.err; then
+if cc -std=gnu11 -O1 -g -o $T/p_mutex_sem_nolink test/progs/p_mutex_sem.c 2>$T/cc.err; then
     check "built without -lpthread: no libpthread in its NEEDED" \
         bash -c "! readelf -d $T/p_mutex_sem_nolink | grep -q 'libpthread'"
     got=$(PROFEP_MUTEX_RATE=1 PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB $T/p_mutex_sem_nolink 2>/dev/null)

@@ -5,7 +5,7 @@
 # protoc --decode must see the names, values, labels, mappings and build id.
 # With --no-names, go tool pprof must name the frames itself from the
 # binary, which only works if the mapping's start/limit/offset are right.
-source test/lib.sh
+source test/e2e/lib.sh
 U=$BUILD/test/u_prof
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 [ -x "$U" ] || { echo "skip: $U not built (make $U)"; exit 77; }

@@ -2,7 +2,7 @@
 # e2e_real: the library inside programs nobody here wrote (Debian's python3,
 # perl, bzip2, xz): their output is unchanged and their own functions show up,
 # by name, in CPU and heap profiles read by go tool pprof.
-source test/lib.sh
+source test/e2e/lib.sh
 
 cpu_names() { # expected-regex program args...: profile 2 s of the program, check top
     local want=$1; shift

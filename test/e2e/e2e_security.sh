@@ -8,8 +8,8 @@
 # written by rename, never through a planted symlink, and a relative path is
 # the directory at load; a non-loopback address without a token warns; TLS
 # with PROFEP_TLS_CERT.  After each, the program's output and exit status are
-# its own.  (Browsers: test/e2e_security_web.sh.)
-source test/lib.sh
+# its own.  (Browsers: test/e2e/e2e_security_web.sh.)
+source test/e2e/lib.sh
 trap "" PIPE # writes to sockets the server closed must not end the script
 P=$BUILD/test
 

@@ -10,7 +10,7 @@
 # under which the flame graph's own script still runs in Chromium (and a
 # script the CSP does not name does not).  /debug_engine runs 2 jobs at once
 # (503 beyond) and its files are 0600.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 trap "" PIPE
 

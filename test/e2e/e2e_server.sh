@@ -3,7 +3,7 @@
 # redis-server) under load from redis-benchmark: every request the clients
 # make still succeeds, the data is intact, and CPU, heap and thread-stack
 # views name redis's own functions.
-source test/lib.sh
+source test/e2e/lib.sh
 scripts/deps.sh server >/dev/null 2>&1 || true
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
     { echo "redis not installable here"; exit 77; }

@@ -6,7 +6,7 @@
 # profile shows only the busy one; threadcreate names spawn_all; symbol POST
 # names known addresses; wall 409s; a thread that blocks SIGPROF is reported
 # as not answering, in bounded time; 503 when the program owns SIGPROF.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }

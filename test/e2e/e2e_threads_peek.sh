@@ -5,7 +5,7 @@
 # A program that installs its own SIGUSR1 handler gets it (sigaction reports
 # SIG_DFL before, as without us), the peek stops and the library says so.
 # Without PROFEP_PEEK_SIGNAL, SIGUSR1 keeps its default action.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 wait_for() { # file pattern [tenths]
     for _ in $(seq ${3:-50}); do grep -q "$2" "$1" && return 0; sleep 0.1; done

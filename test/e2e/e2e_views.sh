@@ -6,7 +6,7 @@
 # Accept negotiation (browser -> svg, curl and go tool pprof -> pprof);
 # sample_index; /debug_engine leaves files go tool pprof reads, and 503 when
 # the stage directory is not writable.  The browser check is e2e_views_browser.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }

@@ -4,16 +4,16 @@
 # `scripts/deps.sh browser`; skip when it cannot be).  Checks: well-formed XML
 # (xmllint), the DOM after the script ran names the functions, the URL
 # fragment's search and zoom work (--dump-dom), a screenshot taken here is a
-# flame graph (test/png_flame.py: drawn, coloured, stacked), and, with
+# flame graph (test/e2e/png_flame.py: drawn, coloured, stacked), and, with
 # playwright-core from npm, the labels are on screen, and real clicks, hover,
-# the search prompt and Escape work (test/views_browser.js).
+# the search prompt and Escape work (test/e2e/views_browser.js).
 # Screenshots are kept in $BUILD/test/views-*.png for people to look at.
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 scripts/deps.sh browser >/dev/null 2>&1 || echo "note: scripts/deps.sh browser failed"
 command -v npm >/dev/null || scripts/deps.sh node >/dev/null 2>&1 # for playwright-core; optional
 CHROMIUM=$(command -v chromium) || { echo "skip: chromium cannot be installed"; exit 77; }
 NODE_DIR=${PE_NODE_DIR:-/var/tmp/libprofendpoints-node}
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 
@@ -57,14 +57,14 @@ check "DOM: matches are highlighted" \
     grep -q 'fill="rgb(230,0,230)"/><text class="l"[^>]*>cpu_three_quarters<' $T/dom2.xml
 
 # A screenshot, checked as a picture (not blank, frames drawn and stacked) by
-# test/png_flame.py; the names in it are read from the rendered DOM (above, and
+# test/e2e/png_flame.py; the names in it are read from the rendered DOM (above, and
 # the labels' on-screen boxes in views_browser.js), never by OCR, whose reading
 # of identifiers depends on the machine's fonts.
 chrome --window-size=1200,$((H + 10)) --force-device-scale-factor=2 --hide-scrollbars \
     --screenshot=$T/shot.png "file://$T/cpu.svg" >/dev/null
 check "screenshot taken" test -s $T/shot.png
 cp $T/shot.png $BUILD/test/views-cpu.png 2>/dev/null
-python3 test/png_flame.py $T/shot.png >$T/png.out 2>&1
+python3 test/e2e/png_flame.py $T/shot.png >$T/png.out 2>&1
 cat $T/png.out
 checks_ok=$((checks_ok + $(grep -c '^ok ' $T/png.out)))
 checks_bad=$((checks_bad + $(grep -c '^FAIL ' $T/png.out)))
@@ -77,7 +77,7 @@ if [ ! -d "$NODE_DIR/node_modules/playwright-core" ] && command -v npm >/dev/nul
             playwright-core@1 >/dev/null 2>&1
 fi
 if [ -d "$NODE_DIR/node_modules/playwright-core" ] && command -v node >/dev/null; then
-    NODE_PATH=$NODE_DIR/node_modules node test/views_browser.js "$CHROMIUM" $T/cpu.svg \
+    NODE_PATH=$NODE_DIR/node_modules node test/e2e/views_browser.js "$CHROMIUM" $T/cpu.svg \
         $T/click.png worker cpu_three_quarters late_work >$T/pw.out 2>&1
     cat $T/pw.out
     checks_ok=$((checks_ok + $(grep -c '^ok ' $T/pw.out)))

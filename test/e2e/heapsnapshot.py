@@ -17,7 +17,7 @@ prints one JSON line:
    (retained size of each frame path, by function names from the outermost)}
 
 With RETAINED_OUT, also writes {"node_count", "edge_count", "retained": {id:
-bytes}} for every frame node, for test/heapsnapshot_memlab.js to compare.
+bytes}} for every frame node, for test/e2e/heapsnapshot_memlab.js to compare.
 Exit status 1 (with the reason on stderr) when a check fails.
 """
 import json

@@ -1,7 +1,7 @@
 // heapsnapshot_memlab.js: load one of our .heapsnapshot files with memlab's
 // heap snapshot parser (@memlab/core, the loader behind `memlab analyze` and
 // @memlab/heap-analysis), let memlab compute dominators and retained sizes,
-// and compare them with ours (test/heapsnapshot.py's RETAINED_OUT file).
+// and compare them with ours (test/e2e/heapsnapshot.py's RETAINED_OUT file).
 //
 // usage: node heapsnapshot_memlab.js MODULES_DIR SNAPSHOT RETAINED_JSON
 // Prints "RESULT {json}" and exits 1 on any mismatch, 2 when memlab throws.

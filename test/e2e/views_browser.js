@@ -1,6 +1,6 @@
 // views_browser.js: drive a flame graph SVG in headless Chromium with real
 // mouse clicks and keys (playwright-core, Debian's chromium), for
-// test/e2e_views_browser.sh.
+// test/e2e/e2e_views_browser.sh.
 //
 //   node views_browser.js CHROMIUM FILE.svg SHOT.png ZOOM_NAME MATCH_NAME HIDDEN_NAME
 //

@@ -1,9 +1,9 @@
 /*
- * host_row.h: what the process-event host-matrix rows (test/p_host_*.c of the
+ * host_row.h: what the process-event host-matrix rows (test/progs/p_host_*.c of the
  * fork/exec/spawn kind) share: the end of a row (HOST-ROW-DONE, then block on
  * stdin until EOF), failure, and an optional self-request of a wall-clock
  * profile from the row's own server (PE_ROW_SELF_WALL=1, used by
- * test/e2e_host_proc.sh to make an exec land inside a running profile).
+ * test/e2e/e2e_host_proc.sh to make an exec land inside a running profile).
  */
 #ifndef HOST_ROW_H
 #define HOST_ROW_H

@@ -1,6 +1,6 @@
 /*
- * p_host.h: what every host-matrix row (test/p_host_<row>.c, run by
- * test/e2e_host_matrix.sh) shares: failing with a message, sleeping and
+ * p_host.h: what every host-matrix row (test/progs/p_host_<row>.c, run by
+ * test/e2e/e2e_host_matrix.sh) shares: failing with a message, sleeping and
  * spinning that survive EINTR, the HOST-ROW-DONE ending (then read stdin to
  * EOF and exit 0), and a tiny HTTP client for rows that ask their own or a
  * child's endpoints (the port comes from PROFEP_PORT_FILE, %p = pid).

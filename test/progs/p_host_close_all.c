@@ -3,7 +3,7 @@
  * (three ways: a close loop, close_range(3, ~0U, 0), closefrom(3)), then
  * listens on sockets of its own: each of its 20 clients must be answered by
  * it, fds 0-2 stay, and the process's other threads (a preloaded library's)
- * stay near idle meanwhile (about 8 s in all).  Host-matrix row (test/e2e_host_matrix.sh).
+ * stay near idle meanwhile (about 8 s in all).  Host-matrix row (test/e2e/e2e_host_matrix.sh).
  */
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -2,7 +2,7 @@
  * p_host_dup2: a program that dup2s its own pipe onto every socket it did
  * not create (a preloaded library's: found in /proc/self/fd), writes through
  * each number and reads back exactly what it wrote, nothing more, even while
- * that library answers requests.  Host-matrix row (test/e2e_host_matrix.sh).
+ * that library answers requests.  Host-matrix row (test/e2e/e2e_host_matrix.sh).
  */
 #include <dirent.h>
 #include <errno.h>

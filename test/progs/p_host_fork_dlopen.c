@@ -1,7 +1,7 @@
 /*
  * p_host_fork_dlopen (host-matrix row): fork from a thread while two others
  * allocate 1 MiB blocks, PE_ROW_CHILDREN children (default 20;
- * test/e2e_host_proc.sh runs more at PROFEP_HEAP_RATE=1) in each of two
+ * test/e2e/e2e_host_proc.sh runs more at PROFEP_HEAP_RATE=1) in each of two
  * phases.  Phase 1: each child does dlopen("libz.so.1")/dlclose and exits 0;
  * a child not done within 10 s has hung (it used to spin in dlclose on an
  * unwinder pin held by a thread that did not survive the fork: issue 15,

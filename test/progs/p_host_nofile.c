@@ -4,7 +4,7 @@
  * not opened itself.  A library's short-lived descriptor (a /proc read, a
  * request being answered) may take one for a moment, so the check is
  * retried for up to 5 s; a descriptor held for good fails every try.
- * Host-matrix row (test/e2e_host_matrix.sh).
+ * Host-matrix row (test/e2e/e2e_host_matrix.sh).
  */
 #include <errno.h>
 #include <fcntl.h>

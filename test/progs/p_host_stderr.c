@@ -2,7 +2,7 @@
  * p_host_stderr: a program that closes fd 2 first thing in main and opens a
  * data file in its place (argv[1]), writes records to it for ~1.5 s, and
  * checks that the file holds only its records: a preloaded library must
- * not write its lines into it.  Host-matrix row (test/e2e_host_matrix.sh;
+ * not write its lines into it.  Host-matrix row (test/e2e/e2e_host_matrix.sh;
  * without an argument it uses a temporary file).
  */
 #include <errno.h>

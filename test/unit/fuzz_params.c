@@ -9,7 +9,7 @@
  *
  * Input: "[METHOD ]PATH[?QUERY][\nBODY]"; a body makes it a POST.  Handlers
  * that profile for a while are not run; their paths stop at the lookup.
- * test/u_fuzz_corpus.c replays test/corpus/ through this same function in
+ * test/unit/u_fuzz_corpus.c replays test/unit/corpus/ through this same function in
  * `make test` (also under ASan+UBSan), so every crasher kept there is a test.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * u_fuzz_corpus: replays every input in test/corpus/ (PE_CORPUS to override)
+ * u_fuzz_corpus: replays every input in test/unit/corpus/ (PE_CORPUS to override)
  * through the fuzz target, so that each crasher `make fuzz` ever found stays
  * a test (the ASan+UBSan build of make test runs it too), and checks the
  * fixes those inputs led to.
@@ -46,7 +46,7 @@ replay(const char *dir)
 int
 main(void)
 {
-    const char *dir = getenv("PE_CORPUS") ? getenv("PE_CORPUS") : "test/corpus";
+    const char *dir = getenv("PE_CORPUS") ? getenv("PE_CORPUS") : "test/unit/corpus";
     pe_req_t r;
     int n;
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../heap/heap_int.h"
+#include "../../heap/heap_int.h"
 #include "pe_test.h"
 
 #define R 524288
@@ -428,7 +428,7 @@ main(void)
     test_stacks();
     test_live();
     /* drd does not model C11 atomics: every lock-free hand-over would be
-       reported (test/e2e_valgrind.sh sets this). */
+       reported (test/e2e/e2e_valgrind.sh sets this). */
     if (!getenv("PE_UNDER_DRD"))
         test_live_threads();
     test_allocs();

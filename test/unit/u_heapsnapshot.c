@@ -3,7 +3,7 @@
  * counts of an empty heap, the frame trie sharing prefixes, objects grouped
  * under their leaf, JSON escaping of hostile names (quotes, control bytes,
  * invalid UTF-8), a bad sample index, and a sink error stopping the writer.
- * The full format is read back by test/heapsnapshot.py and memlab in the e2e
+ * The full format is read back by test/e2e/heapsnapshot.py and memlab in the e2e
  * tests.
  */
 #include <errno.h>

@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../preload/init.h"
-#include "../sampler/mutex.h"
-#include "../sampler/unwind.h"
+#include "../../preload/init.h"
+#include "../../sampler/mutex.h"
+#include "../../sampler/unwind.h"
 #include "pe_test.h"
 
 /* Totals of one kind over the whole table, and of the entry whose leaf is `leaf`. */

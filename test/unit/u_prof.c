@@ -6,7 +6,7 @@
  * with nanopb, and the text reports are searched for their expected lines.
  *
  *   u_prof                         run the tests
- *   u_prof --write F [--no-names]  write the fixed e2e profile to F (test/e2e_proto.sh)
+ *   u_prof --write F [--no-names]  write the fixed e2e profile to F (test/e2e/e2e_proto.sh)
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -124,7 +124,7 @@ find_sample(const pe_prof_t *p, const char *leaf, int64_t tid, pe_prof_sample_t 
     return 0;
 }
 
-/* The fixed profile test/e2e_proto.sh checks; see the expectations there. */
+/* The fixed profile test/e2e/e2e_proto.sh checks; see the expectations there. */
 static pe_prof_t *
 build_fixed(void)
 {

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "../sampler/ring.h"
+#include "../../sampler/ring.h"
 #include "pe_test.h"
 
 static pe_ring_t ring;

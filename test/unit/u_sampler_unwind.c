@@ -14,8 +14,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "../preload/guard.h"
-#include "../sampler/unwind.h"
+#include "../../preload/guard.h"
+#include "../../sampler/unwind.h"
 #include "pe_test.h"
 
 #define DEPTH 30

@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../proto/profile.h"
-#include "../sampler/sampler.h"
-#include "../sampler/stacks.h"
-#include "../sampler/unwind.h"
+#include "../../proto/profile.h"
+#include "../../sampler/sampler.h"
+#include "../../sampler/stacks.h"
+#include "../../sampler/unwind.h"
 #include "pe_test.h"
 
 static volatile int stop, unblock;

@@ -32,7 +32,7 @@ build_lib(const char *dir, const char *name, int variant, const char *dbgdir, in
 
     snprintf(cmd, sizeof(cmd),
              "set -e; lib=%s/%s.so; cc -shared -fPIC -O1 -g -Wl,--build-id -DVARIANT=%d -o $lib "
-             "test/symdebug_lib.c; id=$(readelf -n $lib | sed -n 's/.*Build ID: *//p'); "
+             "test/unit/symdebug_lib.c; id=$(readelf -n $lib | sed -n 's/.*Build ID: *//p'); "
              "if [ %d = 1 ]; then mkdir -p %s/$(echo $id | cut -c1-2); objcopy --only-keep-debug "
              "$lib %s/$(echo $id | cut -c1-2)/$(echo $id | cut -c3-).debug; fi; "
              "strip --strip-all $lib; ! readelf -S $lib | grep -q '\\.symtab'",

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../preload/guard.h"
-#include "../preload/threads.h"
+#include "../../preload/guard.h"
+#include "../../preload/threads.h"
 #include "pe_test.h"
 
 static double

@@ -7,7 +7,7 @@
  *   u_views             run the tests
  *   u_views --dump DIR  write DIR/views.pb.gz and DIR/views.<type>.folded of the
  *                       fixed profile, for the round trip through go tool pprof
- *                       in test/e2e_views.sh
+ *                       in test/e2e/e2e_views.sh
  */
 #include <dirent.h>
 #include <errno.h>
