@@ -5,7 +5,7 @@
 # default rate (a statistical check of the scaling); rwlock and condition waits
 # in the right profiles; debug=1 text that go tool pprof reads back; seconds=N
 # deltas; 503 when off.
-source test/lib.sh
+source test/e2e/lib.sh
 P=$BUILD/test
 
 # cum delay (ns) of function $2 in profile file $1, by go tool pprof -top
@@ -17,9 +17,6 @@ cum_ns() {
 cum_count() {
     go tool pprof -top -nodefraction=0 -nodecount=200 -sample_index=contentions "$1" 2>/dev/null |
         awk -v fn="$2" '$NF == fn { print $4 + 0; found = 1 } END { if (!found) print 0 }'
-}
-within() { # measured truth pct
-    awk -v m="$1" -v t="$2" -v p="$3" 'BEGIN { d = m - t; if (d < 0) d = -d; exit !(t > 0 && d <= t * p / 100) }'
 }
 wait_file() { for _ in $(seq 400); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 

@@ -13,7 +13,7 @@
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
 # (d) thread churn (threads blocking briefly and exiting) during 1000 dumps:
 #     no crash, the program's own checks pass.
-source "$(dirname "$0")/lib.sh"
+source test/e2e/lib.sh
 P=$BUILD/test
 
 block() { awk -v n="\"$2\"" '/^thread / { on = ($3 == n) } on' <<<"$1"; }
