@@ -6,9 +6,9 @@
 # enforced, and one that cannot be used means no server at all (so do a Unix
 # socket address and an oversized PROFEP_MATCH); the port file is 0600,
 # written by rename, never through a planted symlink, and a relative path is
-# the directory at load; a non-loopback address without a token warns; TLS
-# with PROFEP_TLS_CERT.  After each, the program's output and exit status are
-# its own.  (Browsers: test/e2e/e2e_security_web.sh.)
+# the directory at load; a non-loopback address without a token warns.  After
+# each, the program's output and exit status are its own.  (Browsers:
+# test/e2e/e2e_security_web.sh; TLS: test/e2e/e2e_tls.sh.)
 source test/e2e/lib.sh
 trap "" PIPE # writes to sockets the server closed must not end the script
 P=$BUILD/test
@@ -22,25 +22,19 @@ raw() {
     exec {fd}>&-
     printf '%s\n' "${line%$'\r'}"
 }
-one_of() { # VALUE CHOICE...: VALUE is one of the choices
-    local v=$1; shift
-    for c in "$@"; do [ "$v" = "$c" ] && return 0; done
-    return 1
-}
+# Limits: a slowloris client holds a worker 2 s, so 20 on 8 workers take about
+# 4-6 s and idle ones none; held for good they would block the index for the
+# program's life (35 s, long enough for every check below on a loaded machine).
+# The limits leave room for a loaded machine and still tell the two apart.
 index_within() { # seconds: the index answers 200 within that time
     local t
     t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 30 "http://$PE_ADDR/debug/pprof/")
     echo "  index: $t (limit ${1} s)"
     [ "${t% *}" = 200 ] && awk -v t="${t#* }" -v l="$1" 'BEGIN { exit !(t < l) }'
 }
-program_unchanged() { # PID, expected status: the program ends with its own status and output
-    wait "$1"; local st=$?
-    PE_PID=
-    [ "$st" = "$2" ] && [ "$(cat "$PE_OUT")" = slept ] || { echo "  status $st, out '$(cat "$PE_OUT")'"; return 1; }
-}
 
 # ---- slowloris: 20 connections that never finish their headers ------------------
-pe_start $P/p_sleep 25 5 || exit 1
+pe_start $P/p_sleep 35 5 || exit 1
 slow=()
 for _ in $(seq 20); do
     exec {fd}<>"/dev/tcp/${PE_ADDR%:*}/${PE_ADDR#*:}"
@@ -48,16 +42,16 @@ for _ in $(seq 20); do
     slow+=("$fd")
 done
 sleep 0.2
-check "20 slowloris connections: the index still answers within 8 s" index_within 8
+check "20 slowloris connections: the index still answers within 12 s" index_within 12
 # They keep trickling a byte a second: the header deadline counts from the first byte.
 for _ in 1 2 3; do for fd in "${slow[@]}"; do printf 'a' >&$fd 2>/dev/null; done; sleep 1; done
-check "trickling slow clients: the index answers within 8 s" index_within 8
+check "trickling slow clients: the index answers within 12 s" index_within 12
 for fd in "${slow[@]}"; do exec {fd}>&-; done
 
 # ---- idle connections (connect, send nothing) hold no worker ---------------------
 idle=()
 for _ in $(seq 30); do exec {fd}<>"/dev/tcp/${PE_ADDR%:*}/${PE_ADDR#*:}"; idle+=("$fd"); done
-check "30 idle connections: the index answers within 2 s" index_within 2
+check "30 idle connections: the index answers within 5 s" index_within 5
 for fd in "${idle[@]}"; do exec {fd}>&-; done
 
 # ---- sizes and garbage ------------------------------------------------------------
@@ -105,6 +99,16 @@ done
 check "token accepted" [ "$(pe_status /debug/pprof/?token=s3cret-token)" = 200 ]
 check "401 before any work: a profile without the token" [ "$(pe_status '/profile?duration=5')" = 401 ]
 pe_stop; PE_ENV=
+
+# Bearer or token=, 401 otherwise (with X-Go-Pprof).
+PE_ENV="PROFEP_TOKEN=s3cret" pe_start $P/p_sleep 30 0 || exit 1
+check "token: 401 without it" [ "$(pe_status /debug/pprof/)" = 401 ]
+check "token: 401 with a wrong one" [ "$(pe_status /debug/pprof/ -H 'Authorization: Bearer nope')" = 401 ]
+check "token: 200 with Bearer" [ "$(pe_status /debug/pprof/ -H 'Authorization: Bearer s3cret')" = 200 ]
+check "token: 200 with token=" [ "$(pe_status '/debug/pprof/?token=s3cret')" = 200 ]
+check "token: 401 carries X-Go-Pprof" bash -c "curl -s -D - -o /dev/null http://$PE_ADDR/ | grep -qi 'X-Go-Pprof: 1'"
+pe_stop
+PE_ENV=
 
 # ---- long tokens are enforced ------------------------------------------------------
 long_token=$(head -c 3072 /dev/urandom | base64 -w0) # 4096 characters
@@ -194,28 +198,4 @@ sleep 0.2
 check "loopback: one stderr line only" [ "$(wc -l <$PE_ERR)" = 1 ]
 pe_stop
 
-# ---- TLS -------------------------------------------------------------------------
-if ! command -v openssl >/dev/null || [ ! -e "${LIB%/*}/libprofendpoints-ssl.so" ]; then
-    echo "skip TLS: no openssl command or no libprofendpoints-ssl.so (OpenSSL 3 missing at build)"
-else
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout $T/key.pem -out $T/cert.pem -days 2 \
-        -subj /CN=localhost >/dev/null 2>&1
-    cat $T/key.pem $T/cert.pem >$T/tls.pem
-    PE_ENV="PROFEP_TLS_CERT=$T/tls.pem" pe_start $P/p_sleep 6 4 || exit 1
-    check "TLS: the line says https" grep -q "serving https://$PE_ADDR" $PE_ERR
-    st=$(curl -sk -o $T/idx -w '%{http_code}' --max-time 10 "https://$PE_ADDR/debug/pprof/")
-    check "TLS: curl -k gets the index ($st)" bash -c "[ $st = 200 ] && grep -q '<html>' $T/idx"
-    st=$(curl -sk -o $T/heap.pb.gz -w '%{http_code}' --max-time 10 "https://$PE_ADDR/debug/pprof/heap")
-    check "TLS: heap profile ($st)" bash -c "[ $st = 200 ] && gzip -t $T/heap.pb.gz"
-    st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$PE_ADDR/debug/pprof/")
-    check "TLS: plain HTTP gets no answer ($st)" one_of "$st" 000 400
-    st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "https://$PE_ADDR/debug/pprof/")
-    check "TLS: an unverified certificate is refused by a strict client ($st)" [ "$st" = 000 ]
-    check "TLS: the program's own status" program_unchanged $PE_PID 4
-    out=$(PROFEP_TLS_CERT=$T/nonexistent.pem PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/tp \
-          LD_PRELOAD=$LIB $P/p_sleep 0.3 2 2>$T/tls.err); st=$?
-    check "TLS: a missing certificate: one warning, no server, program unchanged" \
-        bash -c "[ $st = 2 ] && [ '$out' = slept ] && [ \$(wc -l <$T/tls.err) = 1 ] && \
-                 grep -q PROFEP_TLS_CERT $T/tls.err && [ ! -e $T/tp ]"
-fi
 pe_finish

@@ -10,11 +10,13 @@
 #   check MESSAGE CMD...      ok if CMD succeeds, else bad
 #   pe_finish                 print the counts; exit 0 if some passed and none failed
 #   pe_need CMD...            exit 77 (skip) unless every CMD and $LIB exist
+#   one_of VALUE CHOICE...    VALUE is one of the choices
 # A program on a free port (PE_PID, PE_ADDR; stdout PE_OUT, stderr PE_ERR)
 #   pe_start PROG ARGS...     preload the library (PE_ENV: extra VAR=VALUE words)
 #   pe_get PATH [curl args]   GET http://$PE_ADDR$PATH to stdout
 #   pe_status PATH [curl args]  its HTTP status
 #   pe_stop                   kill it and reap it
+#   program_unchanged PID STATUS  reap p_sleep: its own status and "slept" on stdout
 # A program driven by its stdin that prints "ready" (the heap workloads)
 #   pe_start_ready NAME [VAR=VALUE...] -- PROG ARGS...
 #                             stdin a fifo we hold open, output $T/NAME.out/.err;
@@ -53,6 +55,11 @@ pe_finish() {
     [ "$checks_bad" -eq 0 ] && [ "$checks_ok" -gt 0 ]
     exit $?
 }
+one_of() { # VALUE CHOICE...: VALUE is one of the choices
+    local v=$1; shift
+    for c in "$@"; do [ "$v" = "$c" ] && return 0; done
+    return 1
+}
 pe_need() {
     local c
     for c in "$@"; do
@@ -90,6 +97,11 @@ pe_status() { # path [curl args] -> HTTP status
 pe_stop() {
     [ -n "${PE_PID:-}" ] && kill "$PE_PID" 2>/dev/null && wait "$PE_PID" 2>/dev/null
     PE_PID=
+}
+program_unchanged() { # PID, expected status: the program ends with its own status and output
+    wait "$1"; local st=$?
+    PE_PID=
+    [ "$st" = "$2" ] && [ "$(cat "$PE_OUT")" = slept ] || { echo "  status $st, out '$(cat "$PE_OUT")'"; return 1; }
 }
 
 # ---- a program driven by its stdin

@@ -5,7 +5,7 @@
 int
 main(int argc, char **argv)
 {
-    usleep(300000); /* let the parent's server bind first */
+    usleep(1000000); /* let the parent's server bind first, on a loaded machine too */
     if (fork() != 0)
         return 0;
     sleep(argc > 1 ? (unsigned)atoi(argv[1]) : 3);
