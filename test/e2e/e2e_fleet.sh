@@ -15,7 +15,7 @@ P=$BUILD/test
 
 GOPARSE=$T/goparse
 if [ -d /usr/share/gocode/src/github.com/google/pprof/profile ]; then
-    env -u GOFLAGS GO111MODULE=off GOPATH=/usr/share/gocode go build -o "$GOPARSE" ./test/goparse \
+    env -u GOFLAGS GO111MODULE=off GOPATH=/usr/share/gocode go build -o "$GOPARSE" ./test/e2e/goparse \
         >$T/gobuild.log 2>&1 || { cat $T/gobuild.log; bad "build test/e2e/goparse"; }
 else
     bad "golang-github-google-pprof-dev not installed (scripts/deps.sh fleet)"
