@@ -152,9 +152,9 @@ check "tree: children stay silent ($(grep -c 'cannot listen' $T/tree.err) cannot
     [ "$(grep -c 'cannot listen' $T/tree.err)" = 0 ]
 check "tree: the root's serving line, once" [ "$(grep -c 'serving' $T/tree.err)" = 1 ]
 # A process outside the tree still says the port is taken.
-PROFEP_ADDR=127.0.0.1:$port LD_PRELOAD=$LIB $P/p_sleep 2 0 >/dev/null 2>$T/root.err &
+PROFEP_ADDR=127.0.0.1:$port LD_PRELOAD=$LIB $P/p_sleep 5 0 >/dev/null 2>$T/root.err &
 rpid=$!
-sleep 0.7
+eventually 4 grep -q serving $T/root.err # bound before the other one tries
 PROFEP_ADDR=127.0.0.1:$port LD_PRELOAD=$LIB $P/p_sleep 0.5 0 >/dev/null 2>$T/other.err
 wait $rpid
 check "not a descendant: one cannot-listen line" [ "$(grep -c 'cannot listen' $T/other.err)" = 1 ]

@@ -21,6 +21,7 @@ total() { # file: total samples (signals + overruns)
         sed -n 's/.*% of \([0-9]*\) total.*/\1/p' | head -1
 }
 ntimers() { grep -c '^ID:' /proc/$1/timers 2>/dev/null; }
+no_timers() { [ "$(ntimers $1)" = 0 ]; }
 
 # run_row PROG [VAR=value...]: run a row with stdin at EOF (it exits once done); prints its status
 run_row() {
@@ -83,7 +84,7 @@ start_row p_host_vfork PE_ROW_SECONDS=5
 c0=$(proc_cpu_ticks $PE_PID)
 st=$(pe_get '/profile?duration=3' -o $T/vfork.pb.gz -w '%{http_code}')
 c1=$(proc_cpu_ticks $PE_PID)
-sleep 0.5
+eventually 5 no_timers $PE_PID
 nt=$(ntimers $PE_PID)
 check "vfork loop profiled ($st)" [ "$st" = 200 ]
 check "no POSIX timer left after the profile ($nt)" [ "$nt" = 0 ]
@@ -132,7 +133,7 @@ for prog in p_host_clone p_host_spawn p_host_system p_host_vfork p_host_fork_dlo
     wait $p1
     pe_status '/debug/pprof/goroutine?debug=2' -o /dev/null >/dev/null
     wait_done
-    sleep 0.3
+    eventually 5 no_timers $PE_PID
     nt=$(ntimers $PE_PID)
     stop_row
     check "$prog under CPU ($(cat $T/st1)) and wall ($st2) profiles: exit $rc, $nt timers left" \

@@ -11,6 +11,8 @@
 #   pe_finish                 print the counts; exit 0 if some passed and none failed
 #   pe_need CMD...            exit 77 (skip) unless every CMD and $LIB exist
 #   one_of VALUE CHOICE...    VALUE is one of the choices
+#   eventually SECONDS CMD... CMD succeeds within SECONDS (polled; for state that
+#                             settles asynchronously, instead of a fixed sleep)
 # A program on a free port (PE_PID, PE_ADDR; stdout PE_OUT, stderr PE_ERR)
 #   pe_start PROG ARGS...     preload the library (PE_ENV: extra VAR=VALUE words)
 #   pe_get PATH [curl args]   GET http://$PE_ADDR$PATH to stdout
@@ -59,6 +61,10 @@ one_of() { # VALUE CHOICE...: VALUE is one of the choices
     local v=$1; shift
     for c in "$@"; do [ "$v" = "$c" ] && return 0; done
     return 1
+}
+eventually() {
+    local end=$((SECONDS + $1)); shift
+    until "$@"; do [ $SECONDS -ge "$end" ] && return 1; sleep 0.1; done
 }
 pe_need() {
     local c
