@@ -1,6 +1,7 @@
 # libprofendpoints: plain GNU make, no configure step.
 #   make            build build/libprofendpoints.so
 #   make test       install missing packages, build, run every test (last line: N passed, N failed)
+#                   T=PATTERN: only the tests whose name matches (test/run.sh -k; e.g. T=heap)
 #   make demo       install missing packages, build, profile a workload, print its top
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
