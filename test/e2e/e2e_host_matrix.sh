@@ -34,7 +34,7 @@ for prog in "$P"/p_host_*; do
     [ -n "${PE_HOST_ROWS:-}" ] && ! [[ $row =~ $PE_HOST_ROWS ]] && continue
     rows+=("$row")
 done
-[ ${#rows[@]} -gt 0 ] || { echo "skip: no p_host_* programs built"; exit 77; }
+[ ${#rows[@]} -gt 0 ] || { echo "skip: no p_host_* programs built${PE_HOST_ROWS:+ matching PE_HOST_ROWS=$PE_HOST_ROWS}"; exit 77; }
 
 # thread_ticks PID: utime+stime (clock ticks) summed over our threads.
 thread_ticks() {
