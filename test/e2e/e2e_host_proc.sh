@@ -15,11 +15,6 @@
 source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
-proc_cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
-total() { # file: total samples (signals + overruns)
-    go tool pprof -top -sample_index=samples "$1" 2>/dev/null |
-        sed -n 's/.*% of \([0-9]*\) total.*/\1/p' | head -1
-}
 ntimers() { grep -c '^ID:' /proc/$1/timers 2>/dev/null; }
 no_timers() { [ "$(ntimers $1)" = 0 ]; }
 
@@ -88,7 +83,7 @@ eventually 5 no_timers $PE_PID
 nt=$(ntimers $PE_PID)
 check "vfork loop profiled ($st)" [ "$st" = 200 ]
 check "no POSIX timer left after the profile ($nt)" [ "$nt" = 0 ]
-s=$(total $T/vfork.pb.gz); ticks=$((c1 - c0))
+s=$(count_total $T/vfork.pb.gz); ticks=$((c1 - c0))
 echo "  samples $s, CPU ticks during the profile $ticks"
 check "samples not inflated ($s samples for $ticks ticks of 10 ms)" \
     [ "${s:-0}" -gt 0 -a "${s:-0}" -le $((ticks * 3 / 2 + 30)) ]

@@ -11,15 +11,6 @@ P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 
-cum() { # file func [pprof args]: cumulative samples of func
-    local f=$1 fn=$2; shift 2
-    go tool pprof -top -sample_index=0 "$@" "$f" 2>/dev/null |
-        awk -v fn="$fn" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
-}
-total() { # file: total samples
-    go tool pprof -top -sample_index=0 "$1" 2>/dev/null |
-        sed -n 's/.*% of \([0-9]*\) total.*/\1/p' | head -1
-}
 block() { # text thread-name: that thread's block of the debug=2 text
     awk -v n="\"$2\"" '/^thread / { on = ($3 == n) } on' <<<"$1"
 }
@@ -53,10 +44,10 @@ done
 pe_get '/debug/pprof/goroutine' -o $T/g.pb.gz
 check "debug=0: pprof that go tool pprof reads" go tool pprof -raw $T/g.pb.gz >$T/g.raw 2>&1
 check "debug=0: sample type goroutine/count" grep -q '^goroutine/count' $T/g.raw
-check "debug=0: total 5" [ "$(total $T/g.pb.gz)" = 5 ]
+check "debug=0: total 5" [ "$(count_total $T/g.pb.gz)" = 5 ]
 for t in "${!FN[@]}"; do
     check "debug=0: tagfocus thread_name=$t gives ${FN[$t]}" \
-        [ "$(cum $T/g.pb.gz ${FN[$t]} -tagfocus=thread_name=$t)" = 1 ]
+        [ "$(count_cum $T/g.pb.gz ${FN[$t]} -tagfocus=thread_name=$t)" = 1 ]
 done
 check "debug=0: state label" grep -q 'state:\[running\]' $T/g.raw
 
@@ -71,8 +62,8 @@ check "wall: thread, thread_name and state labels" \
              grep -q 'state:\[sleeping\]' $T/w.raw"
 declare -A W
 sum=0
-for t in "${!FN[@]}"; do W[$t]=$(cum $T/w.pb.gz ${FN[$t]}); sum=$((sum + W[$t])); done
-echo "  wall samples: mutex=${W[p-mutex]} sleep=${W[p-sleep]} read=${W[p-read]} busy=${W[p-busy]} (of $(total $T/w.pb.gz))"
+for t in "${!FN[@]}"; do W[$t]=$(count_cum $T/w.pb.gz ${FN[$t]}); sum=$((sum + W[$t])); done
+echo "  wall samples: mutex=${W[p-mutex]} sleep=${W[p-sleep]} read=${W[p-read]} busy=${W[p-busy]} (of $(count_total $T/w.pb.gz))"
 # Margins for a busy 2-core machine: a late collector carries the periods that
 # passed, so a thread loses samples only when it gets no CPU for several ticks.
 check "wall: each parked thread has ~100 samples per second (3 s: 220-340)" \
@@ -80,11 +71,11 @@ check "wall: each parked thread has ~100 samples per second (3 s: 220-340)" \
 check "wall: even split (each within 15% of the mean)" \
     bash -c "for v in ${W[*]}; do [ \$((v * 400)) -ge \$(($sum * 85)) ] && [ \$((v * 400)) -le \$(($sum * 115)) ] || exit 1; done"
 check "wall: state=running only on the busy loop" \
-    bash -c "[ $(cum $T/w.pb.gz park_busy -tagfocus=state=running) -gt 0 ] &&
-             [ $(cum $T/w.pb.gz park_sleep -tagfocus=state=running) -eq 0 ]"
+    bash -c "[ $(count_cum $T/w.pb.gz park_busy -tagfocus=state=running) -gt 0 ] &&
+             [ $(count_cum $T/w.pb.gz park_sleep -tagfocus=state=running) -eq 0 ]"
 pe_get '/profile?duration=3' -o $T/c.pb.gz
-ctot=$(total $T/c.pb.gz); cbusy=$(cum $T/c.pb.gz park_busy)
-cother=$(( $(cum $T/c.pb.gz park_mutex) + $(cum $T/c.pb.gz park_sleep) + $(cum $T/c.pb.gz park_read) ))
+ctot=$(count_total $T/c.pb.gz); cbusy=$(count_cum $T/c.pb.gz park_busy)
+cother=$(( $(count_cum $T/c.pb.gz park_mutex) + $(count_cum $T/c.pb.gz park_sleep) + $(count_cum $T/c.pb.gz park_read) ))
 echo "  cpu samples: busy=$cbusy parked=$cother total=$ctot"
 check "cpu: the busy thread has >= 95% of the samples, the parked ones none" \
     bash -c "[ $((cbusy * 100)) -ge $((ctot * 95)) ] && [ $cother -eq 0 ]"
@@ -97,7 +88,7 @@ check "wall with another delay: 409 naming the running one ($body)" grep -q 'del
 check "a CPU profile alongside a wall session: 200" [ "$(pe_status '/profile?duration=1')" = 200 ]
 check "an overlapping /profile_wall with the same delay: 200" [ "$(pe_status '/profile_wall?duration=1')" = 200 ]
 pe_get '/profile_wall_stop' -o $T/ws.pb.gz
-check "/profile_wall_stop returns the session's profile" [ "$(cum $T/ws.pb.gz park_read)" -gt 100 ]
+check "/profile_wall_stop returns the session's profile" [ "$(count_cum $T/ws.pb.gz park_read)" -gt 100 ]
 check "/profile_wall_stop with none: 409" [ "$(pe_status '/profile_wall_stop')" = 409 ]
 check "wall delay below 1 ms: 400" [ "$(pe_status '/profile_wall?delay=0.0001&duration=1')" = 400 ]
 txt=$(pe_get '/profile_wall?duration=1&pprof=false')
@@ -106,7 +97,7 @@ check "wall pprof=false: text tree naming park_sleep" grep -q park_sleep <<<"$tx
 # ---- threadcreate ------------------------------------------------------------------
 pe_get '/debug/pprof/threadcreate' -o $T/tc.pb.gz
 check "threadcreate: type threadcreate/count" bash -c "go tool pprof -raw $T/tc.pb.gz | grep -q '^threadcreate/count'"
-check "threadcreate: spawn_all created 4" [ "$(cum $T/tc.pb.gz spawn_all)" = 4 ]
+check "threadcreate: spawn_all created 4" [ "$(count_cum $T/tc.pb.gz spawn_all)" = 4 ]
 txt=$(pe_get '/debug/pprof/threadcreate?debug=1')
 check "threadcreate debug=1: Go's text" grep -q '^threadcreate profile: total 5$' <<<"$txt"
 check "threadcreate debug=1: 4 @ spawn_all" bash -c "grep -A1 '^4 @' <<<'$txt' | grep -q spawn_all"

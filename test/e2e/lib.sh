@@ -31,6 +31,10 @@
 #   bytes_flat / bytes_cum FILE INDEX FUNC
 #                             FUNC's flat / cumulative bytes for sample INDEX
 #   bytes_total FILE INDEX    the profile's total for sample INDEX
+#   count_cum FILE FUNC [pprof args]  FUNC's cumulative count (the first sample type:
+#                             CPU and wall samples, goroutines, threads)
+#   count_total FILE          the profile's total count
+#   proc_cpu_ticks PID        the process's utime+stime, in clock ticks
 #   within A B PCT            |A-B| <= PCT% of B;  pct A B: A's difference from B
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
@@ -164,5 +168,15 @@ bytes_total() {
     go tool pprof -top -unit=B -sample_index="$2" "$1" 2>/dev/null |
         sed -n 's/.* of \([0-9.]*\)B\{0,1\} total.*/\1/p' | head -1
 }
+count_cum() {
+    local f=$1 fn=$2; shift 2
+    go tool pprof -top -sample_index=0 "$@" "$f" 2>/dev/null |
+        awk -v fn="$fn" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
+}
+count_total() {
+    go tool pprof -top -sample_index=0 "$1" 2>/dev/null |
+        sed -n 's/.*% of \([0-9]*\) total.*/\1/p' | head -1
+}
+proc_cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%+.2f%%", (a - b) * 100 / b; else print "n/a" }'; }
