@@ -36,6 +36,8 @@ cmd() { # send one command, wait for its "done"
     return 1
 }
 # fetch NAME PATH LIMIT_S: status 200 within LIMIT_S seconds, saved as $T/NAME.pb.gz
+# (limits: 10 s for a quick path, the profile's seconds + 10 s for a timed one, the
+# scrapers' usual timeout, which a loaded machine still meets)
 fetch() {
     local t0=$SECONDS st
     st=$(curl -s -o "$T/$1.pb.gz" -w '%{http_code}' --max-time $(($3 + 30)) "http://$PE_ADDR$2")
@@ -61,20 +63,20 @@ between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= 
 
 # ---- Alloy's default paths, back to back ------------------------------------------
 cmd "fight 300"
-fetch profile '/debug/pprof/profile?seconds=2' 8
+fetch profile '/debug/pprof/profile?seconds=2' 12
 parsed profile 'samples/count,cpu/nanoseconds' 'cpu/nanoseconds'
 check "profile: names the busy thread's function" grep -q 'fleet_busy_step' $T/profile.go
-fetch allocs /debug/pprof/allocs 5
+fetch allocs /debug/pprof/allocs 10
 parsed allocs 'alloc_objects/count,alloc_space/bytes,inuse_objects/count,inuse_space/bytes' 'space/bytes'
-fetch goroutine /debug/pprof/goroutine 5
+fetch goroutine /debug/pprof/goroutine 10
 parsed goroutine 'goroutine/count'
 check "goroutine: every thread's stack (fleet_sleeper, fleet_churn)" \
     bash -c "grep -q fleet_sleeper $T/goroutine.go && grep -q fleet_churn $T/goroutine.go"
-fetch mutex /debug/pprof/mutex 5
+fetch mutex /debug/pprof/mutex 10
 parsed mutex 'contentions/count,delay/nanoseconds' 'contentions/count'
-fetch block /debug/pprof/block 5
+fetch block /debug/pprof/block 10
 parsed block 'contentions/count,delay/nanoseconds' 'contentions/count'
-fetch fgprof '/debug/fgprof?seconds=2' 8
+fetch fgprof '/debug/fgprof?seconds=2' 12
 parsed fgprof 'samples/count,time/nanoseconds' 'wallclock/nanoseconds'
 busy=$(value fgprof fleet_busy 0)
 sleepy=$(value fgprof fleet_sleeper 0)
@@ -85,47 +87,47 @@ check "fgprof: folded view works too" \
     bash -c "curl -s --max-time 30 'http://$PE_ADDR/debug/fgprof?seconds=1&format=folded' | grep -q 'fleet_sleeper.* [0-9]'"
 
 # ---- godeltaprof: delta_heap --------------------------------------------------------
-fetch dh0 /debug/pprof/delta_heap 5 # the first call: since start; sets the baseline
+fetch dh0 /debug/pprof/delta_heap 10 # the first call: since start; sets the baseline
 parsed dh0 'alloc_objects/count,alloc_space/bytes,inuse_objects/count,inuse_space/bytes'
 cmd "alloc 2147483648"
 cmd "hold 104857600"
-fetch dh1 /debug/pprof/delta_heap 5
+fetch dh1 /debug/pprof/delta_heap 10
 a1=$(value dh1 fleet_alloc_site alloc_space)
 h1=$(value dh1 fleet_hold_site inuse_space)
 echo "  delta_heap after 2 GiB allocated, 100 MiB held: alloc_space=$a1 inuse(hold)=$h1"
 check "delta_heap: the change since the previous call (2 GiB within 10%: $a1)" \
     between "${a1:-0}" 1932735283 2362232012
 check "delta_heap: in-use is absolute (100 MiB within 15%: $h1)" between "${h1:-0}" 89128960 120586240
-fetch dh2 /debug/pprof/delta_heap 5
+fetch dh2 /debug/pprof/delta_heap 10
 a2=$(value dh2 fleet_alloc_site alloc_space)
 h2=$(value dh2 fleet_hold_site inuse_space)
 echo "  delta_heap again at once: alloc_space=${a2:-0} inuse(hold)=$h2"
 check "delta_heap: nothing allocated since, nothing shown (${a2:-0} < 1% of 2 GiB)" \
     between "${a2:-0}" 0 21474836
 check "delta_heap: in-use still absolute ($h2 = $h1)" [ "${h2:-x}" = "${h1:-y}" ]
-fetch cum /debug/pprof/allocs 5
+fetch cum /debug/pprof/allocs 10
 ac=$(value cum fleet_alloc_site alloc_space)
 check "the cumulative path is not affected by delta calls ($ac >= 2 GiB - 10%)" \
     between "${ac:-0}" 1932735283 99999999999
 
 # ---- godeltaprof: delta_mutex, delta_block ---------------------------------------------
-fetch dm0 /debug/pprof/delta_mutex 5
+fetch dm0 /debug/pprof/delta_mutex 10
 parsed dm0 'contentions/count,delay/nanoseconds' 'contentions/count'
-fetch db0 /debug/pprof/delta_block 5
+fetch db0 /debug/pprof/delta_block 10
 parsed db0 'contentions/count,delay/nanoseconds'
 c0=$(value dm0 fleet_fight_lock contentions)
 check "delta_mutex: the first call holds what came since start (${c0:-0} > 0)" between "${c0:-0}" 1 1e12
-fetch dm1 /debug/pprof/delta_mutex 5
+fetch dm1 /debug/pprof/delta_mutex 10
 c1=$(value dm1 fleet_fight_lock contentions)
 check "delta_mutex: nothing fought since, nothing shown (${c1:-0})" between "${c1:-0}" 0 0
 cmd "fight 300"
-fetch dm2 /debug/pprof/delta_mutex 5
-fetch db2 /debug/pprof/delta_block 5
+fetch dm2 /debug/pprof/delta_mutex 10
+fetch db2 /debug/pprof/delta_block 10
 c2=$(value dm2 fleet_fight_lock contentions)
 b2=$(value db2 fleet_fight_lock contentions)
 check "delta_mutex: a new fight shows (${c2:-0} > 0)" between "${c2:-0}" 1 1e12
 check "delta_block: each path keeps its own baseline (${b2:-0} > 0)" between "${b2:-0}" 1 1e12
-fetch mc /debug/pprof/mutex 5
+fetch mc /debug/pprof/mutex 10
 mc=$(value mc fleet_fight_lock contentions)
 check "cumulative mutex = both fights (${mc:-0} >= ${c0:-0} + ${c2:-0})" \
     [ "${mc:-0}" -ge $((${c0:-0} + ${c2:-0})) ]
