@@ -160,8 +160,9 @@ for round in $(seq $ROUNDS); do
     done
     start=$SECONDS
     wait $PE_PID; st=$?; PE_PID=
+    # prompt: far from the 30 s asked for, with room for a loaded machine (1.5 s idle)
     check "exit mid-profile ($round): status $st (7), within $((SECONDS - start)) s" \
-        bash -c "[ $st = 7 ] && [ $((SECONDS - start)) -le 4 ]"
+        bash -c "[ $st = 7 ] && [ $((SECONDS - start)) -le 10 ]"
     wait
 done
 for round in $(seq $ROUNDS); do
