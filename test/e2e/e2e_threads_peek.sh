@@ -13,13 +13,15 @@ wait_for() { # file pattern [tenths]
 }
 
 # ---- the peek, twice ----------------------------------------------------------------
-PE_ENV="PROFEP_PEEK_SIGNAL=USR1 PROFEP_PEEK_SECONDS=1" pe_start $P/p_parked 6 || exit 1
-wait_for "$PE_OUT" ready
+# 20 s of program: both peeks (1 s of CPU profile each) and the checks between them fit
+# on a loaded machine; the waits below allow 10 s each.
+PE_ENV="PROFEP_PEEK_SIGNAL=USR1 PROFEP_PEEK_SECONDS=1" pe_start $P/p_parked 20 || exit 1
+wait_for "$PE_OUT" ready 100
 sleep 0.3
 check "peek: the thread is ours (pe-peek, not among the stacks)" \
     bash -c "grep -qx pe-peek /proc/$PE_PID/task/*/comm"
 kill -USR1 $PE_PID
-check "peek: done within 5 s" wait_for "$PE_ERR" 'peek done'
+check "peek: done within 10 s" wait_for "$PE_ERR" 'peek done' 100
 sed -n '/peek (SIGUSR1/,/peek done/p' "$PE_ERR" >$T/peek1
 check "peek: stacks header names the signal and pid" grep -q "peek (SIGUSR1, pid $PE_PID): every thread's stack" $T/peek1
 for f in park_mutex park_sleep park_read park_busy main_wait; do
@@ -33,7 +35,7 @@ check "peek: CPU tree report leaves the parked threads out" \
     bash -c "! sed -n '/CPU profile of/,\$p' $T/peek1 | grep -Eq 'park_(sleep|read|mutex)'"
 kill -USR1 $PE_PID
 check "peek: a second signal, a second report" \
-    bash -c "for _ in \$(seq 50); do [ \$(grep -c 'peek done' $PE_ERR) -ge 2 ] && exit 0; sleep 0.1; done; exit 1"
+    bash -c "for _ in \$(seq 100); do [ \$(grep -c 'peek done' $PE_ERR) -ge 2 ] && exit 0; sleep 0.1; done; exit 1"
 wait $PE_PID
 st=$?
 check "peek: the program carried on and exited 0 ($st)" [ "$st" = 0 ]
@@ -45,7 +47,7 @@ check "peek: the CPU report counts samples" grep -q '^samples (count), tree view
 PE_PID=
 
 # ---- the program installs its own SIGUSR1 handler: it wins ------------------------------
-PE_ENV="PROFEP_PEEK_SIGNAL=USR1 P_PARKED_USR1=1" pe_start $P/p_parked 1.5 || exit 1
+PE_ENV="PROFEP_PEEK_SIGNAL=USR1 P_PARKED_USR1=1" pe_start $P/p_parked 5 || exit 1
 wait_for "$PE_OUT" ready
 check "own handler: sigaction reported SIG_DFL before (ours hidden)" grep -qx 'usr1 old default' "$PE_OUT"
 kill -USR1 $PE_PID
