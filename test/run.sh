@@ -52,7 +52,7 @@ for extra in "${@:2}"; do
 done
 for t in test/e2e/e2e_*.sh test/e2e/check_*.sh; do
     [ -f "$t" ] || continue
-    run_one "$(basename "$t" .sh)" 300 bash "$t"
+    run_one "$(basename "$t" .sh)" 600 bash "$t" # e2e_heap_cases takes 200 s at load 16
 done
 rm -rf "$logdir"
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
