@@ -1,6 +1,7 @@
 # libprofendpoints: plain GNU make, no configure step.
 #   make            build build/libprofendpoints.so
 #   make test       install missing packages, build, run every test (last line: N passed, N failed)
+#                   T=PATTERN: only the tests whose name matches (test/run.sh -k; e.g. T=heap)
 #   make demo       install missing packages, build, profile a workload, print its top
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
@@ -104,26 +105,30 @@ $(GEN_C) $(GEN_H) &: proto/profile.proto proto/profile.options
 proto: $(GEN_C)
 
 # ---- tests -------------------------------------------------------------------
-TEST_C    := $(sort $(wildcard test/*.c))
-TEST_CXX  := $(sort $(wildcard test/*.cc))
-UNIT_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(filter test/u_%.c,$(TEST_C)))
-PROG_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(filter test/p_%.c,$(TEST_C))) \
-             $(patsubst test/%.cc,$(BUILD)/test/%,$(filter test/p_%.cc,$(TEST_CXX)))
+# test/unit/u_*.c link against the core archive; test/progs/p_*.c(c) are plain programs
+# the e2e scripts run with the library preloaded; test/bench/ holds `make bench`'s
+# programs (built by scripts/bench_*.sh).  Every binary lands in $(BUILD)/test/.
+UNIT_SRCS := $(sort $(wildcard test/unit/u_*.c))
+PROG_SRCS := $(sort $(wildcard test/progs/p_*.c))
+PROG_CXX  := $(sort $(wildcard test/progs/p_*.cc))
+UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRCS))
+PROG_BINS := $(patsubst test/progs/%.c,$(BUILD)/test/%,$(PROG_SRCS)) \
+             $(patsubst test/progs/%.cc,$(BUILD)/test/%,$(PROG_CXX))
 TEST_LIBS := -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm
 PROG_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Wall $(CFLAGS)
 
-$(BUILD)/test/u_%: test/u_%.c $(CORE_AR)
+$(BUILD)/test/u_%: test/unit/u_%.c test/unit/pe_test.h $(CORE_AR)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=default -o $@ $< $(CORE_AR) $(TEST_LIBS) $(SAN)
 
-# (the row programs share small headers: test/p_host.h, test/host_row.h)
-$(BUILD)/test/p_%: test/p_%.c $(wildcard test/*.h)
+# (the row programs share small headers: test/progs/p_host.h, test/progs/host_row.h)
+$(BUILD)/test/p_%: test/progs/p_%.c $(wildcard test/progs/*.h)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread -lm
 
-$(BUILD)/test/p_%: test/p_%.cc
+$(BUILD)/test/p_%: test/progs/p_%.cc
 	@mkdir -p $(dir $@)
 	$(call msg,CXXLD,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
@@ -137,7 +142,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
-	$(Q)test/run.sh $(BUILD) $(BUILD)-asan
+	$(Q)T="$(T)" test/run.sh $(BUILD) $(BUILD)-asan
 
 unit: $(UNIT_BINS)
 
@@ -146,8 +151,8 @@ asan:
 	$(Q)for t in $(BUILD)-asan/test/u_*; do echo "== $$t"; $$t || exit 1; done
 
 # libFuzzer (clang, ASan+UBSan) on the query parser, the router, the quick handlers
-# and the PROFEP_* parsers (test/fuzz_params.c), from the corpus in test/corpus/, for
-# FUZZ_SECONDS.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into test/corpus/ (then
+# and the PROFEP_* parsers (test/unit/fuzz_params.c), from the corpus in test/unit/corpus/,
+# for FUZZ_SECONDS.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into test/unit/corpus/ (then
 # build/test/u_fuzz_corpus replays it in make test) and fix the parser.
 FUZZ_SECONDS ?= 60
 fuzz:
@@ -155,8 +160,8 @@ fuzz:
 	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
 	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
 	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_params \
-	    test/fuzz_params.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
-	$(Q)mkdir -p $(BUILD)-fuzz/corpus && cp test/corpus/* $(BUILD)-fuzz/corpus/
+	    test/unit/fuzz_params.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus && cp test/unit/corpus/* $(BUILD)-fuzz/corpus/
 	$(Q)$(BUILD)-fuzz/fuzz_params -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus \
 	    >$(BUILD)-fuzz/fuzz.log 2>&1; st=$$?; grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz.log | \
@@ -165,7 +170,7 @@ fuzz:
 # The host program under load and faults, with the figures (README "Hardening"):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
 # the program's own signal handlers, exit mid-profile, clients that hang up.  A few
-# minutes; never pass/fail in CI (test/e2e_stress.sh runs the short version).
+# minutes; never pass/fail in CI (test/e2e/e2e_stress.sh runs the short version).
 stress: deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)scripts/stress.sh $(BUILD)

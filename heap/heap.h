@@ -40,7 +40,7 @@
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64
 /* Stack a sample's unwinding may take below the malloc call, with a margin
-   (test/p_host_smallstack measures it); a small stack with less left gets a
+   (test/progs/p_host_smallstack measures it); a small stack with less left gets a
    sample without a stack. */
 #define PE_HEAP_STACK_NEED 8192
 /* Fixed-point scales of the accumulated estimates. */

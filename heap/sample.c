@@ -143,7 +143,7 @@ take_stack(void)
     int n, start;
 
     /* a small stack (pe_tls.stack_lo) near its end: the unwinder could run
-       into the guard page (test/p_host_smallstack) */
+       into the guard page (test/progs/p_host_smallstack) */
     if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
         return PE_HEAP_NO_STACK;
     n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);

@@ -4,7 +4,7 @@
  * allocation, bounded), and typed readers check ranges and send a one-line
  * 400 naming the parameter, its value and what is allowed (the README's error
  * contract: `go tool pprof` and curl show that line as is).  This file is
- * fuzzed (test/fuzz_params.c).
+ * fuzzed (test/unit/fuzz_params.c).
  */
 #include <ctype.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * a row of pe_cfg_rows[] (config.c): its name, its default, the parser that
  * reads it into its field of pe_cfg, the allowed values a bad value's line
  * names, and its help line.  One loop reads them all; the /debug/pprof/ index
- * lists the rows, and test/u_config_table.c with test/check_config_doc.sh
+ * lists the rows, and test/unit/u_config_table.c with test/e2e/check_config_doc.sh
  * hold README's table to them.  A new setting is a field below, a row in
  * config.c and a line in README's table.
  *

@@ -128,7 +128,7 @@ void pe_cpu_sig_atfork_child(void);
 #define PE_CPU_SMALL_STACK (1024 * 1024)
 void pe_cpu_stack_note(void);
 /* Bytes the handler's unwinding (and the malloc path's) may take below the
-   interrupted frame, with a margin: test/p_host_smallstack measures it. */
+   interrupted frame, with a margin: test/progs/p_host_smallstack measures it. */
 #define PE_CPU_STACK_NEED 8192
 PE_SIGSAFE static inline int pe_cpu_stack_short(void);
 static inline int

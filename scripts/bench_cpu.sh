@@ -15,7 +15,7 @@ trap 'rm -rf $T; [ -n "${PID:-}" ] && kill $PID 2>/dev/null' EXIT
 export HOME=$T GOCACHE=$T/gocache GOTOOLCHAIN=local
 B=$T/bench_cpu
 ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -I. -I$BUILD/gen -o $B \
-    test/bench_cpu.c $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm ||
+    test/bench/bench_cpu.c $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm ||
     { echo "bench_cpu: build failed"; exit 1; }
 ITERS=${BENCH_CPU_ITERS:-1500000000}
 WAIT=0.6

@@ -3,7 +3,7 @@
 # pass/fail).  A scraper follows Grafana Alloy's default schedule: a 14 s CPU
 # profile back to back, and every 15 s allocs, goroutine, mutex, block, the
 # godeltaprof paths and a 14 s fgprof profile.
-#   1. a fixed 2-thread CPU-bound workload (test/bench_cpu.c work): process CPU
+#   1. a fixed 2-thread CPU-bound workload (test/bench/bench_cpu.c work): process CPU
 #      (ours included) and wall time, with no library, the library idle, and
 #      the library scraped; medians of BENCH_FLEET_RUNS interleaved runs;
 #   2. redis-server under redis-benchmark (SET/GET, 50 clients), the same
@@ -18,7 +18,7 @@ trap 'rm -rf $T; kill $SCRAPER $PID 2>/dev/null' EXIT
 SCRAPER= PID=
 B=$T/bench_cpu
 ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -I. -I$BUILD/gen -o $B \
-    test/bench_cpu.c $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm ||
+    test/bench/bench_cpu.c $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm ||
     { echo "bench_fleet: build failed"; exit 1; }
 ITERS=${BENCH_FLEET_ITERS:-3000000000}
 RUNS=${BENCH_FLEET_RUNS:-5}

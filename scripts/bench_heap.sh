@@ -3,13 +3,13 @@
 # library (glibc malloc):
 #   ours        libprofendpoints.so at the default rate (PROFEP_HEAP_RATE=524288)
 #   ours_off    libprofendpoints.so with PROFEP_HEAP_RATE=0
-#   shim        a bare forwarding interposer (test/bench_heap_shim.c): the floor
+#   shim        a bare forwarding interposer (test/bench/bench_heap_shim.c): the floor
 #   shim_checks the same plus the per-call least of any byte-sampling interposer
 #               that knows its blocks at free (a TLS countdown in malloc, a
-#               sign test in free; test/bench_heap_shim.c -DSHIM_CHECKS)
+#               sign test in free; test/bench/bench_heap_shim.c -DSHIM_CHECKS)
 #   jemalloc    Debian's libjemalloc2 with MALLOC_CONF=prof:true,lg_prof_sample:19
 #               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
-# Workloads (test/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
+# Workloads (test/bench/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
 # (process CPU seconds), "pair" one thread of malloc(64)+free (ns per pair),
 # "ab" the mt workload against glibc's own functions inside one process.
 # Each configuration runs BENCH_RUNS times (default 11), interleaved; the
@@ -30,9 +30,9 @@ T=$(mktemp -d /tmp/pe_bench_heap.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
 mkdir -p "$BUILD/test"
-cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench_heap.c || exit 1
-cc -O2 -shared -fPIC -o "$SHIM" test/bench_heap_shim.c || exit 1
-cc -O2 -shared -fPIC -DSHIM_CHECKS -o "$SHIMC" test/bench_heap_shim.c || exit 1
+cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench/bench_heap.c || exit 1
+cc -O2 -shared -fPIC -o "$SHIM" test/bench/bench_heap_shim.c || exit 1
+cc -O2 -shared -fPIC -DSHIM_CHECKS -o "$SHIMC" test/bench/bench_heap_shim.c || exit 1
 [ -f "$LIB" ] || { echo "bench_heap: $LIB not built"; exit 1; }
 
 configs="base ours ours_off shim shim_checks"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # bench_jit.sh: JIT code figures, as ratios where there is a baseline (never pass/fail):
-#   1. node --perf-basic-prof running test/js/busy.js (fib + JSON.stringify, fixed
+#   1. node --perf-basic-prof running test/e2e/js/busy.js (fib + JSON.stringify, fixed
 #      work): wall and CPU without a profiler, with ours at 100 Hz (names JIT
 #      frames from the perf map) and with gperftools' libprofiler.so at 100 Hz
 #      (names none of them);
 #   2. loading a perf map of 1e6 entries, and one line appended to it (CPU time),
-#      with the index's size (test/u_jitmap prints them).
+#      with the index's size (test/unit/u_jitmap prints them).
 # Usage: scripts/bench_jit.sh BUILD
 set -u
 BUILD=${1:-build}
@@ -14,7 +14,7 @@ LIB=$BUILD/libprofendpoints.so
 GPERF=$(ls /usr/lib/x86_64-linux-gnu/libprofiler.so.0 2>/dev/null || true)
 T=$(mktemp -d /tmp/pe-bench-jit.XXXXXX)
 trap 'rm -rf $T; [ -n "${PID:-}" ] && kill $PID 2>/dev/null' EXIT
-JS=$PWD/test/js/busy.js
+JS=$PWD/test/e2e/js/busy.js
 cd $T # node --perf-basic-prof writes isolate-*-v8.log into its cwd
 ROUNDS=${BENCH_JIT_ROUNDS:-1500}
 WAIT=600
@@ -63,7 +63,7 @@ else
     echo "== node: not installed (scripts/deps.sh node)"
 fi
 
-echo "== a perf map of 1e6 entries (test/u_jitmap; CPU time, the machine may be busy)"
+echo "== a perf map of 1e6 entries (test/unit/u_jitmap; CPU time, the machine may be busy)"
 cd - >/dev/null
 if [ -x $BUILD/test/u_jitmap ]; then
     $BUILD/test/u_jitmap | sed -n 's/^1e6-entry map: /  /p'

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench_mutex.sh [BUILD]: the cost of the lock interposers on the uncontended
-# path, in ns per lock+unlock pair of one thread (test/bench_mutex.c), for
+# path, in ns per lock+unlock pair of one thread (test/bench/bench_mutex.c), for
 #   none   no library
-#   shim   a bare forwarding interposer (test/bench_mutex_shim.c): the floor
+#   shim   a bare forwarding interposer (test/bench/bench_mutex_shim.c): the floor
 #          of any interposer
 #   ours   libprofendpoints.so at the default PROFEP_MUTEX_RATE
 #   off    libprofendpoints.so with PROFEP_MUTEX_RATE=0 (pass-through)
@@ -32,8 +32,8 @@ ROUNDS=${BENCH_MUTEX_ROUNDS:-5}
 CPU=${BENCH_MUTEX_CPU:-$(($(nproc) - 1))}
 EVENT=${BENCH_PERF_EVENT:-instructions:u}
 mkdir -p "$BUILD/test"
-cc -std=gnu11 -D_GNU_SOURCE -O2 -g -o "$BIN" test/bench_mutex.c -ldl -lpthread || exit 0
-cc -std=gnu11 -O2 -shared -fPIC -o "$SHIM" test/bench_mutex_shim.c -ldl || exit 0
+cc -std=gnu11 -D_GNU_SOURCE -O2 -g -o "$BIN" test/bench/bench_mutex.c -ldl -lpthread || exit 0
+cc -std=gnu11 -O2 -shared -fPIC -o "$SHIM" test/bench/bench_mutex_shim.c -ldl || exit 0
 [ -f "$LIB" ] || { echo "bench_mutex: $LIB not built"; exit 0; }
 
 PIN=()

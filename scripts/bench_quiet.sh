@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_quiet.sh [BUILD]: wall-clock sampling of a program with 50 sleeping and
-# 2 busy threads (test/bench_quiet.c) at delay=0.01 for BENCH_QUIET_SECONDS
+# 2 busy threads (test/bench/bench_quiet.c) at delay=0.01 for BENCH_QUIET_SECONDS
 # (default 6, at least 4), with stacks taken from /proc where a thread is off the CPU
 # (capture=auto, the default) beside signalling every sampled thread
 # (capture=signal, the method before /proc captures).  Per method: signals
@@ -19,7 +19,7 @@ SECS=${BENCH_QUIET_SECONDS:-6}
 T=$(mktemp -d /tmp/pe-bench-quiet.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$BUILD/test"
-cc -std=gnu11 -D_GNU_SOURCE -O2 -g -o "$BIN" test/bench_quiet.c -lpthread || exit 0
+cc -std=gnu11 -D_GNU_SOURCE -O2 -g -o "$BIN" test/bench/bench_quiet.c -lpthread || exit 0
 [ -f "$LIB" ] || { echo "bench_quiet: $LIB not built"; exit 0; }
 command -v go >/dev/null || { echo "bench_quiet: no go tool pprof to read the profiles"; exit 0; }
 

@@ -2,11 +2,11 @@
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
 # Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet]   (bench adds the baselines' packages;
-# browser: headless Chromium, a font and xmllint for test/e2e_views_browser.sh;
-# node: nodejs and npm, which test/e2e_snapshot_memlab.sh uses to fetch memlab and
-# test/e2e_node.sh and scripts/bench_jit.sh run;
-# server: redis, a real server for test/e2e_server.sh; fleet: Go's pprof profile parser,
-# which test/e2e_fleet.sh builds a reader with)
+# browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
+# node: nodejs and npm, which test/e2e/e2e_snapshot_memlab.sh uses to fetch memlab and
+# test/e2e/e2e_node.sh and scripts/bench_jit.sh run;
+# server: redis, a real server for test/e2e/e2e_server.sh; fleet: Go's pprof profile parser,
+# which test/e2e/e2e_fleet.sh builds a reader with)
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lint.sh (`make lint`, and test/check_lint.sh in `make test`):
+# lint.sh (`make lint`, and test/e2e/check_lint.sh in `make test`):
 #  1. every C file is as clang-format (.clang-format) would write it;
 #  2. the signal handler files call nothing but functions declared PE_SIGSAFE,
 #     compiler atomics, and the async-signal-safe libc calls listed here.
@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 rc=0
 if command -v clang-format >/dev/null; then
-    for f in $(git ls-files '*.c' '*.h' 2>/dev/null || ls */*.c */*.h); do
+    for f in $(git ls-files '*.c' '*.h' 2>/dev/null || ls */*.c */*.h */*/*.c */*/*.h); do
         if clang-format --dry-run "$f" 2>&1 | grep -q warning; then
             echo "lint: $f is not clang-formatted (make format)"
             rc=1

@@ -10,7 +10,7 @@
 set -u
 if [ -z "${BUILD:-}" ]; then BUILD=${1:-build}; fi
 cd "$(dirname "$0")/.." || exit 2
-source test/lib.sh
+source test/e2e/lib.sh
 SOAK=${SOAK_SECONDS:-3600} MARGIN=${SOAK_MARGIN:-5}
 [ -x $BUILD/test/p_fleet ] || { echo "missing $BUILD/test/p_fleet: run make tests"; exit 2; }
 mkfifo $T/cmd

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # stress.sh: the host program under load and faults, with the figures (make stress).
 #   scripts/stress.sh [BUILD]          full: 50 clients for 30 s, 100k threads, ...
-#   STRESS_SHORT=1 scripts/stress.sh   a few seconds each (test/e2e_stress.sh, in make test)
+#   STRESS_SHORT=1 scripts/stress.sh   a few seconds each (test/e2e/e2e_stress.sh, in make test)
 #   the full run ends with the fleet soak (scripts/soak_fleet.sh, SOAK_SECONDS=3600)
 # Each scenario runs a program of known output under LD_PRELOAD while clients
 # hit the endpoints, and checks that the program's stdout and exit status are
@@ -13,7 +13,7 @@
 set -u
 if [ -z "${BUILD:-}" ]; then BUILD=${1:-build}; fi
 cd "$(dirname "$0")/.." || exit 2
-source test/lib.sh
+source test/e2e/lib.sh
 trap "" PIPE
 P=$BUILD/test
 for prog in p_work p_hammer p_churn p_dlstorm p_forkstorm p_ownsig p_sleep; do
@@ -160,8 +160,9 @@ for round in $(seq $ROUNDS); do
     done
     start=$SECONDS
     wait $PE_PID; st=$?; PE_PID=
+    # prompt: far from the 30 s asked for, with room for a loaded machine (1.5 s idle)
     check "exit mid-profile ($round): status $st (7), within $((SECONDS - start)) s" \
-        bash -c "[ $st = 7 ] && [ $((SECONDS - start)) -le 4 ]"
+        bash -c "[ $st = 7 ] && [ $((SECONDS - start)) -le 10 ]"
     wait
 done
 for round in $(seq $ROUNDS); do
@@ -194,7 +195,7 @@ pe_stop
 
 if [ "${STRESS_SHORT:-0}" != 1 ]; then
     echo "== 8. host matrix: every p_host_* row ${PE_HOST_RUNS:-20} times, the long variants (10,000 threads)"
-    PE_HOST_RUNS=${PE_HOST_RUNS:-20} PE_HOST_LONG=1 bash test/e2e_host_matrix.sh >$T/matrix.out 2>&1
+    PE_HOST_RUNS=${PE_HOST_RUNS:-20} PE_HOST_LONG=1 bash test/e2e/e2e_host_matrix.sh >$T/matrix.out 2>&1
     mrc=$?
     grep -E '^(row|[a-z_0-9]+ +[0-9]+ +[0-9]+$|    )|^matrix:' $T/matrix.out | sed 's/^/  /'
     check "host matrix: every run of every row passed" [ $mrc = 0 ]

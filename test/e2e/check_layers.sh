@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# check_layers: the module graph has no edge that points up.
+#
+# The layers, lowest first (a file may use its own layer and any below):
+#   0 base     preload/ except the top files below: config, log, the real
+#              libc functions, TLS and the re-entrancy guard, the thread
+#              registry, fd bookkeeping, the life-cycle state (init.h)
+#   1 proto    the profile model, symbolizer and every encoder, the sinks
+#   2 sampler  CPU and wall sampling, the unwinder, stack capture, the peek,
+#              lock contention
+#   3 heap     allocation sampling, the live table, its history (uses the
+#              unwinder)
+#   4 http     the server, routing, parameters, the endpoint handlers
+#   5 top      preload/init.c (the constructor), preload/events.[ch] (the
+#              process events, which call every module), preload/*hooks.c
+#              (the interposers)
+# Checked: every #include "..." of a tracked C file, and, when $BUILD has the
+# objects, every pe_* symbol an object uses (an extern declaration written by
+# hand is an edge too).  A module's *_int.h is for its own files only.
+# ALLOWED lists an upward edge that is meant, with its reason (none today).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+BUILD=${BUILD:-build}
+
+# "file -> target" pairs allowed to point up, one per line: pair  # reason
+ALLOWED=""
+
+# Edges as "from to how" lines, then one awk pass judges them all.
+edges() {
+    local files f dir inc
+    files=$(git ls-files 'preload/*.[ch]' 'proto/*.[ch]' 'sampler/*.[ch]' 'heap/*.[ch]' \
+        'http/*.[ch]' 'http/**/*.[ch]' 2>/dev/null | sort -u)
+    [ -n "$files" ] || files=$(ls preload/*.[ch] proto/*.[ch] sampler/*.[ch] heap/*.[ch] http/*.[ch])
+    for f in $files; do
+        dir=${f%/*}
+        sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
+            while read -r inc; do
+                case $inc in
+                ../*) echo "$f ${inc#../} includes" ;;
+                *) echo "$f $dir/$inc includes" ;;
+                esac
+            done
+    done
+    # Symbols, when built: who uses a pe_* function or variable, who defines it.
+    if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
+        for o in "$BUILD"/{preload,proto,sampler,heap,http}/*.o; do
+            nm -A "$o" 2>/dev/null
+        done | awk -v b="$BUILD/" '
+            { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
+            NF == 3 && $2 == "U" && $3 ~ /^pe_/ { use[$3] = use[$3] " " src }
+            NF == 3 && $2 ~ /^[TDBRC]$/ && $3 ~ /^pe_/ { def[$3] = src }
+            END { for (s in use) if (s in def) { n = split(use[s], u, " ");
+                      for (i = 1; i <= n; i++) print u[i], def[s], "uses-a-symbol-of" } }'
+    fi
+}
+
+out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
+    function layer(p) {
+        if (p ~ /^preload\/(init\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 5
+        if (p ~ /^preload\//) return 0
+        if (p ~ /^proto\//) return 1
+        if (p ~ /^sampler\//) return 2
+        if (p ~ /^heap\//) return 3
+        if (p ~ /^http\//) return 4
+        return -1
+    }
+    BEGIN {
+        split("base proto sampler heap http top", name, " ")
+        n = split(allowed, al, "\n")
+        for (i = 1; i <= n; i++) { sub(/ *#.*/, "", al[i]); if (al[i] != "") ok[al[i]] = 1 }
+    }
+    {
+        from = $1; to = $2; how = $3
+        gsub(/\/\.\//, "/", to)
+        lf = layer(from); lt = layer(to)
+        if (lf < 0 || lt < 0) next # generated (profile.pb.h) or outside the modules
+        checked[how]++
+        if (lt > lf && !((from " -> " to) in ok)) {
+            printf "layers: %s (%s) %s %s (%s)\n", from, name[lf + 1], how, to, name[lt + 1]
+            bad++
+        }
+        split(from, fm, "/"); split(to, tm, "/")
+        if (how == "includes" && to ~ /_int\.h$/ && fm[1] != tm[1]) {
+            printf "layers: %s includes another module'"'"'s internal header %s\n", from, to
+            bad++
+        }
+    }
+    END {
+        if (bad) { printf "layers: %d upward edge(s); see the layer list at the top of test/e2e/check_layers.sh\n", bad; exit 1 }
+        printf "layers: %d includes and %d symbol uses checked, none points up\n",
+               checked["includes"], checked["uses-a-symbol-of"]
+    }')
+rc=$?
+echo "$out"
+exit $rc
