@@ -16,6 +16,7 @@
 
 #include "../preload/guard.h"
 #include "cpu.h"
+#include "pyframes.h"
 #include "unwind.h"
 
 pe_ring_t pe_cpu_ring;
@@ -28,7 +29,7 @@ PE_SIGSAFE static void
 record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
 {
     pe_ring_slot_t *s;
-    int n;
+    int n, nall;
 
     if (si->si_code == SI_TIMER && si->si_overrun > 0)
         weight += (uint32_t)si->si_overrun;
@@ -45,9 +46,11 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
     } else {
         n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
     }
+    /* CPython's frames, when the program is CPython (pyframes.h) */
+    nall = n > 1 ? pe_py_interleave(s->pcs, n, PE_RING_FRAMES) : n;
     s->tid = pe_gettid();
     s->weight = weight;
-    s->nframes = n;
+    s->nframes = nall;
     s->flags = flags;
     if (n <= 1) {
         s->flags |= PE_RING_F_TRUNCATED;
