@@ -112,6 +112,10 @@ PROG_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(filter test/p_%.c,$(TEST_C)))
 TEST_LIBS := -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm
 PROG_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Wall $(CFLAGS)
 
+# test/u_pyframes.c checks our CPython offsets against CPython 3.11's own headers when present.
+PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
+$(BUILD)/test/u_pyframes: ALL_CFLAGS += $(if $(PY311_INC),-I/usr/include/python3.11 -DPE_HAVE_PY311_HEADERS -Wno-undef)
+
 $(BUILD)/test/u_%: test/u_%.c $(CORE_AR)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
