@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# e2e_python: Debian's CPython 3.11 (/usr/bin/python3) under the library:
+# Python functions (co_qualname, co_filename, lines) in CPU profiles read by
+# go tool pprof (-top, -traces, -raw), fib under main, _PyEval_EvalFrameDefault
+# still there; a 75/25 split between two Python functions within 5 points;
+# two Python threads each with its own frames; the same frames in the text,
+# folded and svg views, in wall-clock profiles (a sleeping thread read from
+# /proc and a running one signalled) and in the goroutine texts.
+source test/lib.sh
+none() { ! grep -Eq "$@"; }
+PY=/usr/bin/python3
+command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
+command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
+[ -x $PY ] && $PY -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+    { echo "skip: $PY is not CPython 3.11"; exit 77; }
+
+cat >$T/prog.py <<'PYEOF'
+import sys, threading, time
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def work():
+    s = 0
+    for i in range(20000):
+        s += i * i
+    return s
+
+def three_quarters():
+    s = 0
+    for i in range(30000):
+        s += i ^ 3
+    return s
+
+def one_quarter():
+    s = 0
+    for i in range(10000):
+        s += i ^ 3
+    return s
+
+def alpha_loop():
+    while True:
+        fib(15)
+
+def beta_loop():
+    while True:
+        work()
+
+def sleeper():
+    while True:
+        time.sleep(0.05)
+
+def main():
+    mode = sys.argv[1]
+    if mode == "threads":
+        ts = [threading.Thread(target=f, daemon=True) for f in (alpha_loop, beta_loop, sleeper)]
+        for t in ts:
+            t.start()
+        time.sleep(0.2)
+        with open(sys.argv[2] + ".tmp", "w") as out:
+            out.write("%d %d %d\n" % tuple(t.native_id for t in ts))
+        import os
+        os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+        ts[2].join()
+    while True:
+        if mode == "basic":
+            fib(18)
+            work()
+        else:
+            three_quarters()
+            one_quarter()
+
+main()
+PYEOF
+
+top() { go tool pprof -top -sample_index=samples "$@" 2>/dev/null; }
+cum() { # file func: cumulative samples of func
+    top "$1" | awk -v fn="$2" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
+}
+# traces FILE: "thread|frame frame ..." per sample, leaf first
+traces() {
+    go tool pprof -traces "$1" 2>/dev/null | awk '
+        /^-+\+-+/ { if (fr != "") print th "|" fr; th = ""; fr = ""; next }
+        /^ +thread: / { th = $2; next }
+        /^ +[0-9.]+m?s +/ { fr = $2; next }
+        /^ +[^ ]/ && fr != "" { fr = fr " " $1 }
+        END { if (fr != "") print th "|" fr }'
+}
+
+# ---- main -> fib, work -------------------------------------------------------------------
+pe_start $PY $T/prog.py basic || exit 1
+sleep 0.5
+pe_get '/profile?duration=3' -o $T/b.pb.gz
+check "the profile is read by go tool pprof" go tool pprof -raw $T/b.pb.gz >$T/b.raw 2>&1
+top $T/b.pb.gz >$T/b.top
+for fn in fib work main '<module>' _PyEval_EvalFrameDefault; do
+    check "-top names $fn" awk -v fn="$fn" '$6 == fn { f = 1 } END { exit !f }' $T/b.top
+done
+for fn in fib work main; do
+    check "$fn is a location of prog.py with its line and start line" \
+        grep -Eq "^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ $fn $T/prog.py:[0-9]+ s=[1-9]" $T/b.raw
+done
+check "Python frames in a [python] mapping" grep -Eq '^[0-9]+: 0x8000000000000000/.* \[python\]' $T/b.raw
+check "the C main is still its own function" \
+    grep -Eq "^ +[0-9]+: 0x[0-9a-f]+ M=1 (Py_BytesMain|main) :" $T/b.raw
+traces $T/b.pb.gz >$T/b.tr
+n_fib=$(grep -c ' fib' $T/b.tr); n_fib_main=$(grep -Ec ' fib( fib)*( [^ ]+)* main <module>' $T/b.tr)
+echo "  stacks with fib: $n_fib, of them fib ... main <module>: $n_fib_main"
+check "fib under main in every stack that has it" [ "$n_fib" -gt 0 ] && [ "$n_fib" = "$n_fib_main" ]
+check "Python frames sit above _PyEval_EvalFrameDefault" \
+    grep -q ' <module> _PyEval_EvalFrameDefault' $T/b.tr
+lines=$(go tool pprof -top -lines $T/b.pb.gz 2>/dev/null | grep -c "fib $T/prog.py:[45]")
+check "per-line view: fib's own lines (4-5)" [ "$lines" -ge 1 ]
+# the other views
+pe_get '/profile?duration=1&pprof=false' >$T/b.txt
+check "text view: [prog.py] fib and main" grep -q '\[prog.py\] fib' $T/b.txt
+check "text view: main" grep -q '\[prog.py\] main' $T/b.txt
+pe_get '/profile?duration=1&format=folded' >$T/b.folded
+check "folded view: <module>;main;fib" grep -q ';<module>;main;fib' $T/b.folded
+pe_get '/profile?duration=1&format=svg' >$T/b.svg
+check "svg view: fib and work" grep -q '>fib' $T/b.svg
+check "svg view: work" grep -q 'work' $T/b.svg
+pe_get '/debug/pprof/goroutine?debug=2' >$T/b.g2
+check "goroutine debug=2: <module> of prog.py" grep -Pq '\t<module>\t'"$T"'/prog.py' $T/b.g2
+pe_get '/debug/pprof/goroutine?debug=1' >$T/b.g1
+check "goroutine debug=1: main" grep -Pq '\tmain\t'"$T"'/prog.py' $T/b.g1
+check "stderr: one line on the interpreter" grep -q 'python: CPython 3.11' "$PE_ERR"
+pe_stop
+
+# ---- the 75/25 split -----------------------------------------------------------------------
+pe_start $PY $T/prog.py split || exit 1
+sleep 0.5
+pe_get '/profile?duration=6&delay=0.004' -o $T/s.pb.gz
+a=$(cum $T/s.pb.gz three_quarters); b=$(cum $T/s.pb.gz one_quarter)
+pct=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + b > 0) printf "%.1f", 100 * a / (a + b); else print 0 }')
+echo "  three_quarters=$a one_quarter=$b: $pct%"
+check "75/25 split within 5 points ($pct%)" awk -v p="$pct" -v n=$((a + b)) \
+    'BEGIN { exit !(n >= 300 && p >= 70 && p <= 80) }'
+pe_stop
+
+# ---- two Python threads, and a sleeping one ---------------------------------------------------
+pe_start $PY $T/prog.py threads $T/tids || exit 1
+for _ in $(seq 100); do [ -s $T/tids ] && break; sleep 0.05; done
+read -r ta tb tsl <$T/tids
+pe_get '/profile?duration=3' -o $T/t.pb.gz
+traces $T/t.pb.gz >$T/t.tr
+na=$(grep -c "^$ta|" $T/t.tr); nb=$(grep -c "^$tb|" $T/t.tr)
+echo "  alpha ($ta): $na stacks, beta ($tb): $nb stacks"
+check "thread alpha has samples" [ "$na" -gt 0 ]
+check "thread beta has samples" [ "$nb" -gt 0 ]
+check "every alpha stack is fib ... alpha_loop" \
+    [ "$(grep "^$ta|" $T/t.tr | grep -c ' alpha_loop')" = "$na" ]
+check "no alpha stack has beta's frames" none "^$ta\\|.*(beta_loop| work )" $T/t.tr
+check "every beta stack is work ... beta_loop" \
+    [ "$(grep "^$tb|" $T/t.tr | grep -c ' beta_loop')" = "$nb" ]
+check "no beta stack has alpha's frames" none "^$tb\\|.*(alpha_loop| fib )" $T/t.tr
+check "alpha's stacks: fib, alpha_loop, then threading's Thread.run, Thread._bootstrap" \
+    grep -Eq "^$ta\|(fib )+alpha_loop _PyEval_EvalFrameDefault .*Thread.run Thread._bootstrap_inner Thread._bootstrap " $T/t.tr
+pe_get '/profile_wall?duration=2' -o $T/w.pb.gz
+traces $T/w.pb.gz >$T/w.tr
+check "wall: the sleeping thread in sleeper" grep -q "^$tsl|.* sleeper _PyEval_EvalFrameDefault .*Thread.run" $T/w.tr
+check "wall: alpha in alpha_loop" grep -q "^$ta|.* alpha_loop _PyEval_EvalFrameDefault .*Thread.run" $T/w.tr
+check "wall: the main thread waiting in join, under main" grep -q ' Thread.join main <module>' $T/w.tr
+pe_get '/debug/pprof/goroutine?debug=2' >$T/t.g2
+check "goroutine debug=2: the sleeper read from /proc with its Python frames" \
+    awk -v t="$tsl" '$1 == "thread" { on = ($2 == t) } on && /# capture: proc/ { p = 1 }
+        on && /\tsleeper\t/ { s = 1 } END { exit !(p && s) }' $T/t.g2
+pe_stop
+pe_finish
