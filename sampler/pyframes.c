@@ -5,9 +5,16 @@
  * (runtime -> interpreters -> thread states -> cframe -> frames) is the same
  * for every version listed.
  *
- * Every read is process_vm_readv on our own pid: a syscall each (about 1 us),
- * so a sample costs one read per Python frame plus one for the thread state
- * (cached per thread), never a fault.
+ * Every read is process_vm_readv on our own pid, so a bad pointer costs a
+ * failed read, never a fault.  Syscalls are the cost, so they are few: the
+ * thread state is found from a per-thread hint (one read to confirm it), and
+ * frames are read a page at a time: the page that holds a frame, up to its
+ * end, lands in a window buffer from which the frames below it in the same
+ * page (CPython 3.11 keeps a thread's frames contiguous in its data stack) are
+ * taken without another read.  Window buffers come from a small pool claimed
+ * with an atomic exchange (a handler must not use 4 KiB of the interrupted
+ * thread's stack); with none free, each frame is read on its own.  The pid
+ * is cached (reset in fork children).
  *
  * Signal-safe: pe_py_interleave and what it calls (marked PE_SIGSAFE).
  */
@@ -16,7 +23,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../preload/guard.h"
@@ -66,12 +75,21 @@ static const pe_py_layout_t *const layouts[] = {&pe_py_layout_311};
 #define NAME_CACHE 4096
 #define LINETAB_MAX (64 * 1024)
 #define STR_MAX 256
+#define PAGE 4096
+/* A name confirmed this recently is reused without reading the code object
+   again: no wider than the drain period that already separates sample and
+   naming, and it saves a read per frame in deep recursions. */
+#define RECHECK_NS (10 * 1000000LL)
+#define NWIN 32 /* window buffers: concurrent captures that read a page at a time */
 
 /* Written once by init (before `active` is published), then read only. */
 static const pe_py_layout_t *L;
 static uintptr_t runtime, code_type, unicode_type, eval_lo, eval_hi;
 static int active;
 static char version[16];
+static pid_t self_pid;
+static unsigned char (*wins)[PAGE + FRAME_READ]; /* [NWIN], mmap'd by init */
+static int win_busy[NWIN];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The thread state of this thread last time (a hint, checked before use). */
@@ -131,17 +149,55 @@ find_tstate(pid_t pid, pid_t tid, uintptr_t hint, uintptr_t *cframe)
     return 0;
 }
 
+PE_SIGSAFE static int
+win_claim(void)
+{
+    for (int i = 0; wins && i < NWIN; i++)
+        if (!__atomic_load_n(&win_busy[i], __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&win_busy[i], 1, __ATOMIC_ACQUIRE))
+            return i;
+    return -1;
+}
+
+/*
+ * Frame f's first FRAME_READ bytes into fr: from the window [*lo, *lo + *len)
+ * when it holds them, else by reading f's page up to f + FRAME_READ into the
+ * window (w >= 0), else by one small read.  0 or -1.
+ */
+PE_SIGSAFE static int
+read_frame(pid_t pid, uintptr_t f, unsigned char *fr, int w, uintptr_t *lo, size_t *len)
+{
+    if (w >= 0) {
+        if (!(f >= *lo && f + FRAME_READ <= *lo + *len)) {
+            uintptr_t p = f & ~(uintptr_t)(PAGE - 1);
+
+            *len = 0;
+            if (rd(pid, p, wins[w], f + FRAME_READ - p) == 0) {
+                *lo = p;
+                *len = f + FRAME_READ - p;
+            }
+        }
+        if (f >= *lo && f + FRAME_READ <= *lo + *len) {
+            memcpy(fr, wins[w] + (f - *lo), FRAME_READ);
+            return 0;
+        }
+    }
+    return rd(pid, f, fr, FRAME_READ);
+}
+
 /* The chain from cframe->current_frame, leaf first, as RAW tags; entry[i]: frame i is_entry. */
 PE_SIGSAFE static int
 read_chain(pid_t pid, uintptr_t cframe, uintptr_t *py, uint8_t *entry, int max)
 {
     unsigned char fr[FRAME_READ];
-    uintptr_t f, code, prev, first;
-    int np = 0;
+    uintptr_t f, code, prev, first, wlo = 0;
+    size_t wlen = 0;
+    int np = 0, w;
 
     if (!cframe || rd(pid, cframe + L->cf_current, &f, sizeof(f)))
         return 0;
-    while (f && np < max && rd(pid, f, fr, sizeof(fr)) == 0) {
+    w = win_claim();
+    while (f && np < max && read_frame(pid, f, fr, w, &wlo, &wlen) == 0) {
         code = ld(fr, L->fr_code);
         prev = ld(fr, L->fr_prev_instr);
         if (!code)
@@ -152,6 +208,8 @@ read_chain(pid_t pid, uintptr_t cframe, uintptr_t *py, uint8_t *entry, int max)
         np++;
         f = ld(fr, L->fr_previous);
     }
+    if (w >= 0)
+        __atomic_store_n(&win_busy[w], 0, __ATOMIC_RELEASE);
     return np;
 }
 
@@ -204,7 +262,7 @@ pe_py_interleave(uintptr_t *pcs, int n, int max)
 {
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || n < 0)
         return n;
-    return interleave(getpid(), pe_gettid(), &tls_tstate, pcs, n, max);
+    return interleave(self_pid, pe_gettid(), &tls_tstate, pcs, n, max);
 }
 
 int
@@ -214,7 +272,7 @@ pe_py_interleave_tid(pid_t tid, uintptr_t *pcs, int n, int max)
 
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || n < 0)
         return n;
-    return interleave(getpid(), tid, &hint, pcs, n, max);
+    return interleave(self_pid, tid, &hint, pcs, n, max);
 }
 
 /* ---- names (collector) ---------------------------------------------------------------- */
@@ -362,6 +420,7 @@ static struct {
     uint32_t idx;
     int32_t first;
     uint64_t tag;
+    int64_t checked; /* CLOCK_MONOTONIC_COARSE ns of the last read that confirmed it */
 } cache[NAME_CACHE];
 static unsigned char linetab[LINETAB_MAX]; /* under name_lock */
 
@@ -375,16 +434,24 @@ name_one(pid_t pid, uintptr_t raw)
     int32_t first;
     int line;
     uint64_t tag;
+    struct timespec ts;
+    int64_t now;
 
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    h = (uint32_t)(((code >> 4) ^ (code >> 16)) * 0x9e3779b1u ^ idx * 0x85ebca77u) % NAME_CACHE;
+    if (cache[h].code == code && cache[h].idx == idx && now - cache[h].checked < RECHECK_NS)
+        return cache[h].tag;
     if (rd(pid, code, co, sizeof(co)) || ld(co, L->ob_type) != code_type)
         return PE_PY_NAMED_TAG(0); /* gone already */
     qual = ld(co, L->co_qualname);
     file = ld(co, L->co_filename);
     memcpy(&first, co + L->co_firstlineno, sizeof(first));
-    h = (uint32_t)(((code >> 4) ^ (code >> 16)) * 0x9e3779b1u ^ idx * 0x85ebca77u) % NAME_CACHE;
     if (cache[h].code == code && cache[h].idx == idx && cache[h].qual == qual &&
-        cache[h].file == file && cache[h].first == first)
+        cache[h].file == file && cache[h].first == first) {
+        cache[h].checked = now;
         return cache[h].tag;
+    }
     if (read_str(pid, qual, q, sizeof(q)))
         snprintf(q, sizeof(q), "<code 0x%lx>", (unsigned long)code);
     if (read_str(pid, file, f, sizeof(f)))
@@ -404,6 +471,7 @@ name_one(pid_t pid, uintptr_t raw)
     cache[h].file = file;
     cache[h].first = first;
     cache[h].tag = tag;
+    cache[h].checked = now;
     return tag;
 }
 
@@ -422,7 +490,7 @@ pe_py_name_pcs(uintptr_t *pcs, int n)
             pthread_mutex_lock(&name_lock);
             locked = 1;
         }
-        pid = getpid();
+        pid = self_pid;
         pcs[i] = (uintptr_t)name_one(pid, pcs[i]);
     }
     if (locked)
@@ -430,6 +498,13 @@ pe_py_name_pcs(uintptr_t *pcs, int n)
 }
 
 /* ---- setup ------------------------------------------------------------------------------- */
+
+static void
+atfork_child(void)
+{
+    self_pid = getpid();
+    memset(win_busy, 0, sizeof(win_busy)); /* claimed by threads the child does not have */
+}
 
 static void
 init_once(void)
@@ -467,9 +542,16 @@ init_once(void)
     runtime = (uintptr_t)rt;
     eval_lo = (uintptr_t)eval;
     eval_hi = eval_lo + sym->st_size;
-    if (rd(getpid(), runtime, &probe, sizeof(probe))) {
+    self_pid = getpid();
+    pthread_atfork(NULL, NULL, atfork_child);
+    if (rd(self_pid, runtime, &probe, sizeof(probe))) {
         pe_log_warn("python: process_vm_readv on ourselves fails: native frames only");
         return;
+    }
+    {
+        void *m = mmap(NULL, NWIN * sizeof(wins[0]), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        wins = m == MAP_FAILED ? NULL : m; /* without: a read per frame */
     }
     pe_log_info("python: CPython %s, Python frames in every stack", version);
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);

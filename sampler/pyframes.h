@@ -19,9 +19,10 @@
  *
  * Names are resolved by the collector (pe_py_name_pcs), within one drain
  * period (20 ms) of the sample, not by the profile at the end: a code object
- * can be freed by then.  Each lookup reads the code object again and checks
- * its type, qualname, filename and first line against the cache, so a
- * freed-and-reused address is not given the old name.
+ * can be freed by then.  A lookup reads the code object again (at most every
+ * 10 ms per (code, instruction)) and checks its type, qualname, filename and
+ * first line against the cache, so a freed-and-reused address is not given
+ * the old name.
  *
  * Signal-safe: pe_py_interleave only.
  */
