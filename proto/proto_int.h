@@ -37,11 +37,11 @@ typedef struct pe_prof_loc_s {
 } pe_prof_loc_t;
 
 typedef struct pe_prof_func_s {
-    const char *name;   /* interned */
-    uint32_t named_loc; /* location index + 1 of its pseudo-location, 0 if none */
-    uint32_t id;        /* pprof id, assigned by pprof.c; 0 = not emitted */
-    const char *file;   /* CPython functions: co_filename (interned), else NULL */
-    int64_t start_line; /* CPython functions: co_firstlineno */
+    const char *name;    /* interned */
+    uint32_t named_loc;  /* location index + 1 of its pseudo-location, 0 if none */
+    uint32_t id;         /* pprof id, assigned by pprof.c; 0 = not emitted */
+    const char *file;    /* CPython functions: co_filename (interned), else NULL */
+    int64_t start_line;  /* CPython functions: co_firstlineno */
     const char *sysname; /* CPython functions: "python:" + name (pprof.c says why), else NULL */
 } pe_prof_func_t;
 

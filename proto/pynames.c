@@ -21,9 +21,9 @@ typedef struct entry_s {
 } entry_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static entry_t *entries;  /* [PE_PYNAMES_MAX]; entry 0 is "<python>" */
-static uint32_t *slots;   /* [NSLOTS], entry index + 1 */
-static char *pool;        /* [PE_PYNAMES_POOL], NUL-terminated strings */
+static entry_t *entries; /* [PE_PYNAMES_MAX]; entry 0 is "<python>" */
+static uint32_t *slots;  /* [NSLOTS], entry index + 1 */
+static char *pool;       /* [PE_PYNAMES_POOL], NUL-terminated strings */
 static uint32_t nentries, pool_used;
 
 static uint32_t

@@ -23,12 +23,13 @@
 #define PE_PY_TAG (1ULL << 63)
 #define PE_PY_NAMED (1ULL << 62)
 #define PE_PY_IS_TAG(pc) (((uint64_t)(pc)&PE_PY_TAG) != 0)
-#define PE_PY_IS_NAMED(pc) (((uint64_t)(pc) & (PE_PY_TAG | PE_PY_NAMED)) == (PE_PY_TAG | PE_PY_NAMED))
+#define PE_PY_IS_NAMED(pc)                                                                         \
+    (((uint64_t)(pc) & (PE_PY_TAG | PE_PY_NAMED)) == (PE_PY_TAG | PE_PY_NAMED))
 #define PE_PY_IS_RAW(pc) (((uint64_t)(pc) & (PE_PY_TAG | PE_PY_NAMED)) == PE_PY_TAG)
 /* RAW: bits 0-43 the code object's address / 8, bits 44-61 the instruction index (code units). */
 #define PE_PY_IDX_MAX 0x3ffffu
-#define PE_PY_RAW(code, idx)                                                                  \
-    (PE_PY_TAG | ((uint64_t)((idx) > PE_PY_IDX_MAX ? PE_PY_IDX_MAX : (idx)) << 44) |          \
+#define PE_PY_RAW(code, idx)                                                                       \
+    (PE_PY_TAG | ((uint64_t)((idx) > PE_PY_IDX_MAX ? PE_PY_IDX_MAX : (idx)) << 44) |               \
      (((uint64_t)(code) >> 3) & ((1ULL << 44) - 1)))
 #define PE_PY_RAW_CODE(pc) ((uintptr_t)(((uint64_t)(pc) & ((1ULL << 44) - 1)) << 3))
 #define PE_PY_RAW_IDX(pc) ((uint32_t)(((uint64_t)(pc) >> 44) & PE_PY_IDX_MAX))

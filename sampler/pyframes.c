@@ -68,9 +68,9 @@ const pe_py_layout_t pe_py_layout_311 = {
 
 static const pe_py_layout_t *const layouts[] = {&pe_py_layout_311};
 
-#define TS_READ 168    /* bytes of PyThreadState read: up to native_thread_id */
-#define FRAME_READ 72  /* bytes of _PyInterpreterFrame read: up to owner */
-#define CODE_READ 144  /* bytes of PyCodeObject read: up to co_linetable */
+#define TS_READ 168   /* bytes of PyThreadState read: up to native_thread_id */
+#define FRAME_READ 72 /* bytes of _PyInterpreterFrame read: up to owner */
+#define CODE_READ 144 /* bytes of PyCodeObject read: up to co_linetable */
 #define MAX_INTERPS 16
 #define NAME_CACHE 4096
 #define LINETAB_MAX (64 * 1024)
@@ -308,9 +308,7 @@ pe_py_line311(const unsigned char *tab, size_t len, int firstlineno, uint32_t id
         if (!(b & 0x80))
             return -1; /* not the first byte of an entry */
         switch (code) {
-        case 15: /* no location */
-            has = 0;
-            break;
+        case 15: /* no location */ has = 0; break;
         case 14: /* long form: line delta, end line, column, end column */
         case 13: /* no column: line delta */
             if (varint(tab, len, &p, &v))
@@ -326,9 +324,7 @@ pe_py_line311(const unsigned char *tab, size_t len, int firstlineno, uint32_t id
             line += (int)code - 10;
             p += 2;
             break;
-        default: /* short forms: same line, one column byte */
-            p += 1;
-            break;
+        default: /* short forms: same line, one column byte */ p += 1; break;
         }
         if (idx < addr + units)
             return has ? line : -1;
@@ -403,10 +399,10 @@ read_str(pid_t pid, uintptr_t obj, char *out, size_t cap)
     if (n && rd(pid, obj + L->compact_size, raw, n * kind))
         return -1;
     for (size_t i = 0; i < n; i++) {
-        uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] | raw[2 * i + 1] << 8
-                                                    : (uint32_t)raw[4 * i] | raw[4 * i + 1] << 8 |
-                                                          raw[4 * i + 2] << 16 |
-                                                          (uint32_t)raw[4 * i + 3] << 24;
+        uint32_t c = kind == 1   ? raw[i]
+                     : kind == 2 ? (uint32_t)raw[2 * i] | raw[2 * i + 1] << 8
+                                 : (uint32_t)raw[4 * i] | raw[4 * i + 1] << 8 |
+                                       raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
         put_utf8(out, cap, &o, c);
     }
     out[o] = '\0';
@@ -516,7 +512,7 @@ init_once(void)
     uintptr_t probe;
 
     if (!rt)
-        return; /* not CPython (or a CPython that hides its runtime) */
+        return;                              /* not CPython (or a CPython that hides its runtime) */
     ver = dlsym(RTLD_DEFAULT, "Py_Version"); /* 3.11 and later */
     if (ver)
         memcpy(&hex, ver, sizeof(hex));
@@ -527,8 +523,9 @@ init_once(void)
         if (hex >= layouts[i]->hex_min && hex <= layouts[i]->hex_max)
             L = layouts[i];
     if (!L) {
-        pe_log_warn("python: CPython %s has no known frame layout (we know 3.11): native frames only",
-                    hex ? version : "older than 3.11");
+        pe_log_warn(
+            "python: CPython %s has no known frame layout (we know 3.11): native frames only",
+            hex ? version : "older than 3.11");
         return;
     }
     eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");

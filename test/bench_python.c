@@ -67,8 +67,8 @@ measure(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {{"measure", measure, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "pebench", NULL, -1, methods,
-                                 NULL,                  NULL,      NULL, NULL};
+static struct PyModuleDef mod = {
+    PyModuleDef_HEAD_INIT, "pebench", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 static PyObject *
 init_pebench(void)

@@ -37,8 +37,9 @@ check_layout(void)
 {
     const pe_py_layout_t *l = &pe_py_layout_311;
 
-#define OFF(field, type, member) CHECKF(l->field == offsetof(type, member), #field " %u != %zu", \
-                                        (unsigned)l->field, offsetof(type, member))
+#define OFF(field, type, member)                                                                   \
+    CHECKF(l->field == offsetof(type, member), #field " %u != %zu", (unsigned)l->field,            \
+           offsetof(type, member))
     OFF(rt_interp_head, _PyRuntimeState, interpreters.head);
     OFF(is_next, PyInterpreterState, next);
     OFF(is_threads_head, PyInterpreterState, threads.head);
@@ -198,7 +199,8 @@ int
 main(void)
 {
 #ifndef PE_HAVE_PY311_HEADERS
-    printf("skip: no CPython 3.11 internal headers (scripts/deps.sh python installs python3.11-dev)\n");
+    printf("skip: no CPython 3.11 internal headers (scripts/deps.sh python installs "
+           "python3.11-dev)\n");
     return 77;
 #else
     check_layout();
