@@ -16,7 +16,7 @@
 
 #include "../preload/log.h"
 #include "proto_int.h"
-#include "pynames.h"
+#include "pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -580,84 +580,6 @@ pe_prof_comment(pe_prof_t *p, const char *fmt, ...)
     return 0;
 }
 
-/* ---- CPython frames (pynames.h) ------------------------------------------------------ */
-
-/*
- * A Python function is its (qualname, filename): another file's `main`, or
- * the C `main`, is another function.  Linear in the functions, which stay
- * few; -1 on ENOMEM.
- */
-static int64_t
-py_func_get(pe_prof_t *p, const char *name, const char *file, int64_t start_line)
-{
-    char sys[300];
-    const char *sysname;
-    int64_t fi;
-
-    for (uint32_t i = 0; i < p->nfuncs; i++)
-        if (p->funcs[i].name == name && p->funcs[i].file == file &&
-            p->funcs[i].start_line == start_line)
-            return i;
-    snprintf(sys, sizeof(sys), "python:%s", name);
-    if (!(sysname = pe_prof_intern(p, sys)) ||
-        grow(&p->funcs, &p->capfuncs, p->nfuncs + 1, sizeof(*p->funcs)))
-        return -1;
-    fi = p->nfuncs++;
-    memset(&p->funcs[fi], 0, sizeof(p->funcs[0]));
-    p->funcs[fi].name = name;
-    p->funcs[fi].file = file;
-    p->funcs[fi].start_line = start_line;
-    p->funcs[fi].sysname = sysname;
-    return fi;
-}
-
-/* The synthetic "[python]" mapping's index + 1 (made on first use); 0 on ENOMEM. */
-static uint32_t
-py_map(pe_prof_t *p)
-{
-    const char *path, *none;
-
-    for (uint32_t i = 0; i < p->nmaps; i++)
-        if (p->maps[i].start == PE_PY_TAG && !p->maps[i].current)
-            return i + 1;
-    path = pe_prof_intern(p, "[python]");
-    none = pe_prof_intern(p, "");
-    if (!path || !none || grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
-        return 0;
-    memset(&p->maps[p->nmaps], 0, sizeof(p->maps[0]));
-    p->maps[p->nmaps].start = PE_PY_TAG; /* where the tags are: no real address is there */
-    p->maps[p->nmaps].limit = PE_PY_NAMED_TAG(0) + (1ULL << 32); /* below [vsyscall] */
-    p->maps[p->nmaps].path = path;
-    p->maps[p->nmaps].build_id = none;
-    return ++p->nmaps;
-}
-
-static int
-py_resolve(pe_prof_t *p, pe_prof_loc_t *loc)
-{
-    pe_pyname_t n;
-    const char *name, *file;
-    uint32_t m;
-    int64_t fi;
-
-    pe_pynames_get(loc->frame.addr, &n);
-    name = pe_prof_intern(p, n.qualname);
-    file = pe_prof_intern(p, n.filename);
-    if (!name || !file || (fi = py_func_get(p, name, file, n.firstlineno)) < 0 || !(m = py_map(p)))
-        return -ENOMEM;
-    loc->frame.name = name;
-    loc->frame.file = file;
-    loc->frame.offset = 0;
-    loc->func = (uint32_t)fi + 1;
-    loc->map = m;
-    loc->py = 1;
-    loc->line = n.line;
-    p->maps[m - 1].nlocs++;
-    p->maps[m - 1].nnamed++;
-    loc->resolved = 1;
-    return 0;
-}
-
 int
 pe_prof_resolve(pe_prof_t *p, int no_names)
 {
@@ -690,7 +612,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         if (loc->resolved)
             continue;
         if (PE_PY_IS_TAG(loc->frame.addr)) {
-            if ((err = py_resolve(p, loc)) < 0)
+            if ((err = pe_prof_py_resolve(p, loc)) < 0)
                 break;
             continue;
         }

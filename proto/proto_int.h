@@ -129,6 +129,11 @@ pe_prof_loc_of(const pe_prof_frame_t *f)
     return (pe_prof_loc_t *)f;
 }
 
+/* ---- CPython frames (pyloc.c) ------------------------------------------- */
+
+/* Resolve a location whose address is a Python tag (pynames.h).  0 or -ENOMEM. */
+int pe_prof_py_resolve(pe_prof_t *p, pe_prof_loc_t *loc);
+
 /* ---- loaded objects (mappings.c) ---------------------------------------- */
 
 /* One object from dl_iterate_phdr, copied out so it outlives the loader lock. */

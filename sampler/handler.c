@@ -42,12 +42,12 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
         /* a small stack near its end: the unwinder could run into the guard
            page; the interrupted pc alone */
         s->pcs[0] = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-        n = 1;
+        n = nall = 1;
     } else {
         n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+        /* CPython's frames, when the program is CPython (pyframes.h) */
+        nall = pe_py_interleave(s->pcs, n, PE_RING_FRAMES);
     }
-    /* CPython's frames, when the program is CPython (pyframes.h) */
-    nall = n > 1 ? pe_py_interleave(s->pcs, n, PE_RING_FRAMES) : n;
     s->tid = pe_gettid();
     s->weight = weight;
     s->nframes = nall;

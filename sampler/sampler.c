@@ -356,8 +356,9 @@ drain(void)
         int n = s->nframes, kind = (s->flags & PE_RING_F_WALL) ? K_WALL : K_CPU, nl = 2;
 
         if (n > PE_MAX_FRAMES)
-            n = PE_MAX_FRAMES;     /* keep the leaf end */
-        pe_py_name_pcs(s->pcs, n); /* while the code objects live (pyframes.h) */
+            n = PE_MAX_FRAMES; /* keep the leaf end */
+        /* CPython frames named while their code objects live (pyframes.h) */
+        pe_py_name_pcs(s->pcs, n);
         values[0] = s->weight;
         values[1] = (int64_t)s->weight * (kind == K_WALL ? wall_period_ns : period_ns);
         memset(labels, 0, sizeof(labels));
