@@ -92,8 +92,20 @@ static unsigned char (*wins)[PAGE + FRAME_READ]; /* [NWIN], mmap'd by init */
 static int win_busy[NWIN];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* The thread state of this thread last time (a hint, checked before use). */
+/* The thread state of this thread last time (a hint, checked before use), and
+   how many samples found none: a thread without one (a C thread of a Python
+   program) walks the thread list on one sample in 16 only. */
 static __thread uintptr_t tls_tstate;
+static __thread uint32_t tls_misses;
+/* The same hints for other threads (quiet captures), by tid; a miss is
+   remembered for a second.  Under tid_lock. */
+#define TID_CACHE 1024
+static pthread_mutex_t tid_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    pid_t tid;
+    uintptr_t ts;
+    int64_t miss_ns;
+} tid_cache[TID_CACHE];
 
 /* ---- raw reads ---------------------------------------------------------------------- */
 
@@ -118,9 +130,12 @@ ld(const unsigned char *b, unsigned off)
 
 /* ---- the walk ----------------------------------------------------------------------- */
 
-/* Thread state whose native_thread_id is tid (hint first), and its cframe; 0 if none. */
+/*
+ * Thread state whose native_thread_id is tid (the hint first; the list only
+ * when `walk`), and its cframe; 0 if none.
+ */
 PE_SIGSAFE static uintptr_t
-find_tstate(pid_t pid, pid_t tid, uintptr_t hint, uintptr_t *cframe)
+find_tstate(pid_t pid, pid_t tid, uintptr_t hint, int walk, uintptr_t *cframe)
 {
     unsigned char ts[TS_READ];
     uintptr_t interp, t;
@@ -129,7 +144,7 @@ find_tstate(pid_t pid, pid_t tid, uintptr_t hint, uintptr_t *cframe)
         *cframe = ld(ts, L->ts_cframe);
         return hint;
     }
-    if (rd(pid, runtime + L->rt_interp_head, &interp, sizeof(interp)))
+    if (!walk || rd(pid, runtime + L->rt_interp_head, &interp, sizeof(interp)))
         return 0;
     for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
         if (rd(pid, interp + L->is_threads_head, &t, sizeof(t)))
@@ -243,16 +258,16 @@ merge(uintptr_t *pcs, int n, int max, const uintptr_t *py, const uint8_t *entry,
 }
 
 PE_SIGSAFE static int
-interleave(pid_t pid, pid_t tid, uintptr_t *hint, uintptr_t *pcs, int n, int max)
+interleave(pid_t pid, pid_t tid, uintptr_t *hint, int walk, uintptr_t *pcs, int n, int max)
 {
     uintptr_t py[PE_PY_MAX_FRAMES], cframe = 0, ts;
     uint8_t entry[PE_PY_MAX_FRAMES];
     int np;
 
-    ts = find_tstate(pid, tid, *hint, &cframe);
+    ts = find_tstate(pid, tid, *hint, walk, &cframe);
+    *hint = ts;
     if (!ts)
         return n;
-    *hint = ts;
     np = read_chain(pid, cframe, py, entry, PE_PY_MAX_FRAMES);
     return np ? merge(pcs, n, max, py, entry, np) : n;
 }
@@ -262,17 +277,41 @@ pe_py_interleave(uintptr_t *pcs, int n, int max)
 {
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || n < 0)
         return n;
-    return interleave(self_pid, pe_gettid(), &tls_tstate, pcs, n, max);
+    int walk = tls_tstate || tls_misses % 16 == 0;
+
+    n = interleave(self_pid, pe_gettid(), &tls_tstate, walk, pcs, n, max);
+    tls_misses = tls_tstate ? 0 : tls_misses + 1;
+    return n;
 }
 
 int
 pe_py_interleave_tid(pid_t tid, uintptr_t *pcs, int n, int max)
 {
+    unsigned h = (unsigned)tid % TID_CACHE;
+    struct timespec now;
     uintptr_t hint = 0;
+    int64_t t;
+    int walk = 1;
 
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || n < 0)
         return n;
-    return interleave(self_pid, tid, &hint, pcs, n, max);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    pthread_mutex_lock(&tid_lock);
+    if (tid_cache[h].tid == tid) {
+        hint = tid_cache[h].ts;
+        walk = hint || t - tid_cache[h].miss_ns > 1000000000;
+    }
+    pthread_mutex_unlock(&tid_lock);
+    n = interleave(self_pid, tid, &hint, walk, pcs, n, max);
+    pthread_mutex_lock(&tid_lock);
+    if (hint || walk) {
+        tid_cache[h].tid = tid;
+        tid_cache[h].ts = hint;
+        tid_cache[h].miss_ns = hint ? 0 : t;
+    }
+    pthread_mutex_unlock(&tid_lock);
+    return n;
 }
 
 /* ---- names (collector) ---------------------------------------------------------------- */

@@ -15,7 +15,7 @@ command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
     { echo "skip: $PY is not CPython 3.11"; exit 77; }
 
 cat >$T/prog.py <<'PYEOF'
-import sys, threading, time
+import random, sys, threading, time
 
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
@@ -26,17 +26,20 @@ def work():
         s += i * i
     return s
 
-def spin():
+def spin(n):
     s = 0
-    for i in range(10000):
+    for i in range(n):
         s += i ^ 3
     return s
 
-def three_quarters():  # three units of the same work
-    return spin() + spin() + spin()
+# Three units of the same work, then one.  The unit's length varies from
+# round to round, so that the rounds do not keep step with the sampling
+# period (which would make every sample fall at the same point of a round).
+def three_quarters(n):
+    return spin(n) + spin(n) + spin(n)
 
-def one_quarter():  # one unit
-    return spin()
+def one_quarter(n):
+    return spin(n)
 
 def alpha_loop():
     while True:
@@ -67,8 +70,9 @@ def main():
             fib(18)
             work()
         else:
-            three_quarters()
-            one_quarter()
+            n = random.randrange(2000, 40000)
+            three_quarters(n)
+            one_quarter(n)
 
 main()
 PYEOF
@@ -130,7 +134,7 @@ pe_stop
 # ---- the 75/25 split -----------------------------------------------------------------------
 pe_start $PY $T/prog.py split || exit 1
 sleep 0.5
-pe_get '/profile?duration=6&delay=0.004' -o $T/s.pb.gz
+pe_get '/profile?duration=8&delay=0.004' -o $T/s.pb.gz
 a=$(cum $T/s.pb.gz three_quarters); b=$(cum $T/s.pb.gz one_quarter)
 pct=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + b > 0) printf "%.1f", 100 * a / (a + b); else print 0 }')
 echo "  three_quarters=$a one_quarter=$b: $pct%"
@@ -166,8 +170,10 @@ check "wall: the sleeping thread in sleeper" grep -q "^$tsl|.* sleeper _PyEval_E
 check "wall: alpha in alpha_loop" grep -q "^$ta|.* alpha_loop _PyEval_EvalFrameDefault .*Thread.run" $T/w.tr
 check "wall: the main thread waiting in join, under main" grep -q ' Thread.join main <module>' $T/w.tr
 pe_get '/debug/pprof/goroutine?debug=2' >$T/t.g2
-check "goroutine debug=2: the sleeper read from /proc with its Python frames" \
-    awk -v t="$tsl" '$1 == "thread" { on = ($2 == t) } on && /# capture: proc/ { p = 1 }
-        on && /\tsleeper\t/ { s = 1 } END { exit !(p && s) }' $T/t.g2
+check "goroutine debug=2: the main thread, blocked in join, read from /proc with its Python frames" \
+    awk -v t="$PE_PID" '$1 == "thread" { on = ($2 == t) } on && /# capture: proc/ { p = 1 }
+        on && /\tThread.join\t/ { s = 1 } END { exit !(p && s) }' $T/t.g2
+check "goroutine debug=2: the sleeper in sleeper" \
+    awk -v t="$tsl" '$1 == "thread" { on = ($2 == t) } on && /\tsleeper\t/ { s = 1 } END { exit !s }' $T/t.g2
 pe_stop
 pe_finish
