@@ -5,9 +5,11 @@
 # still there; a 75/25 split between two Python functions within 5 points;
 # two Python threads each with its own frames; the same frames in the text,
 # folded and svg views, in wall-clock profiles (a sleeping thread read from
-# /proc and a running one signalled) and in the goroutine texts.
+# /proc and a running one signalled) and in the goroutine texts; a program
+# that looks like CPython 3.12 is said to be unknown in one line, native only.
 source test/lib.sh
 none() { ! grep -Eq "$@"; }
+not_python() { ! go tool pprof -raw "$1" 2>/dev/null | grep -q '\[python\]'; }
 PY=/usr/bin/python3
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
@@ -176,4 +178,25 @@ check "goroutine debug=2: the main thread, blocked in join, read from /proc with
 check "goroutine debug=2: the sleeper in sleeper" \
     awk -v t="$tsl" '$1 == "thread" { on = ($2 == t) } on && /\tsleeper\t/ { s = 1 } END { exit !s }' $T/t.g2
 pe_stop
+
+# ---- another version: said in one line, native frames only -----------------------------------
+cat >$T/fake.c <<'CEOF'
+#include <unistd.h>
+/* what a CPython 3.12 exports, as far as we look: no 3.12 layout is known */
+char _PyRuntime[4096];
+const unsigned long Py_Version = 0x030c01f0;
+volatile unsigned long spin;
+int main(void) { for (;;) spin++; }
+CEOF
+if ${CC:-cc} -O1 -rdynamic -o $T/fake $T/fake.c 2>/dev/null; then
+    pe_start $T/fake || exit 1
+    pe_get '/profile?duration=1' -o $T/f.pb.gz
+    check "another version: profiles still work" go tool pprof -top $T/f.pb.gz >/dev/null
+    check "another version: one line on stderr" \
+        [ "$(grep -c 'python: CPython 3.12.1 has no known frame layout (we know 3.11): native frames only' "$PE_ERR")" = 1 ]
+    pe_get '/profile?duration=1' -o $T/f2.pb.gz
+    check "another version: said once" [ "$(grep -c 'python:' "$PE_ERR")" = 1 ]
+    check "another version: no [python] mapping" not_python $T/f.pb.gz
+    pe_stop
+fi
 pe_finish
