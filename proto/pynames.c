@@ -21,6 +21,7 @@ typedef struct entry_s {
 } entry_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 static entry_t *entries; /* [PE_PYNAMES_MAX]; entry 0 is "<python>" */
 static uint32_t *slots;  /* [NSLOTS], entry index + 1 */
 static char *pool;       /* [PE_PYNAMES_POOL], NUL-terminated strings */
@@ -56,6 +57,19 @@ pool_put(const char *s)
     return off;
 }
 
+/* A fork child: the lock may be held by a thread the child does not have. */
+static void
+atfork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+}
+
+static void
+register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
 /* First use (lock held): map everything at once.  0, or -1 when out of memory. */
 static int
 setup(void)
@@ -89,6 +103,7 @@ pe_pynames_add(const char *qualname, const char *filename, int32_t firstlineno, 
     q[NAME_MAX_LEN] = '\0';
     strncpy(f, filename ? filename : "", NAME_MAX_LEN);
     f[NAME_MAX_LEN] = '\0';
+    pthread_once(&once, register_atfork);
     pthread_mutex_lock(&lock);
     if (setup() < 0)
         goto out;
@@ -124,6 +139,7 @@ pe_pynames_get(uint64_t tag, pe_pyname_t *out)
 {
     uint32_t i = PE_PY_IS_NAMED(tag) ? (uint32_t)tag : 0;
 
+    pthread_once(&once, register_atfork);
     pthread_mutex_lock(&lock);
     if (setup() < 0 || i >= nentries)
         i = 0;

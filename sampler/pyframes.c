@@ -539,6 +539,10 @@ atfork_child(void)
 {
     self_pid = getpid();
     memset(win_busy, 0, sizeof(win_busy)); /* claimed by threads the child does not have */
+    /* held, maybe, by a thread the child does not have (a prefork server forks
+       while the collector names frames) */
+    pthread_mutex_init(&name_lock, NULL);
+    pthread_mutex_init(&tid_lock, NULL);
 }
 
 static void
