@@ -5,7 +5,8 @@
 # still there; a 75/25 split between two Python functions within 5 points;
 # two Python threads each with its own frames; the same frames in the text,
 # folded and svg views, in wall-clock profiles (a sleeping thread read from
-# /proc and a running one signalled) and in the goroutine texts; a program
+# /proc and a running one signalled) and in the goroutine texts; threads that
+# come and go by thousands with generators while every capture runs; a program
 # that looks like CPython 3.12 is said to be unknown in one line, native only.
 source test/lib.sh
 none() { ! grep -Eq "$@"; }
@@ -177,6 +178,38 @@ check "goroutine debug=2: the main thread, blocked in join, read from /proc with
         on && /\tThread.join\t/ { s = 1 } END { exit !(p && s) }' $T/t.g2
 check "goroutine debug=2: the sleeper in sleeper" \
     awk -v t="$tsl" '$1 == "thread" { on = ($2 == t) } on && /\tsleeper\t/ { s = 1 } END { exit !s }' $T/t.g2
+pe_stop
+
+# ---- thread churn and generators: frames read while threads come and go ---------------------
+cat >$T/churn.py <<'PYEOF'
+import threading, time
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+def gen():
+    for i in range(50):
+        yield fib(10)
+def worker():
+    sum(gen())
+end = time.time() + 4
+n = 0
+while time.time() < end:
+    ts = [threading.Thread(target=worker) for _ in range(8)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    n += 8
+print("threads", n)
+PYEOF
+pe_start $PY $T/churn.py || exit 1
+sleep 0.3
+pe_get '/profile?duration=2&delay=0.002' -o $T/c1.pb.gz &
+pe_get '/profile_wall?duration=2&delay=0.002' -o $T/c2.pb.gz &
+for _ in 1 2 3 4; do pe_get '/debug/pprof/goroutine?debug=2' >/dev/null; sleep 0.2; done
+wait
+for _ in $(seq 100); do grep -q '^threads' "$PE_OUT" && break; sleep 0.1; done
+check "churn: the program ran to its end ($(cat "$PE_OUT"))" grep -q '^threads [1-9]' "$PE_OUT"
+traces $T/c1.pb.gz >$T/c1.tr
+check "churn: a generator's frames under its caller (fib gen ... worker)" \
+    grep -Eq '\|(fib )+gen _PyEval_EvalFrameDefault .* worker _PyEval_EvalFrameDefault' $T/c1.tr
+check "churn: wall profile read" go tool pprof -top $T/c2.pb.gz >/dev/null
 pe_stop
 
 # ---- another version: said in one line, native frames only -----------------------------------
