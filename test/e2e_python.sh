@@ -17,6 +17,23 @@ command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 [ -x $PY ] && $PY -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
     { echo "skip: $PY is not CPython 3.11"; exit 77; }
 
+# ---- our CPython offsets against CPython's own headers ----------------------------------------
+# (test/u_pyframes.c; built here too, so that a machine that got python3.11-dev only now runs it)
+scripts/deps.sh python >/dev/null 2>&1 || echo "note: scripts/deps.sh python failed"
+if [ -f /usr/include/python3.11/internal/pycore_frame.h ]; then
+    if ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -I. -I$BUILD/gen -I/usr/include/python3.11 \
+        -DPE_HAVE_PY311_HEADERS -o $T/u_pyframes ${TEST_DIR:-test}/u_pyframes.c $BUILD/libpe_core.a \
+        -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm 2>$T/u.err; then
+        r=$($T/u_pyframes 2>&1); st=$?
+        check "u_pyframes: offsets, line table and names ($(echo "$r" | tail -1))" [ $st = 0 ]
+        [ $st = 0 ] || echo "$r" | head -5
+    else
+        bad "u_pyframes does not build: $(head -3 $T/u.err)"
+    fi
+else
+    echo "note: no python3.11-dev headers: offsets not checked"
+fi
+
 cat >$T/prog.py <<'PYEOF'
 import random, sys, threading, time
 
