@@ -50,6 +50,7 @@ const pe_py_layout_t pe_py_layout_311 = {
     .fr_prev_instr = 56,
     .fr_is_entry = 68,
     .fr_owner = 69,
+    .owner_cstack = PE_PY_NO_OWNER,
     .co_firstlineno = 72,
     .co_filename = 112,
     .co_qualname = 128,
@@ -66,7 +67,41 @@ const pe_py_layout_t pe_py_layout_311 = {
     .compact_size = 72,
 };
 
-static const pe_py_layout_t *const layouts[] = {&pe_py_layout_311};
+/* CPython 3.12: the same headers; frames start with f_code, the unicode
+   objects lost wstr, and the entry of each eval call is a C-stack shim frame. */
+const pe_py_layout_t pe_py_layout_312 = {
+    .hex_min = 0x030c0000u,
+    .hex_max = 0x030cffffu,
+    .rt_interp_head = 40,
+    .is_next = 0,
+    .is_threads_head = 72,
+    .ts_next = 8,
+    .ts_cframe = 56,
+    .ts_native_tid = 144,
+    .cf_current = 0,
+    .fr_code = 0,
+    .fr_previous = 8,
+    .fr_prev_instr = 56,
+    .fr_is_entry = PE_PY_NO_FIELD,
+    .fr_owner = 70,
+    .owner_cstack = 3,
+    .co_firstlineno = 68,
+    .co_filename = 112,
+    .co_qualname = 128,
+    .co_linetable = 136,
+    .co_code = 192,
+    .ob_type = 8,
+    .ob_size = 16,
+    .bytes_sval = 32,
+    .str_length = 16,
+    .str_state = 32,
+    .ascii_size = 40,
+    .utf8_length = 40,
+    .utf8 = 48,
+    .compact_size = 56,
+};
+
+static const pe_py_layout_t *const layouts[] = {&pe_py_layout_311, &pe_py_layout_312};
 
 #define TS_READ 168   /* bytes of PyThreadState read: up to native_thread_id */
 #define FRAME_READ 72 /* bytes of _PyInterpreterFrame read: up to owner */
@@ -212,14 +247,23 @@ read_chain(pid_t pid, uintptr_t cframe, uintptr_t *py, uint8_t *entry, int max)
     if (!cframe || rd(pid, cframe + L->cf_current, &f, sizeof(f)))
         return 0;
     w = win_claim();
-    while (f && np < max && read_frame(pid, f, fr, w, &wlo, &wlen) == 0) {
+    /* (a bound on shims too: a corrupt chain may loop) */
+    for (int steps = 0;
+         f && np < max && steps < 2 * max && read_frame(pid, f, fr, w, &wlo, &wlen) == 0; steps++) {
         code = ld(fr, L->fr_code);
         prev = ld(fr, L->fr_prev_instr);
         if (!code)
             break;
+        if (fr[L->fr_owner] == L->owner_cstack) {
+            /* 3.12's shim: the frame above it was the first of its eval call */
+            if (np)
+                entry[np - 1] = 1;
+            f = ld(fr, L->fr_previous);
+            continue;
+        }
         first = code + L->co_code;
         py[np] = PE_PY_RAW(code, prev > first ? (prev - first) / 2 : 0);
-        entry[np] = fr[L->fr_is_entry] != 0;
+        entry[np] = L->fr_is_entry != PE_PY_NO_FIELD && fr[L->fr_is_entry] != 0;
         np++;
         f = ld(fr, L->fr_previous);
     }
@@ -567,7 +611,7 @@ init_once(void)
             L = layouts[i];
     if (!L) {
         pe_log_warn(
-            "python: CPython %s has no known frame layout (we know 3.11): native frames only",
+            "python: CPython %s has no known frame layout (we know 3.11, 3.12): native frames only",
             hex ? version : "older than 3.11");
         return;
     }

@@ -2,8 +2,8 @@
  * pyframes.h: CPython's own frames in every stack we capture (CPU, wall,
  * thread stacks), interleaved with the native frames as py-spy --native does.
  *
- * When the program is CPython of a supported version (3.11; the offsets are
- * stated in pyframes.c and checked against CPython's headers by
+ * When the program is CPython of a supported version (3.11, 3.12; the offsets
+ * are stated in pyframes.c and checked against CPython's headers by
  * test/u_pyframes.c), each capture also walks the sampled thread's
  * PyThreadState (found in _PyRuntime's thread list by native_thread_id) from
  * cframe->current_frame through ->previous, and puts those frames, as RAW tags
@@ -76,6 +76,10 @@ typedef struct pe_py_layout_s {
     uint16_t ts_next, ts_cframe, ts_native_tid, cf_current;
     /* _PyInterpreterFrame */
     uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner;
+    /* 3.11 marks the first frame of each _PyEval_EvalFrameDefault call is_entry
+       (fr_is_entry); 3.12 puts a shim frame owned by the C stack below it
+       instead (owner == owner_cstack; fr_is_entry is then PE_PY_NO_FIELD). */
+    uint8_t owner_cstack;
     /* PyCodeObject; PyObject, PyVarObject, PyBytesObject */
     uint16_t co_firstlineno, co_filename, co_qualname, co_linetable, co_code;
     uint16_t ob_type, ob_size, bytes_sval;
@@ -83,4 +87,7 @@ typedef struct pe_py_layout_s {
     uint16_t str_length, str_state, ascii_size, utf8_length, utf8, compact_size;
 } pe_py_layout_t;
 
-extern const pe_py_layout_t pe_py_layout_311;
+#define PE_PY_NO_FIELD 0xffffu
+#define PE_PY_NO_OWNER 0xffu
+
+extern const pe_py_layout_t pe_py_layout_311, pe_py_layout_312;

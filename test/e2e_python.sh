@@ -6,8 +6,9 @@
 # two Python threads each with its own frames; the same frames in the text,
 # folded and svg views, in wall-clock profiles (a sleeping thread read from
 # /proc and a running one signalled) and in the goroutine texts; threads that
-# come and go by thousands with generators while every capture runs; a program
-# that looks like CPython 3.12 is said to be unknown in one line, native only.
+# come and go by thousands with generators while every capture runs; the same
+# with a CPython 3.12 when one is at hand (pyenv's, or PY312=); a program
+# that looks like CPython 3.13 is said to be unknown in one line, native only.
 source test/lib.sh
 none() { ! grep -Eq "$@"; }
 not_python() { ! go tool pprof -raw "$1" 2>/dev/null | grep -q '\[python\]'; }
@@ -229,12 +230,37 @@ check "churn: a generator's frames under its caller (fib gen ... worker)" \
 check "churn: wall profile read" go tool pprof -top $T/c2.pb.gz >/dev/null
 pe_stop
 
-# ---- another version: said in one line, native frames only -----------------------------------
+# ---- CPython 3.12, when one is at hand (PY312=..., or pyenv's) ------------------------------------
+PY312=${PY312:-$(ls -d /root/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1)}
+if [ -n "$PY312" ] && [ -x "$PY312" ]; then
+    inc=$("$PY312" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    if [ -f "$inc/internal/pycore_frame.h" ] && ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -I. -I$BUILD/gen \
+        -I"$inc" -DPE_HAVE_PY311_HEADERS -o $T/u_pyframes12 ${TEST_DIR:-test}/u_pyframes.c \
+        $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm 2>/dev/null; then
+        r=$($T/u_pyframes12 2>&1); st=$?
+        check "3.12: offsets against its headers ($(echo "$r" | tail -1))" [ $st = 0 ]
+    fi
+    pe_start "$PY312" $T/prog.py basic || exit 1
+    sleep 0.5
+    pe_get '/profile?duration=2' -o $T/b12.pb.gz
+    traces $T/b12.pb.gz >$T/b12.tr
+    check "3.12: stderr names it" grep -q 'python: CPython 3.12' "$PE_ERR"
+    check "3.12: fib ... main <module>, then _PyEval_EvalFrameDefault" \
+        grep -Eq ' fib( fib)*( [^ ]+)* main <module> _PyEval_EvalFrameDefault' $T/b12.tr
+    check "3.12: work under main" grep -q ' work main <module>' $T/b12.tr
+    go tool pprof -raw $T/b12.pb.gz >$T/b12.raw 2>&1
+    check "3.12: fib with its file and line" grep -Eq " fib $T/prog.py:[0-9]+ s=[1-9]" $T/b12.raw
+    pe_stop
+else
+    echo "note: no CPython 3.12 here (PY312=...): 3.12 not tried"
+fi
+
+# ---- an unknown version: said in one line, native frames only -----------------------------------
 cat >$T/fake.c <<'CEOF'
 #include <unistd.h>
-/* what a CPython 3.12 exports, as far as we look: no 3.12 layout is known */
+/* what a CPython 3.13 exports, as far as we look: no 3.13 layout is known */
 char _PyRuntime[4096];
-const unsigned long Py_Version = 0x030c01f0;
+const unsigned long Py_Version = 0x030d01f0;
 volatile unsigned long spin;
 int main(void) { for (;;) spin++; }
 CEOF
@@ -243,7 +269,7 @@ if ${CC:-cc} -O1 -rdynamic -o $T/fake $T/fake.c 2>/dev/null; then
     pe_get '/profile?duration=1' -o $T/f.pb.gz
     check "another version: profiles still work" go tool pprof -top $T/f.pb.gz >/dev/null
     check "another version: one line on stderr" \
-        [ "$(grep -c 'python: CPython 3.12.1 has no known frame layout (we know 3.11): native frames only' "$PE_ERR")" = 1 ]
+        [ "$(grep -c 'python: CPython 3.13.1 has no known frame layout (we know 3.11, 3.12): native frames only' "$PE_ERR")" = 1 ]
     pe_get '/profile?duration=1' -o $T/f2.pb.gz
     check "another version: said once" [ "$(grep -c 'python:' "$PE_ERR")" = 1 ]
     check "another version: no [python] mapping" not_python $T/f.pb.gz

@@ -1,7 +1,8 @@
 /*
  * u_pyframes.c: the CPython side of sampler/pyframes.c and proto/pynames.c.
  *
- * - Every offset of pe_py_layout_311 against CPython 3.11's own headers
+ * - Every offset of pe_py_layout_311 (or _312, built against 3.12's headers
+ *   by test/e2e_python.sh when a 3.12 is at hand) against CPython's own headers
  *   (offsetof on _PyRuntimeState, PyThreadState, _PyInterpreterFrame,
  *   PyCodeObject, the str objects), built with python3.11-dev's internal
  *   headers (scripts/deps.sh python); without them the test skips (77).
@@ -28,14 +29,18 @@
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
 
-#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030c0000
-#error "these headers are not CPython 3.11's"
+#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030d0000
+#error "these headers are not CPython 3.11's or 3.12's"
 #endif
 
 static void
 check_layout(void)
 {
+#if PY_VERSION_HEX >= 0x030c0000
+    const pe_py_layout_t *l = &pe_py_layout_312;
+#else
     const pe_py_layout_t *l = &pe_py_layout_311;
+#endif
 
 #define OFF(field, type, member)                                                                   \
     CHECKF(l->field == offsetof(type, member), #field " %u != %zu", (unsigned)l->field,            \
@@ -50,7 +55,12 @@ check_layout(void)
     OFF(fr_code, _PyInterpreterFrame, f_code);
     OFF(fr_previous, _PyInterpreterFrame, previous);
     OFF(fr_prev_instr, _PyInterpreterFrame, prev_instr);
+#if PY_VERSION_HEX >= 0x030c0000
+    CHECK(l->fr_is_entry == PE_PY_NO_FIELD && l->owner_cstack == FRAME_OWNED_BY_CSTACK);
+#else
     OFF(fr_is_entry, _PyInterpreterFrame, is_entry);
+    CHECK(l->owner_cstack == PE_PY_NO_OWNER);
+#endif
     OFF(fr_owner, _PyInterpreterFrame, owner);
     OFF(co_firstlineno, PyCodeObject, co_firstlineno);
     OFF(co_filename, PyCodeObject, co_filename);
@@ -68,7 +78,9 @@ check_layout(void)
     CHECK(l->compact_size == sizeof(PyCompactUnicodeObject));
     /* the state bit field lies between hash and wstr (pyframes.c reads its first byte) */
     CHECK(l->str_state == offsetof(PyASCIIObject, hash) + sizeof(Py_hash_t));
+#if PY_VERSION_HEX < 0x030c0000
     CHECK((size_t)l->str_state + 4 <= offsetof(PyASCIIObject, wstr));
+#endif
     /* what pyframes.c reads in one go must cover the fields it uses */
     CHECK(l->ts_native_tid + sizeof(unsigned long) <= 168);
     CHECK(l->fr_owner < 72 && l->fr_prev_instr + 8 <= 72 && l->fr_previous + 8 <= 72);
