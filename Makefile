@@ -117,6 +117,10 @@ PROG_BINS := $(patsubst test/progs/%.c,$(BUILD)/test/%,$(PROG_SRCS)) \
 TEST_LIBS := -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm
 PROG_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Wall $(CFLAGS)
 
+# test/unit/u_pyframes.c checks our CPython offsets against CPython 3.11's own headers when present.
+PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
+$(BUILD)/test/u_pyframes: ALL_CFLAGS += $(if $(PY311_INC),-I/usr/include/python3.11 -DPE_HAVE_PY311_HEADERS -Wno-undef)
+
 $(BUILD)/test/u_%: test/unit/u_%.c test/unit/pe_test.h $(CORE_AR)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)

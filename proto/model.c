@@ -16,6 +16,7 @@
 
 #include "../preload/log.h"
 #include "proto_int.h"
+#include "pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -479,7 +480,7 @@ pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact, const 
     for (i = 0; i < npcs; i++) {
         addr = pcs[i];
         /* Return addresses point after the call; pprof wants the call site. */
-        if ((i > 0 || !leaf_exact) && addr != 0)
+        if ((i > 0 || !leaf_exact) && addr != 0 && !PE_PY_IS_TAG(addr))
             addr--;
         loc = loc_get(p, addr);
         if (!loc)
@@ -610,6 +611,11 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         loc = p->locs[i];
         if (loc->resolved)
             continue;
+        if (PE_PY_IS_TAG(loc->frame.addr)) {
+            if ((err = pe_prof_py_resolve(p, loc)) < 0)
+                break;
+            continue;
+        }
         m = pe_prof_maps_find(p, loc->frame.addr);
         name = pe_prof_syms_lookup(syms, loc->frame.addr, &start);
         if (name) {

@@ -122,6 +122,7 @@ enc_locations(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
         if (loc->func && p->funcs[loc->func - 1].id) {
             msg.line_count = 1;
             msg.line[0].function_id = p->funcs[loc->func - 1].id;
+            msg.line[0].line = loc->py ? loc->line : 0;
         }
         if (!pb_encode_tag_for_field(stream, field) ||
             !pb_encode_submessage(stream, perftools_profiles_Location_fields, &msg))
@@ -145,6 +146,14 @@ enc_functions(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
         /* Mangled in both: pprof demangles `name` itself when asked to. */
         msg.name = pe_prof_stridx(p->funcs[i].name);
         msg.system_name = msg.name;
+        if (p->funcs[i].file) { /* CPython functions */
+            msg.filename = pe_prof_stridx(p->funcs[i].file);
+            msg.start_line = p->funcs[i].start_line;
+            /* A system name of its own: pprof then takes `name` as already
+               demangled, instead of cutting "<module>" or "<lambda>" to ""
+               as a C++ template. */
+            msg.system_name = pe_prof_stridx(p->funcs[i].sysname);
+        }
         if (!pb_encode_tag_for_field(stream, field) ||
             !pb_encode_submessage(stream, perftools_profiles_Function_fields, &msg))
             return false;
@@ -193,7 +202,7 @@ prepare(pe_prof_t *p)
         if (loc->map && !p->maps[loc->map - 1].id)
             p->maps[loc->map - 1].id = ++mid;
         /* With no_names only pseudo-frames keep a function; pprof names the rest. */
-        if (loc->func && (loc->pseudo || !p->no_names))
+        if (loc->func && (loc->pseudo || loc->py || !p->no_names))
             p->funcs[loc->func - 1].id = 1;
     }
     /* Function ids in table order, so enc_functions emits them ascending. */

@@ -32,12 +32,17 @@ typedef struct pe_prof_loc_s {
     uint32_t map;          /* mapping index + 1; 0 = outside every mapping */
     uint8_t resolved;
     uint8_t pseudo; /* pe_prof_add_named's: address 0, never looked up by address */
+    uint8_t py;     /* a CPython frame (pynames.h): its names come with it */
+    int32_t line;   /* py: the frame's current line */
 } pe_prof_loc_t;
 
 typedef struct pe_prof_func_s {
-    const char *name;   /* interned */
-    uint32_t named_loc; /* location index + 1 of its pseudo-location, 0 if none */
-    uint32_t id;        /* pprof id, assigned by pprof.c; 0 = not emitted */
+    const char *name;    /* interned */
+    uint32_t named_loc;  /* location index + 1 of its pseudo-location, 0 if none */
+    uint32_t id;         /* pprof id, assigned by pprof.c; 0 = not emitted */
+    const char *file;    /* CPython functions: co_filename (interned), else NULL */
+    int64_t start_line;  /* CPython functions: co_firstlineno */
+    const char *sysname; /* CPython functions: "python:" + name (pprof.c says why), else NULL */
 } pe_prof_func_t;
 
 typedef struct pe_prof_map_s {
@@ -123,6 +128,11 @@ pe_prof_loc_of(const pe_prof_frame_t *f)
 {
     return (pe_prof_loc_t *)f;
 }
+
+/* ---- CPython frames (pyloc.c) ------------------------------------------- */
+
+/* Resolve a location whose address is a Python tag (pynames.h).  0 or -ENOMEM. */
+int pe_prof_py_resolve(pe_prof_t *p, pe_prof_loc_t *loc);
 
 /* ---- loaded objects (mappings.c) ---------------------------------------- */
 

@@ -16,6 +16,7 @@
 
 #include "../preload/guard.h"
 #include "cpu.h"
+#include "pyframes.h"
 #include "unwind.h"
 
 pe_ring_t pe_cpu_ring;
@@ -28,7 +29,7 @@ PE_SIGSAFE static void
 record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
 {
     pe_ring_slot_t *s;
-    int n;
+    int n, nall;
 
     if (si->si_code == SI_TIMER && si->si_overrun > 0)
         weight += (uint32_t)si->si_overrun;
@@ -41,13 +42,15 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
         /* a small stack near its end: the unwinder could run into the guard
            page; the interrupted pc alone */
         s->pcs[0] = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-        n = 1;
+        n = nall = 1;
     } else {
         n = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+        /* CPython's frames, when the program is CPython (pyframes.h) */
+        nall = pe_py_interleave(s->pcs, n, PE_RING_FRAMES);
     }
     s->tid = pe_gettid();
     s->weight = weight;
-    s->nframes = n;
+    s->nframes = nall;
     s->flags = flags;
     if (pe_unwind_cut)
         s->flags |= PE_RING_F_CUT;

@@ -35,6 +35,7 @@
 #include "../proto/profile.h"
 #include "cpu.h"
 #include "peek.h"
+#include "pyframes.h"
 #include "quiet.h"
 #include "sampler.h"
 #include "stacks.h"
@@ -272,6 +273,7 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state)
         return 1;
     if (n <= 0)
         return 0;
+    n = pe_py_interleave_tid(tid, pcs, n, PE_MAX_FRAMES); /* CPython (pyframes.h) */
     __atomic_add_fetch(&wall_quiet, 1, __ATOMIC_RELAXED);
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
         pe_ring_drop(&pe_cpu_ring, weight);
@@ -336,6 +338,8 @@ drain(void)
 
         if (n > PE_MAX_FRAMES)
             n = PE_MAX_FRAMES; /* keep the leaf end */
+        /* CPython frames named while their code objects live (pyframes.h) */
+        pe_py_name_pcs(s->pcs, n);
         values[0] = s->weight;
         values[1] = (int64_t)s->weight * (kind == K_WALL ? wall_period_ns : period_ns);
         memset(labels, 0, sizeof(labels));
@@ -483,6 +487,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
     *out = NULL;
     if (want < 1000 || max_frames < 1)
         return -EINVAL;
+    pe_py_init(); /* before the first signal: CPython's frames, if any */
     w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;

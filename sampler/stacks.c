@@ -32,6 +32,7 @@
 #include "../preload/guard.h"
 #include "../preload/threads.h"
 #include "cpu.h"
+#include "pyframes.h"
 #include "quiet.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -79,6 +80,7 @@ pe_stacks_sig_capture(uint64_t v, void *uc)
         return;
     }
     s->nframes = pe_unwind_signal(uc, s->pcs, PE_RING_FRAMES);
+    s->nframes = pe_py_interleave(s->pcs, s->nframes, PE_RING_FRAMES); /* CPython (pyframes.h) */
     __atomic_store_n(&s->state, S_DONE, __ATOMIC_RELEASE);
 }
 
@@ -242,7 +244,7 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
             continue;
         }
         if (rc > 0) {
-            st->nframes = rc;
+            st->nframes = pe_py_interleave_tid(st->tid, st->pcs, rc, PE_MAX_FRAMES);
             st->answered = 1;
             st->method = "proc";
             st->reused = reused;
@@ -270,6 +272,7 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     uint32_t gen = 0;
 
     *out = NULL;
+    pe_py_init();
     r = calloc(1, sizeof(*r));
     tids = malloc(CAP_SLOTS * sizeof(*tids));
     slot = malloc(CAP_SLOTS * sizeof(*slot));
@@ -424,6 +427,8 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
             r->nsignal++;
         r->n++;
     }
+    for (i = 0; i < r->n; i++) /* CPython frames named while their code is alive */
+        pe_py_name_pcs(r->v[i].pcs, r->v[i].nframes);
     free(tids);
     free(slot);
     *out = r;
