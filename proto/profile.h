@@ -190,6 +190,9 @@ int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
  */
 const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
 
+/* Fork child (a tree member serves again): the symbol cache's lock let go. */
+void pe_prof_atfork_child(void);
+
 /* Directory of separate debug files by build id (default /usr/lib/debug/.build-id). */
 extern const char *pe_prof_debug_dir;
 
