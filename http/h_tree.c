@@ -115,6 +115,42 @@ pe_http_h_processes(pe_req_t *r)
     return pe_http_end(&resp);
 }
 
+void
+pe_http_tree_index(pe_sink_t *s)
+{
+    pe_tree_proc_t *v = NULL;
+    int n, i;
+
+    if (pe_tree_role() != PE_TREE_ROOT || (n = pe_http_tree_list(&v)) <= 1) {
+        free(v);
+        return;
+    }
+    pe_sink_printf(s,
+                   "<h2>Processes (<a href=\"/debug/pprof/processes\">%d</a>)</h2>\n<p>Any "
+                   "endpoint takes <code>pid=N</code>; the profiles also <code>pid=all</code> "
+                   "(<a href=\"/debug/pprof/profile?seconds=5&amp;pid=all\">CPU of all</a>)."
+                   "</p>\n<table>\n",
+                   n);
+    for (i = 0; i < n; i++) {
+        /* program names are [A-Za-z0-9._-] mostly; anything else is left out */
+        char prog[64];
+        size_t k, o = 0;
+        for (k = 0; v[i].program[k] && o < sizeof(prog) - 1; k++)
+            if (strchr("<>&\"'", v[i].program[k]) == NULL)
+                prog[o++] = v[i].program[k];
+        prog[o] = '\0';
+        pe_sink_printf(s,
+                       "<tr><td>%d</td><td>%s</td><td>%s</td><td><a "
+                       "href=\"/debug/pprof/?pid=%d\">index</a> <a "
+                       "href=\"/debug/pprof/profile?seconds=5&amp;pid=%d\">CPU</a> <a "
+                       "href=\"/debug/pprof/heap?pid=%d\">heap</a></td></tr>\n",
+                       (int)v[i].pid, prog, pe_tree_origin_name(v[i].origin), (int)v[i].pid,
+                       (int)v[i].pid, (int)v[i].pid);
+    }
+    pe_sink_put(s, "</table>\n");
+    free(v);
+}
+
 /* ---- pid=N: the proxy ------------------------------------------------------------------ */
 
 /* Added to the request's own duration: the child's set-up and the transfer. */

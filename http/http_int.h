@@ -60,6 +60,8 @@ extern const int pe_nroutes;
 /* h_tree.c: a process tree through one address (preload/tree.h). */
 struct pe_tree_proc_s;
 int pe_http_h_processes(pe_req_t *r);
+/* The index page's table of processes (root with members only). */
+void pe_http_tree_index(pe_sink_t *s);
 /* pid=N or pid=all: 0 to answer here, else the status sent. */
 int pe_http_tree_route(pe_req_t *r, const char *raw_query);
 /* The live processes (malloc'd into *out, the caller frees); the count, 0 on ENOMEM. */

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../heap/heap.h"
@@ -45,6 +46,7 @@
 #define PE_HTTP_IO_TIMEOUT_MS_STR "2000"
 
 static struct mg_context *server_ctx;
+static int warming; /* server_main is in pe_unwind_warm */
 static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
@@ -366,7 +368,12 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
+    /* libunwind's first walk takes its one-time init locks: a fork meanwhile
+       waits (pe_http_fork_prepare), or a child that serves would find them
+       held forever. */
+    __atomic_store_n(&warming, 1, __ATOMIC_RELEASE);
     pe_unwind_warm();
+    __atomic_store_n(&warming, 0, __ATOMIC_RELEASE);
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port
@@ -477,6 +484,17 @@ int
 pe_http_stopping(void)
 {
     return __atomic_load_n(&server_stopping, __ATOMIC_ACQUIRE);
+}
+
+void
+pe_http_fork_prepare(void)
+{
+    struct timespec pause = {0, 100 * 1000};
+    int i;
+
+    /* Once per process at most, for the ~0.1-10 ms of the first walk; bounded. */
+    for (i = 0; i < 2000 && __atomic_load_n(&warming, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&pause, NULL);
 }
 
 void

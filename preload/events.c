@@ -68,6 +68,7 @@ pe_event_thread_start(void)
 static void
 fork_prepare(void)
 {
+    pe_http_fork_prepare(); /* no libunwind init lock held across the fork */
     pe_sampler_before_fork(&fork_mask);
     fork_masked = 1;
 }

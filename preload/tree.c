@@ -397,8 +397,8 @@ register_with_root(int port)
     if ((fd = socket(AF_UNIX, SOCK_DGRAM, 0)) < 0)
         return;
     /* The root may still be starting (an exec'd child is quick), or its queue
-       full (hundreds of children at once): retry for about two seconds. */
-    for (tries = 0; tries < 40; tries++) {
+       full (hundreds of children at once): retry for about five seconds. */
+    for (tries = 0; tries < 100; tries++) {
         if (sendto(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) ==
             n)
             break;
