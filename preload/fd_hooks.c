@@ -267,8 +267,8 @@ poll(struct pollfd *fds, nfds_t nfds, int timeout)
     pe_fd_slot_t *s[8];
     nfds_t i;
 
-    if (!pe_fd_ours_ctx())
-        PE_TREE_SAFE_POINT(); /* a fork child of a process tree may start here (tree.h) */
+    if (!pe_fd_ours_ctx()) /* a fork child of a process tree may start here (tree.h) */
+        PE_TREE_SAFE_POINT_WAIT(PE_TREE_LONG_MS(timeout));
     if (!pe_fd_ours_ctx() || nfds > 8 || !__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
         return f ? f(fds, nfds, timeout) : (int)syscall(SYS_poll, fds, nfds, timeout);
     for (i = 0; i < nfds; i++) {

@@ -132,7 +132,7 @@ pe_tree_atfork_child(int parent_active)
 }
 
 void
-pe_tree_safe_point(void)
+pe_tree_safe_point(int long_wait)
 {
     struct timespec now;
     sigset_t cur;
@@ -155,7 +155,7 @@ pe_tree_safe_point(void)
     mask_seen = 1;
     clock_gettime(CLOCK_MONOTONIC, &now);
     ms = (now.tv_sec - fork_ts.tv_sec) * 1000LL + (now.tv_nsec - fork_ts.tv_nsec) / 1000000;
-    if (!same || ms < PE_TREE_LIVE_MS)
+    if (!long_wait && (!same || ms < PE_TREE_LIVE_MS))
         goto out;
     if (!__atomic_exchange_n(&pe_tree_pending, 0, __ATOMIC_ACQ_REL))
         goto out; /* another thread won */
@@ -275,6 +275,22 @@ reg_add(const pe_tree_proc_t *p)
     pthread_mutex_unlock(&reg_lock);
 }
 
+static int
+descendant(pid_t pid)
+{
+    unsigned long long st;
+    int depth;
+    char s;
+
+    for (depth = 0; pid > 1 && depth < 64; depth++) {
+        if (proc_stat(pid, &s, &pid, &st) < 0)
+            return 0;
+        if (pid == getpid())
+            return 1;
+    }
+    return 0;
+}
+
 /* A message: "PEv1 <pid> <port> <origin> <program>". */
 static void
 receive(int fd)
@@ -303,8 +319,9 @@ receive(int fd)
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
             cred = (struct ucred *)CMSG_DATA(c);
     prog[0] = '\0';
-    /* Only our own user's processes, and only for themselves. */
-    if (!cred || cred->uid != getuid() ||
+    /* Only for themselves, and only our own user's processes or our own
+       descendants (a prefork server's workers drop to another user). */
+    if (!cred || (cred->uid != getuid() && !descendant(cred->pid)) ||
         sscanf(buf, "PEv1 %d %d %d %63s", &pid, &port, &origin, prog) < 3 || pid != cred->pid ||
         port <= 0 || port > 65535 || (origin != PE_TREE_FORK && origin != PE_TREE_EXEC))
         return;

@@ -9,10 +9,11 @@
  * vouches for the sender's pid and uid (SCM_CREDENTIALS).
  *
  * A fork child starts nothing at fork: it is "pending" and its server thread
- * is started at the first blocking call (pe_tree_safe_point, from the
- * interposers of fd_hooks.c) made at least PE_TREE_LIVE_MS after the fork,
- * on a program thread, outside any signal handler we can detect (the mask
- * the thread had at its previous blocking call, no alternate signal stack).
+ * is started at a blocking call (pe_tree_safe_point, from the interposers of
+ * fd_hooks.c and tree_hooks.c) on a program thread: one that waits without
+ * limit or for a second or more, or any other made at least PE_TREE_LIVE_MS
+ * after the fork with the same signal mask as the thread's previous one (a
+ * handler runs with more signals blocked); never on an alternate signal stack.
  * A child that execs or exits before that starts no thread.
  *
  * The registry (root only) holds at most PE_TREE_MAX processes; dead ones are
@@ -48,13 +49,20 @@ PE_SIGSAFE int pe_tree_atfork_child(int parent_active);
 
 /* A fork child waiting for its safe point (one load on the blocking calls' path). */
 extern int pe_tree_pending;
-/* From a blocking interposer when pe_tree_pending: maybe start the server now. */
-void pe_tree_safe_point(void);
-#define PE_TREE_SAFE_POINT()                                                                       \
+/*
+ * From a blocking interposer when pe_tree_pending: maybe start the server
+ * now.  long_wait: the call is about to wait without limit or for a second
+ * or more (an idle worker's epoll_wait): the child lives on, whatever its age.
+ */
+void pe_tree_safe_point(int long_wait);
+#define PE_TREE_SAFE_POINT_WAIT(long_wait)                                                         \
     do {                                                                                           \
         if (__builtin_expect(__atomic_load_n(&pe_tree_pending, __ATOMIC_RELAXED), 0))             \
-            pe_tree_safe_point();                                                                  \
+            pe_tree_safe_point(long_wait);                                                         \
     } while (0)
+#define PE_TREE_SAFE_POINT() PE_TREE_SAFE_POINT_WAIT(0)
+/* A poll-style timeout in ms that counts as a long wait. */
+#define PE_TREE_LONG_MS(ms) ((ms) < 0 || (ms) >= 1000)
 
 /*
  * From the server thread once it listens on `port`: the root starts its

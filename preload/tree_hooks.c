@@ -53,7 +53,7 @@ epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
 {
     int (*f)(int, struct epoll_event *, int, int) = REAL(epoll_wait);
 
-    PE_TREE_SAFE_POINT();
+    PE_TREE_SAFE_POINT_WAIT(PE_TREE_LONG_MS(timeout));
     return f ? f(fd, ev, max, timeout)
              : (int)syscall(SYS_epoll_pwait, fd, ev, max, timeout, NULL, PE_KSIGSET);
 }
@@ -63,7 +63,7 @@ epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t
 {
     int (*f)(int, struct epoll_event *, int, int, const sigset_t *) = REAL(epoll_pwait);
 
-    PE_TREE_SAFE_POINT();
+    PE_TREE_SAFE_POINT_WAIT(PE_TREE_LONG_MS(timeout));
     return f ? f(fd, ev, max, timeout, mask)
              : (int)syscall(SYS_epoll_pwait, fd, ev, max, timeout, mask, PE_KSIGSET);
 }
@@ -74,7 +74,7 @@ select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
     int (*f)(int, fd_set *, fd_set *, fd_set *, struct timeval *) = REAL(select);
     struct timespec ts;
 
-    PE_TREE_SAFE_POINT();
+    PE_TREE_SAFE_POINT_WAIT(!tv || tv->tv_sec >= 1);
     if (f)
         return f(n, r, w, e, tv);
     if (tv) {
@@ -94,7 +94,7 @@ pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const
         size_t len;
     } km = {mask, PE_KSIGSET};
 
-    PE_TREE_SAFE_POINT();
+    PE_TREE_SAFE_POINT_WAIT(!ts || ts->tv_sec >= 1);
     return f ? f(n, r, w, e, ts, mask)
              : (int)syscall(SYS_pselect6, n, r, w, e, ts, mask ? &km : NULL);
 }
@@ -104,7 +104,7 @@ ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *m
 {
     int (*f)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) = REAL(ppoll);
 
-    PE_TREE_SAFE_POINT();
+    PE_TREE_SAFE_POINT_WAIT(!ts || ts->tv_sec >= 1);
     return f ? f(fds, n, ts, mask) : (int)syscall(SYS_ppoll, fds, n, ts, mask, PE_KSIGSET);
 }
 
