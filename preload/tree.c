@@ -149,6 +149,7 @@ pe_tree_safe_point(int long_wait)
        when this blocking call has the same mask as the previous one. */
     if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
         goto out;
+    memset(&cur, 0, sizeof(cur)); /* the kernel fills only its 64 bits of glibc's 1024 */
     pthread_sigmask(SIG_SETMASK, NULL, &cur);
     same = mask_seen && !memcmp(&cur, &last_mask, sizeof(cur));
     last_mask = cur;
