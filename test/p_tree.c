@@ -5,12 +5,14 @@
  *                     tree_burn() between poll(10 ms) calls until killed.
  *                     Prints "fork PID", "grand PID", "exec PID" lines.
  *   p_tree leaf       the exec'd descendant's loop.
- *   p_tree storm N    N times: fork+exec /bin/true, and fork + a few quick
- *                     blocking calls + _exit; each such child reports through
+ *   p_tree storm N    N times: fork+exec /bin/true, and fork + one quick
+ *                     blocking call + _exit; each such child reports through
  *                     its exit status whether a second thread existed (1) or
  *                     not (0).  Prints "storm N threads=0" when none did.
  *   p_tree short N    N children, 8 at a time, each living ~60 ms in poll(5 ms)
  *                     calls; then prints "short done" and loops like a worker.
+ *   p_tree idle N     N children idle in poll(-1) (scripts/bench_tree.sh);
+ *                     prints "idle PID" per child, then sleeps.
  */
 #include <dirent.h>
 #include <poll.h>
@@ -90,12 +92,9 @@ storm(long n)
         pid_t pid = fork();
         if (pid == 0) {
             if (k & 1) {
-                char c;
-                int p[2];
-                /* quick blocking calls: before the child "lives on" */
+                /* one quick blocking call, as a launcher's child may make
+                   (a second one made 20 ms later would be a safe point) */
                 poll(NULL, 0, 0);
-                if (pipe(p) == 0 && write(p[1], "x", 1) == 1 && read(p[0], &c, 1) == 1)
-                    poll(NULL, 0, 1);
                 _exit(threads_now() != 1);
             }
             execl("/bin/true", "true", (char *)NULL);
@@ -145,6 +144,20 @@ main(int argc, char **argv)
     if (!strcmp(mode, "short")) {
         short_lived(argc > 2 ? atol(argv[2]) : 500);
         worker_loop();
+    }
+    if (!strcmp(mode, "idle")) {
+        long n = argc > 2 ? atol(argv[2]) : 64;
+        setpgid(0, 0);
+        for (long i = 0; i < n; i++) {
+            pid_t pid = fork();
+            if (pid == 0)
+                for (;;)
+                    poll(NULL, 0, -1);
+            printf("idle %d\n", (int)pid);
+        }
+        fflush(stdout);
+        for (;;)
+            poll(NULL, 0, -1);
     }
     /* Children die with us (the test kills the root). */
     setpgid(0, 0);
