@@ -10,7 +10,8 @@
 #  - PostgreSQL 15 (initdb/pg_ctl in $T as an unprivileged user), a query loop
 #    from psql: its backend is listed, its CPU profile names executor
 #    functions (Exec*), its heap profile parses.
-# Each part is skipped when its server is not installed (scripts/deps.sh tree).
+# Each part is skipped when its server is not installed (scripts/deps.sh tree);
+# PostgreSQL needs root (to run it as the postgres user).
 source test/lib.sh
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 procs() { curl -s --max-time 10 "http://$PE_ADDR/debug/pprof/processes"; }
@@ -113,7 +114,7 @@ fi
 
 # ---- PostgreSQL 15 ----------------------------------------------------------------------
 PGBIN=/usr/lib/postgresql/15/bin
-if [ -x $PGBIN/postgres ] && id postgres >/dev/null 2>&1; then
+if [ -x $PGBIN/postgres ] && [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1; then
     ran=1
     PGD=$T/pg
     mkdir -p $PGD && chown postgres $PGD && chmod 755 $T
