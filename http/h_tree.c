@@ -274,8 +274,8 @@ pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const c
         o += (size_t)snprintf(b + o, cap - o, "%c%s", first ? '?' : '&', override);
         first = 0;
     }
-    o += (size_t)snprintf(b + o, cap - o, " HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n",
-                          port);
+    o += (size_t)snprintf(b + o, cap - o,
+                          " HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n", port);
     if (r->accept && !override && !strpbrk(r->accept, "\r\n"))
         o += (size_t)snprintf(b + o, cap - o, "Accept: %s\r\n", r->accept);
     if (pe_cfg.token[0])
@@ -358,8 +358,7 @@ proxy(pe_req_t *r, const char *raw_query, const pe_tree_proc_t *p)
     free(buf);
     close(fd);
     if (!sent)
-        return pe_http_error(r, 504, "pid %d (%s) did not answer in time", (int)p->pid,
-                             p->program);
+        return pe_http_error(r, 504, "pid %d (%s) did not answer in time", (int)p->pid, p->program);
     r->status = status;
     return status;
 }

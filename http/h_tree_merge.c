@@ -32,9 +32,9 @@
 #define PE_MERGE_MAX_PB (128u << 20)
 
 static const char *const merge_paths[] = {
-    "/profile",           "/profile_wall",        "/debug/pprof/profile",
-    "/debug/pprof/heap",  "/debug/pprof/allocs",  "/debug/pprof/goroutine",
-    "/debug/pprof/mutex", "/debug/pprof/block",   "/debug/fgprof",
+    "/profile",           "/profile_wall",       "/debug/pprof/profile",
+    "/debug/pprof/heap",  "/debug/pprof/allocs", "/debug/pprof/goroutine",
+    "/debug/pprof/mutex", "/debug/pprof/block",  "/debug/fgprof",
 };
 
 /* ---- protobuf, just enough of profile.proto --------------------------------------------- */
@@ -312,7 +312,8 @@ note_failure(merge_t *m, const pe_tree_proc_t *p, const char *why)
     n = snprintf(m->errs + m->errlen, sizeof(m->errs) - m->errlen, "%spid %d (%s): %s",
                  m->errlen ? "; " : "", (int)p->pid, p->program, why);
     if (n > 0)
-        m->errlen += (size_t)n < sizeof(m->errs) - m->errlen ? (size_t)n : sizeof(m->errs) - m->errlen - 1;
+        m->errlen +=
+            (size_t)n < sizeof(m->errs) - m->errlen ? (size_t)n : sizeof(m->errs) - m->errlen - 1;
 }
 
 static const char *
@@ -320,7 +321,7 @@ add_samples(merge_t *m, const uint8_t *buf, size_t len, const pe_tree_proc_t *pr
 {
     pb_t b = {buf, buf + len}, sub, s2;
     const char **names = NULL;
-    char (*namebuf)[256] = NULL;
+    char(*namebuf)[256] = NULL;
     const char *why = NULL;
     dec_t d;
     uint64_t v;
@@ -496,7 +497,11 @@ take_answer(merge_t *m, char *resp, size_t len, const pe_tree_proc_t *p)
     if (status != 200) {
         /* its one error line says why */
         char *nl = memchr(body, '\n', blen);
-        snprintf(why, sizeof(why), "%d %.*s", status, (int)(nl ? nl - body : (long)blen > 100 ? 100 : (int)blen), body);
+        snprintf(why, sizeof(why), "%d %.*s", status,
+                 (int)(nl                 ? nl - body
+                       : (long)blen > 100 ? 100
+                                          : (int)blen),
+                 body);
         return why;
     }
     chunked = strcasestr(resp, "Transfer-Encoding: chunked") != NULL;
@@ -642,8 +647,8 @@ fetch_all(pe_req_t *r, const char *raw_query, pe_tree_proc_t *v, int n, merge_t 
             if (!pfd[i].revents)
                 continue;
             if (x->sent < x->reqlen) {
-                got = send(x->fd, x->req + x->sent, x->reqlen - x->sent,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+                got =
+                    send(x->fd, x->req + x->sent, x->reqlen - x->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (got > 0)
                     x->sent += (size_t)got;
                 else if (got < 0 && errno != EAGAIN && errno != EINTR) {

@@ -71,8 +71,8 @@ double pe_http_tree_deadline(const pe_req_t *r);
 /* Non-blocking loopback connection to port, or -1. */
 int pe_http_tree_connect(int port, double deadline);
 /* The request line and headers for a member (override: query added, format/debug dropped). */
-char *pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port,
-                           const char *override, size_t *len);
+char *pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const char *override,
+                           size_t *len);
 int pe_http_tree_send(int fd, const char *buf, size_t len, double deadline);
 /* h_tree_merge.c: pid=all. */
 int pe_http_tree_all(pe_req_t *r, const char *raw_query);

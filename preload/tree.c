@@ -31,8 +31,8 @@ static int role;
 static pid_t root_pid;
 static unsigned long long nonce;
 int pe_tree_pending;
-static struct timespec fork_ts;  /* when this fork child was made (CLOCK_MONOTONIC) */
-static sigset_t last_mask;       /* the mask at the previous blocking call while pending */
+static struct timespec fork_ts; /* when this fork child was made (CLOCK_MONOTONIC) */
+static sigset_t last_mask;      /* the mask at the previous blocking call while pending */
 static int mask_seen;
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
 static char cwd_at_load[PATH_MAX];
@@ -187,7 +187,8 @@ proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
     buf[n] = '\0';
     /* The command name may hold spaces and ')': fields go on after the last ')'. */
     if (!(p = strrchr(buf, ')')) ||
-        sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+        sscanf(p + 1,
+               " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
                state, &pp, start) != 3)
         return -1;
     *ppid = pp;

@@ -57,7 +57,7 @@ extern int pe_tree_pending;
 void pe_tree_safe_point(int long_wait);
 #define PE_TREE_SAFE_POINT_WAIT(long_wait)                                                         \
     do {                                                                                           \
-        if (__builtin_expect(__atomic_load_n(&pe_tree_pending, __ATOMIC_RELAXED), 0))             \
+        if (__builtin_expect(__atomic_load_n(&pe_tree_pending, __ATOMIC_RELAXED), 0))              \
             pe_tree_safe_point(long_wait);                                                         \
     } while (0)
 #define PE_TREE_SAFE_POINT() PE_TREE_SAFE_POINT_WAIT(0)
@@ -75,7 +75,7 @@ void pe_tree_served(int port);
 typedef struct pe_tree_proc_s {
     pid_t pid;
     int port;
-    int origin;                  /* PE_TREE_ROOT, _FORK or _EXEC */
+    int origin;                   /* PE_TREE_ROOT, _FORK or _EXEC */
     unsigned long long starttime; /* /proc/PID/stat field 22, against pid reuse */
     char program[64];
 } pe_tree_proc_t;

@@ -114,7 +114,8 @@ recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t
     ssize_t (*f)(int, void *, size_t, int, struct sockaddr *, socklen_t *) = REAL(recvfrom);
 
     PE_TREE_SAFE_POINT();
-    return f ? f(fd, buf, len, flags, a, alen) : syscall(SYS_recvfrom, fd, buf, len, flags, a, alen);
+    return f ? f(fd, buf, len, flags, a, alen)
+             : syscall(SYS_recvfrom, fd, buf, len, flags, a, alen);
 }
 
 PE_EXPORT ssize_t
