@@ -196,14 +196,17 @@ pe_heap_rate(void)
 /* ---- fork ------------------------------------------------------------------------- */
 
 void
-pe_heap_atfork_child(void)
+pe_heap_atfork_child(int lives)
 {
     if (!inited)
         return;
     pe_heap_allocs_atfork_child();
-    /* A fork child is dormant (its server thread did not survive the fork):
-       no server will read its profile, so sampling stops; its threads redraw
-       to "never" on their next slow path. */
+    /* A child of a process tree keeps sampling: the blocks it inherited stay
+       accounted and its own server will read them (preload/tree.h). */
+    if (lives)
+        return;
+    /* A dormant fork child: no server will read its profile, so sampling
+       stops; its threads redraw to "never" on their next slow path. */
     __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
     pe_tls.heap_countdown = 0;

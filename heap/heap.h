@@ -59,9 +59,10 @@
  */
 int pe_heap_init(int64_t rate_bytes);
 
-/* Fork child: recording stops (a fork child is dormant: nothing could read
+/* Fork child: recording of allocations stops; heap sampling goes on when the
+   child lives on as a tree member (lives), else stops (nothing could read
    its profile).  heap/ holds no lock a child could inherit. */
-void pe_heap_atfork_child(void);
+void pe_heap_atfork_child(int lives);
 
 /* 1 when heap profiling works in this process; 0 with a reason otherwise
    (e.g. the program's malloc is not ours: it defines its own, or an allocator

@@ -62,7 +62,9 @@ pe_http_h_index(pe_req_t *r)
         }
         pe_sink_put(s, "</td></tr>\n");
     }
-    pe_sink_put(s, "</table>\n<h2>Settings</h2>\n<table>\n");
+    pe_sink_put(s, "</table>\n");
+    pe_http_tree_index(s); /* the process tree, when there is one (h_tree.c) */
+    pe_sink_put(s, "<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {
         const pe_cfg_row_t *row = &pe_cfg_rows[i];
         const char *v = pe_cfg_raw(i);

@@ -229,3 +229,14 @@ pe_http_h_fgprof(pe_req_t *r)
 {
     return timed_profile(r, &wall, "seconds", 30, 1);
 }
+
+void
+pe_http_profile_atfork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    /* The sessions' windows were the parent's (the sampler dropped them). */
+    memcpy(&cpu.lock, &fresh, sizeof(fresh));
+    memcpy(&wall.lock, &fresh, sizeof(fresh));
+    cpu.sess = wall.sess = NULL;
+}

@@ -52,8 +52,12 @@ int pe_http_start(void);
 void pe_http_shutdown(void);
 /* 1 once shutdown was requested. */
 int pe_http_stopping(void);
-/* In a fork child: the server's threads are gone; never touch it again. */
+/* Before a fork (prepare handler): waits while the server thread warms the unwinder. */
+void pe_http_fork_prepare(void);
+/* In a fork child: the server's threads are gone (a tree member starts its own later). */
 void pe_http_atfork_child(void);
+/* The port this process serves on, 0 before it listens. */
+int pe_http_listening_port(void);
 
 /* ---- responses ---------------------------------------------------------------- */
 

@@ -16,6 +16,12 @@
 #define PE_HTTP_WORKERS_STR "8"
 /* Requests that hold a worker for seconds (profiles); the rest stay for quick ones. */
 #define PE_HTTP_MAX_LONG (PE_HTTP_WORKERS - 2)
+/* A process tree's member (preload/tree.h) keeps a small pool: one per process
+   of a 64-worker server; one worker stays for quick requests. */
+#define PE_HTTP_MEMBER_WORKERS 3
+#define PE_HTTP_MEMBER_WORKERS_STR "3"
+/* The cap in force in this process (server.c). */
+extern int pe_http_max_long;
 
 extern int pe_http_port;
 
@@ -26,6 +32,10 @@ int pe_http_route(pe_req_t *r);
 /* Take / give back one of the long-request slots; 0 or 503 (sent). */
 int pe_http_long_begin(pe_req_t *r);
 void pe_http_long_end(void);
+/* Fork child: no request is in flight any more. */
+void pe_http_long_atfork_child(void);
+/* h_profile.c: fork child: open-ended sessions belonged to gone threads. */
+void pe_http_profile_atfork_child(void);
 
 typedef int (*pe_http_handler_t)(pe_req_t *r);
 
@@ -46,6 +56,26 @@ typedef struct pe_route_s {
 
 extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
+
+/* h_tree.c: a process tree through one address (preload/tree.h). */
+struct pe_tree_proc_s;
+int pe_http_h_processes(pe_req_t *r);
+/* The index page's table of processes (root with members only). */
+void pe_http_tree_index(pe_sink_t *s);
+/* pid=N or pid=all: 0 to answer here, else the status sent. */
+int pe_http_tree_route(pe_req_t *r, const char *raw_query);
+/* The live processes (malloc'd into *out, the caller frees); the count, 0 on ENOMEM. */
+int pe_http_tree_list(struct pe_tree_proc_s **out);
+/* When a proxied request must be over (CLOCK_MONOTONIC seconds). */
+double pe_http_tree_deadline(const pe_req_t *r);
+/* Non-blocking loopback connection to port, or -1. */
+int pe_http_tree_connect(int port, double deadline);
+/* The request line and headers for a member (override: query added, format/debug dropped). */
+char *pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const char *override,
+                           size_t *len);
+int pe_http_tree_send(int fd, const char *buf, size_t len, double deadline);
+/* h_tree_merge.c: pid=all. */
+int pe_http_tree_all(pe_req_t *r, const char *raw_query);
 
 /* baseline.c: the window of a cumulative record table a request asks for, and
    godeltaprof's per-path memory (delta_heap, delta_mutex, delta_block). */

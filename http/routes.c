@@ -98,6 +98,8 @@ const pe_route_t pe_routes[] = {
      "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", "", MUTEX},
     {"/debug/pprof/block", pe_http_h_pprof_block, GH,
      "time blocked on locks and condition variables (seconds, debug=1)", "", MUTEX},
+    {"/debug/pprof/processes", pe_http_h_processes, GH,
+     "the processes of this tree, as JSON (any endpoint takes pid=N, some pid=all)", "", NULL},
     {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", "",
      NULL},
     {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST,
@@ -112,16 +114,23 @@ const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 /* ---- long-request slots --------------------------------------------------------- */
 
 static int long_in_flight;
+int pe_http_max_long = PE_HTTP_MAX_LONG;
 
 int
 pe_http_long_begin(pe_req_t *r)
 {
-    if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > PE_HTTP_MAX_LONG) {
+    if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > pe_http_max_long) {
         __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
         return pe_http_error(r, 503, "too many profile requests in flight (%d); try again later",
-                             PE_HTTP_MAX_LONG);
+                             pe_http_max_long);
     }
     return 0;
+}
+
+void
+pe_http_long_atfork_child(void)
+{
+    long_in_flight = 0;
 }
 
 void
@@ -258,6 +267,9 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
         r->body = body;
         r->body_len = len;
     }
+    /* pid=N / pid=all: another process of the tree answers (h_tree.c). */
+    if ((status = pe_http_tree_route(r, ri->query_string)))
+        goto out;
     status = pe_http_route(r);
 out:
     free(body);

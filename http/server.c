@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../heap/heap.h"
@@ -35,6 +36,7 @@
 #include "../preload/log.h"
 #include "../preload/real.h"
 #include "../preload/threads.h"
+#include "../preload/tree.h"
 #include "../sampler/unwind.h"
 #include "http.h"
 #include "http_int.h"
@@ -44,6 +46,7 @@
 #define PE_HTTP_IO_TIMEOUT_MS_STR "2000"
 
 static struct mg_context *server_ctx;
+static int warming; /* server_main is in pe_unwind_warm */
 static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
@@ -324,6 +327,7 @@ tls_prepare(void)
 static void *
 server_main(void *unused)
 {
+    int member = pe_tree_member();
     char ports[160];
     struct mg_callbacks cb;
     struct mg_server_port sp[4];
@@ -334,7 +338,7 @@ server_main(void *unused)
         /* Few workers: profiles hold one each for their duration (see routes.c's
            cap on long requests), quick endpoints keep the rest. */
         "num_threads",
-        PE_HTTP_WORKERS_STR,
+        member ? PE_HTTP_MEMBER_WORKERS_STR : PE_HTTP_WORKERS_STR,
         /* civetweb 1.15 uses this for two things: the whole request line and
            headers must arrive within it (counted from the first read), and
            each write must make some progress within it.  It is not a limit
@@ -364,9 +368,20 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
+    /* libunwind's first walk takes its one-time init locks: a fork meanwhile
+       waits (pe_http_fork_prepare), or a child that serves would find them
+       held forever. */
+    __atomic_store_n(&warming, 1, __ATOMIC_RELEASE);
     pe_unwind_warm();
+    __atomic_store_n(&warming, 0, __ATOMIC_RELEASE);
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
-    if (tls_cert[0] && tls_prepare() < 0)
+    if (member) {
+        /* A member of a process tree (preload/tree.h): loopback only, a port
+           of its own, plain HTTP (the root proxies to it), nothing printed. */
+        snprintf(ports, sizeof(ports), "127.0.0.1:0");
+        options[PE_ARRAY_SIZE(options) - 3] = NULL;
+    }
+    if (tls_cert[0] && !member && tls_prepare() < 0)
         goto err_dormant;
     /* Debian's civetweb 1.15 is built without IPv6 (it would refuse "[::1]:0"
        as an invalid port spec); say what is missing instead. */
@@ -383,6 +398,8 @@ server_main(void *unused)
     mg_init_library(0);
     server_ctx = mg_start(&cb, NULL, options);
     if (!server_ctx) {
+        if (member)
+            goto err_dormant;
         /* Lines from this thread go to fd 2 only if it is still what it was
            at load: a program may have put a data file there since. */
         if (port_held_by_ancestor(pe_cfg.port) || !pe_fd_stderr_same())
@@ -400,7 +417,12 @@ server_main(void *unused)
         pe_http_port = sp[0].port;
     listen_fd = find_listen_fd(pe_http_port);
     defer_accept(listen_fd);
+    if (member) {
+        pe_tree_served(pe_http_port); /* its port file, and registration with the root */
+        return NULL;
+    }
     write_port_file(pe_cfg.host, pe_http_port);
+    pe_tree_served(pe_http_port); /* the root's registry */
     if (!pe_fd_stderr_same())
         return NULL;
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
@@ -427,6 +449,9 @@ pe_http_start(void)
 
     /* What fd 2 is at load: the server thread's lines go nowhere else. */
     pe_fd_note_stderr();
+    /* A fork child's server (tree.c) starts again after pe_http_atfork_child. */
+    __atomic_store_n(&server_stopping, 0, __ATOMIC_RELEASE);
+    pe_http_max_long = pe_tree_member() ? PE_HTTP_MEMBER_WORKERS - 1 : PE_HTTP_MAX_LONG;
     /* Read with every other setting, in the constructor (config.c). */
     snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
 
@@ -451,6 +476,17 @@ pe_http_stopping(void)
 }
 
 void
+pe_http_fork_prepare(void)
+{
+    struct timespec pause = {0, 100 * 1000};
+    int i;
+
+    /* Once per process at most, for the ~0.1-10 ms of the first walk; bounded. */
+    for (i = 0; i < 2000 && __atomic_load_n(&warming, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&pause, NULL);
+}
+
+void
 pe_http_atfork_child(void)
 {
     /* No thread serves the listening socket in the child; close the child's
@@ -460,6 +496,17 @@ pe_http_atfork_child(void)
     listen_fd = -1;
     server_ctx = NULL;
     server_stopping = 1;
+    pe_http_port = 0;
+    /* What the parent's workers held at the fork (a tree member serves again). */
+    pe_prof_atfork_child();
+    pe_http_long_atfork_child();
+    pe_http_profile_atfork_child();
+}
+
+int
+pe_http_listening_port(void)
+{
+    return __atomic_load_n(&pe_http_port, __ATOMIC_RELAXED);
 }
 
 double

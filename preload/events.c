@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "init.h"
 #include "threads.h"
+#include "tree.h"
 
 static pid_t owner_pid;        /* the process our state belongs to (constructor, fork child) */
 static pthread_key_t exit_key; /* its destructor is the thread-exit event */
@@ -67,6 +68,7 @@ pe_event_thread_start(void)
 static void
 fork_prepare(void)
 {
+    pe_http_fork_prepare(); /* no libunwind init lock held across the fork */
     pe_sampler_before_fork(&fork_mask);
     fork_masked = 1;
 }
@@ -89,19 +91,24 @@ void
 pe_event_fork_child(void)
 {
     sigset_t cur;
+    int lives;
 
     __atomic_store_n(&owner_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
-    /* Our threads did not survive the fork: the child runs no server and no
-       timers (it stays dormant, as the README says), but its allocations still
-       go through the heap hooks.  Whatever another thread held at the fork
-       (unwinder pins, spin locks, in-flight counters) is let go. */
-    pe_threads_atfork_child(); /* first: it resets the cached tid */
+    /* Our threads did not survive the fork.  In a process tree (tree.h) the
+       child stays active, keeps sampling its heap and starts its own server
+       at its first blocking call once it has lived a little; otherwise it is
+       dormant.  Either way it starts no thread here, and whatever another
+       thread held at the fork (unwinder pins, spin locks, in-flight
+       counters, our locks) is let go. */
+    lives = pe_tree_atfork_child(pe_init_active());
+    pe_threads_atfork_child(); /* first of the modules: it resets the cached tid */
     pe_unwind_atfork_child();
-    pe_heap_atfork_child();
+    pe_heap_atfork_child(lives);
     pe_stacks_atfork_child();
     pe_peek_atfork_child();
     pe_http_atfork_child();
-    pe_init_go_dormant();
+    if (!lives)
+        pe_init_go_dormant();
     /* last: it unblocks the signal (after _Fork, which ran no prepare, the
        mask stays as it is) */
     if (!fork_masked)

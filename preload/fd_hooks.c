@@ -3,7 +3,8 @@
  * of the program's way: close, close_range, closefrom, dup2 and dup3 from
  * the program; socket, accept, pipe and the calls our code makes on its
  * descriptors, translated when the program moved one.  The registry and its
- * helpers live in preload/fd.c.
+ * helpers live in preload/fd.c.  poll, accept, accept4, read and recv are
+ * also safe points for a fork child of a process tree (tree.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 
 #include "fd.h"
 #include "fd_int.h"
+#include "tree.h"
 
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)
@@ -206,6 +208,7 @@ accept(int fd, struct sockaddr *addr, socklen_t *len)
 
     if (pe_fd_ours_ctx())
         return accept_ours(fd, addr, len, 0);
+    PE_TREE_SAFE_POINT();
     return f ? f(fd, addr, len) : (int)syscall(SYS_accept, fd, addr, len);
 }
 
@@ -216,6 +219,7 @@ accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 
     if (pe_fd_ours_ctx())
         return accept_ours(fd, addr, len, flags);
+    PE_TREE_SAFE_POINT();
     return f ? f(fd, addr, len, flags) : (int)syscall(SYS_accept4, fd, addr, len, flags);
 }
 
@@ -263,6 +267,8 @@ poll(struct pollfd *fds, nfds_t nfds, int timeout)
     pe_fd_slot_t *s[8];
     nfds_t i;
 
+    if (!pe_fd_ours_ctx()) /* a fork child of a process tree may start here (tree.h) */
+        PE_TREE_SAFE_POINT_WAIT(PE_TREE_LONG_MS(timeout));
     if (!pe_fd_ours_ctx() || nfds > 8 || !__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
         return f ? f(fds, nfds, timeout) : (int)syscall(SYS_poll, fds, nfds, timeout);
     for (i = 0; i < nfds; i++) {
@@ -306,6 +312,7 @@ read(int fd, void *buf, size_t n)
 {
     ssize_t (*f)(int, void *, size_t) = PE_FD_REAL(read);
 
+    PE_TREE_SAFE_POINT();
     fd = pe_fd_xlate(fd);
     return f ? f(fd, buf, n) : syscall(SYS_read, fd, buf, n);
 }
@@ -324,6 +331,7 @@ recv(int fd, void *buf, size_t n, int flags)
 {
     ssize_t (*f)(int, void *, size_t, int) = PE_FD_REAL(recv);
 
+    PE_TREE_SAFE_POINT();
     fd = pe_fd_xlate(fd);
     return f ? f(fd, buf, n, flags) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
 }

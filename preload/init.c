@@ -22,6 +22,7 @@
 #include "log.h"
 #include "real.h"
 #include "threads.h"
+#include "tree.h"
 
 /* ---- PROFEP_CHILDREN=off: take ourselves out of LD_PRELOAD ------------------------ */
 
@@ -90,6 +91,7 @@ pe_init(void)
     if (pe_sampler_init() < 0)
         pe_log_warn("CPU sampling unavailable");
     (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
+    pe_tree_init();       /* root or member of a process tree (tree.h) */
     pe_init_set_active();
     if (!pe_cfg.server_off && pe_http_start() < 0)
         pe_init_go_dormant();

@@ -494,34 +494,47 @@ int
 pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
                   const pe_prof_label_t *labels, int nlabels)
 {
+    return pe_prof_add_names(p, &name, 1, values, labels, nlabels);
+}
+
+int
+pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *values,
+                  const pe_prof_label_t *labels, int nlabels)
+{
     pe_prof_label_t labs[PE_PROF_MAX_LABELS];
-    const pe_prof_frame_t *frame;
+    const pe_prof_frame_t *frames[PE_MAX_FRAMES];
     const char *iname;
     pe_prof_loc_t *loc;
     int64_t fi;
-    int err;
+    int err, i;
 
-    if (!name)
+    if (n <= 0 || !names)
         return -EINVAL;
+    if (n > PE_MAX_FRAMES)
+        n = PE_MAX_FRAMES; /* the leaf end, as pe_prof_add */
     err = labels_intern(p, labels, nlabels, labs);
     if (err)
         return err;
-    iname = pe_prof_intern(p, name);
-    if (!iname || (fi = func_get(p, iname)) < 0)
-        return -ENOMEM;
-    if (!p->funcs[fi].named_loc) {
-        /* Address 0, outside every mapping: pprof shows just the name. */
-        loc = loc_new(p, 0);
-        if (!loc)
+    for (i = 0; i < n; i++) {
+        if (!names[i])
+            return -EINVAL;
+        iname = pe_prof_intern(p, names[i]);
+        if (!iname || (fi = func_get(p, iname)) < 0)
             return -ENOMEM;
-        loc->frame.name = iname;
-        loc->func = (uint32_t)fi + 1;
-        loc->resolved = 1;
-        loc->pseudo = 1;
-        p->funcs[fi].named_loc = p->nlocs;
+        if (!p->funcs[fi].named_loc) {
+            /* Address 0, outside every mapping: pprof shows just the name. */
+            loc = loc_new(p, 0);
+            if (!loc)
+                return -ENOMEM;
+            loc->frame.name = iname;
+            loc->func = (uint32_t)fi + 1;
+            loc->resolved = 1;
+            loc->pseudo = 1;
+            p->funcs[fi].named_loc = p->nlocs;
+        }
+        frames[i] = &p->locs[p->funcs[fi].named_loc - 1]->frame;
     }
-    frame = &p->locs[p->funcs[fi].named_loc - 1]->frame;
-    return smp_add(p, &frame, 1, values, labs, nlabels);
+    return smp_add(p, frames, n, values, labs, nlabels);
 }
 
 void

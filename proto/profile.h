@@ -81,6 +81,11 @@ int pe_prof_add(pe_prof_t *p, const uintptr_t *pcs, int npcs, int leaf_exact, co
 int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
                       const pe_prof_label_t *labels, int nlabels);
 
+/* A sample whose frames are all named pseudo-functions, names[0] the leaf
+   (a profile decoded from another process: pid=all).  As pe_prof_add. */
+int pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *values,
+                      const pe_prof_label_t *labels, int nlabels);
+
 void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
 void pe_prof_set_default_type(pe_prof_t *p, const char *type);
 /*
@@ -249,6 +254,9 @@ int pe_prof_write_go_maps(pe_sink_t *out);
  * address is in no known function.  Thread-safe (takes the symbol cache lock).
  */
 const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
+
+/* Fork child (a tree member serves again): the symbol cache's lock let go. */
+void pe_prof_atfork_child(void);
 
 /* Directory of separate debug files by build id (default /usr/lib/debug/.build-id). */
 extern const char *pe_prof_debug_dir;

@@ -53,6 +53,16 @@ struct pe_prof_syms_s {
 };
 
 static pthread_mutex_t symcache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+pe_prof_atfork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    /* A worker of the parent may have held it at the fork; the cache itself
+       is only read and trimmed under it, so it is consistent enough to keep. */
+    memcpy(&symcache_lock, &fresh, sizeof(symcache_lock));
+}
 static symtab_t **symcache;
 static size_t symcache_n, symcache_cap;
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
-# Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet|python]   (bench adds the baselines' packages;
+# Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet|python|tree]   (bench adds the baselines' packages;
 # browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
 # node: nodejs and npm, which test/e2e/e2e_snapshot_memlab.sh uses to fetch memlab and
 # test/e2e/e2e_node.sh and scripts/bench_jit.sh run;
 # server: redis, a real server for test/e2e/e2e_server.sh; python: CPython 3.11's internal headers,
 # which test/unit/u_pyframes.c checks our frame offsets against; fleet: Go's pprof profile parser,
-# which test/e2e/e2e_fleet.sh builds a reader with)
+# which test/e2e/e2e_fleet.sh builds a reader with; tree: prefork servers for
+# test/e2e/e2e_tree_servers.sh, nginx-light and postgresql-15)
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
@@ -15,6 +16,7 @@ pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libn
 [ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
+[ "${1:-}" = tree ] && pkgs="$pkgs nginx-light postgresql-15"
 [ "${1:-}" = fleet ] && pkgs="$pkgs golang-github-google-pprof-dev"
 [ "${1:-}" = python ] && pkgs="$pkgs python3.11-dev"
 # (a node and npm already on PATH, e.g. NodeSource's nodejs with its own npm, are kept)

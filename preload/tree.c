@@ -1,0 +1,498 @@
+/*
+ * tree.c: the process tree (tree.h): roles, the fork child's safe point, the
+ * root's registry and its receiving thread, a member's registration.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../http/http.h"
+#include "config.h"
+#include "events.h"
+#include "guard.h"
+#include "log.h"
+#include "real.h"
+#include "threads.h"
+#include "tree.h"
+
+static int role;
+static pid_t root_pid;
+static unsigned long long nonce;
+int pe_tree_pending;
+static struct timespec fork_ts; /* when this fork child was made (CLOCK_MONOTONIC) */
+static sigset_t last_mask;      /* the mask at the previous blocking call while pending */
+static int mask_seen;
+static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
+static char cwd_at_load[PATH_MAX];
+
+/* The registry (root). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pe_tree_proc_t reg[PE_TREE_MAX];
+static int nreg;
+
+/* ---- roles ------------------------------------------------------------------------- */
+
+static unsigned long long
+random_u64(void)
+{
+    unsigned long long v = 0;
+    struct timespec ts;
+
+    if (syscall(SYS_getrandom, &v, sizeof(v), 1 /* GRND_NONBLOCK */) == (long)sizeof(v) && v)
+        return v;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^
+           ((unsigned long long)getpid() << 40);
+}
+
+void
+pe_tree_init(void)
+{
+    const char *v = getenv("PROFEP_TREE"), *pf = getenv("PROFEP_PORT_FILE");
+    unsigned long long n;
+    char buf[64];
+    int pid;
+
+    role = PE_TREE_NONE;
+    if (!pe_cfg.children || pe_cfg.server_off)
+        return; /* children off: nothing below us loads the library */
+    if (pf && strstr(pf, "%p") && strlen(pf) < sizeof(port_tmpl)) {
+        snprintf(port_tmpl, sizeof(port_tmpl), "%s", pf);
+        if (pf[0] != '/' && !getcwd(cwd_at_load, sizeof(cwd_at_load)))
+            port_tmpl[0] = '\0';
+    }
+    if (v && sscanf(v, "%d:%llx", &pid, &n) == 2 && pid > 0 && pid != getpid()) {
+        role = PE_TREE_EXEC;
+        root_pid = pid;
+        nonce = n;
+        return; /* kept in the environment: our own exec'd children join too */
+    }
+    /* Set before main, single-threaded: no getenv of the program races it. */
+    role = PE_TREE_ROOT;
+    root_pid = getpid();
+    nonce = random_u64();
+    snprintf(buf, sizeof(buf), "%d:%016llx", (int)root_pid, nonce);
+    setenv("PROFEP_TREE", buf, 1);
+}
+
+int
+pe_tree_role(void)
+{
+    return role;
+}
+
+int
+pe_tree_member(void)
+{
+    return role == PE_TREE_FORK || role == PE_TREE_EXEC;
+}
+
+pid_t
+pe_tree_root_pid(void)
+{
+    return role == PE_TREE_NONE ? 0 : root_pid;
+}
+
+const char *
+pe_tree_origin_name(int origin)
+{
+    return origin == PE_TREE_ROOT ? "root" : origin == PE_TREE_FORK ? "fork" : "exec";
+}
+
+/* ---- fork child ---------------------------------------------------------------------- */
+
+PE_SIGSAFE int
+pe_tree_atfork_child(int parent_active)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    /* A member never reads the registry; whoever held its lock is gone. */
+    memcpy(&reg_lock, &fresh, sizeof(reg_lock));
+    nreg = 0;
+    mask_seen = 0;
+    __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
+    if (!parent_active || role == PE_TREE_NONE)
+        return 0;
+    role = PE_TREE_FORK;
+    clock_gettime(CLOCK_MONOTONIC, &fork_ts);
+    __atomic_store_n(&pe_tree_pending, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void
+pe_tree_safe_point(int long_wait)
+{
+    struct timespec now;
+    sigset_t cur;
+    stack_t ss;
+    long long ms;
+    int same, saved = errno;
+
+    /* Never on our threads, in our unwinder, in a vfork child, or under our
+       guard (a libc call of ours is in progress further up). */
+    if (pe_tls.internal || pe_tls.in_unwind || pe_tls.guard || pe_event_foreign())
+        return;
+    /* A signal handler runs with more signals blocked than the code it
+       interrupted (its own at least), or on the alternate stack: start only
+       when this blocking call has the same mask as the previous one. */
+    if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+        goto out;
+    memset(&cur, 0, sizeof(cur)); /* the kernel fills only its 64 bits of glibc's 1024 */
+    pthread_sigmask(SIG_SETMASK, NULL, &cur);
+    same = mask_seen && !memcmp(&cur, &last_mask, sizeof(cur));
+    last_mask = cur;
+    mask_seen = 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ms = (now.tv_sec - fork_ts.tv_sec) * 1000LL + (now.tv_nsec - fork_ts.tv_nsec) / 1000000;
+    if (!long_wait && (!same || ms < PE_TREE_LIVE_MS))
+        goto out;
+    if (!__atomic_exchange_n(&pe_tree_pending, 0, __ATOMIC_ACQ_REL))
+        goto out; /* another thread won */
+    pe_guard_enter();
+    (void)pe_http_start(); /* our thread binds and registers; says nothing on failure */
+    pe_guard_exit();
+out:
+    errno = saved;
+}
+
+/* ---- /proc ---------------------------------------------------------------------------- */
+
+/* State, ppid and start time (clock ticks after boot) of pid; 0 or -1 when gone. */
+static int
+proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+{
+    char path[64], buf[1024], *p;
+    ssize_t n;
+    int fd, pp;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* The command name may hold spaces and ')': fields go on after the last ')'. */
+    if (!(p = strrchr(buf, ')')) ||
+        sscanf(p + 1,
+               " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               state, &pp, start) != 3)
+        return -1;
+    *ppid = pp;
+    return 0;
+}
+
+static int
+alive(const pe_tree_proc_t *p)
+{
+    unsigned long long st;
+    pid_t pp;
+    char s;
+
+    return proc_stat(p->pid, &s, &pp, &st) == 0 && st == p->starttime && s != 'Z' && s != 'X';
+}
+
+pid_t
+pe_tree_ppid(pid_t pid)
+{
+    unsigned long long st;
+    pid_t pp;
+    char s;
+
+    return proc_stat(pid, &s, &pp, &st) == 0 ? pp : 0;
+}
+
+long long
+pe_tree_started(pid_t pid, unsigned long long starttime)
+{
+    static long long btime;
+    char line[256];
+    long hz = sysconf(_SC_CLK_TCK);
+    FILE *f;
+
+    if (!btime && (f = fopen("/proc/stat", "re"))) {
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "btime %lld", &btime) == 1)
+                break;
+        fclose(f);
+    }
+    return btime && hz > 0 ? btime + (long long)(starttime / (unsigned long long)hz) : 0;
+}
+
+/* ---- the registry (root) ---------------------------------------------------------------- */
+
+static socklen_t
+tree_addr(struct sockaddr_un *a, pid_t root, unsigned long long n)
+{
+    int len;
+
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    /* Abstract namespace (leading NUL): no file, gone with the last descriptor. */
+    len = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "profendpoints-tree-%d-%016llx",
+                   (int)root, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
+}
+
+/* Drop the dead; the lock is held. */
+static void
+reap_locked(void)
+{
+    int i, k = 0;
+
+    for (i = 0; i < nreg; i++)
+        if (alive(&reg[i]))
+            reg[k++] = reg[i];
+    nreg = k;
+}
+
+static void
+reg_add(const pe_tree_proc_t *p)
+{
+    int i;
+
+    pthread_mutex_lock(&reg_lock);
+    for (i = 0; i < nreg && reg[i].pid != p->pid; i++)
+        ;
+    if (i == nreg && nreg == PE_TREE_MAX)
+        reap_locked();
+    if (i < nreg || nreg < PE_TREE_MAX) {
+        if (i == nreg)
+            i = nreg++;
+        reg[i] = *p;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static int
+descendant(pid_t pid)
+{
+    unsigned long long st;
+    int depth;
+    char s;
+
+    for (depth = 0; pid > 1 && depth < 64; depth++) {
+        if (proc_stat(pid, &s, &pid, &st) < 0)
+            return 0;
+        if (pid == getpid())
+            return 1;
+    }
+    return 0;
+}
+
+/* A message: "PEv1 <pid> <port> <origin> <program>". */
+static void
+receive(int fd)
+{
+    char buf[256], cbuf[CMSG_SPACE(sizeof(struct ucred))], prog[64];
+    struct iovec iov = {buf, sizeof(buf) - 1};
+    struct msghdr mh;
+    struct cmsghdr *c;
+    struct ucred *cred = NULL;
+    pe_tree_proc_t p;
+    ssize_t n;
+    int pid, port, origin;
+    char s;
+    pid_t pp;
+
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    n = recvmsg(fd, &mh, 0);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
+            cred = (struct ucred *)CMSG_DATA(c);
+    prog[0] = '\0';
+    /* Only for themselves, and only our own user's processes or our own
+       descendants (a prefork server's workers drop to another user). */
+    if (!cred || (cred->uid != getuid() && !descendant(cred->pid)) ||
+        sscanf(buf, "PEv1 %d %d %d %63s", &pid, &port, &origin, prog) < 3 || pid != cred->pid ||
+        port <= 0 || port > 65535 || (origin != PE_TREE_FORK && origin != PE_TREE_EXEC))
+        return;
+    memset(&p, 0, sizeof(p));
+    p.pid = pid;
+    p.port = port;
+    p.origin = origin;
+    snprintf(p.program, sizeof(p.program), "%s", prog);
+    if (proc_stat(pid, &s, &pp, &p.starttime) == 0)
+        reg_add(&p);
+}
+
+static void *
+registry_main(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+
+    pe_threads_mark_internal();
+    for (;;)
+        receive(fd);
+    return NULL;
+}
+
+static void
+root_start(void)
+{
+    struct sockaddr_un a;
+    socklen_t len = tree_addr(&a, root_pid, nonce);
+    pthread_attr_t attr;
+    pthread_t t;
+    int fd, one = 1, rcv = 1 << 20;
+
+    /* Our thread: the descriptor is moved high and close-on-exec (fd.h). */
+    fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return;
+    (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    if (bind(fd, (struct sockaddr *)&a, len) < 0) {
+        pe_log_warn("process tree unavailable (cannot bind its socket: %s); children are "
+                    "served on their own ports only",
+                    strerror(errno));
+        close(fd);
+        return;
+    }
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    if (pe_real.pthread_create(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0)
+        close(fd);
+    pthread_attr_destroy(&attr);
+}
+
+/* ---- a member ------------------------------------------------------------------------- */
+
+static void
+write_port_file(int port)
+{
+    char path[PATH_MAX], full[2 * PATH_MAX + 8], tmp[PATH_MAX + 32], line[64];
+    const char *slash;
+    int fd, n;
+
+    if (!port_tmpl[0] || pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)getpid()) < 0)
+        return;
+    if (path[0] != '/')
+        snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
+    else
+        snprintf(full, sizeof(full), "%s", path);
+    slash = strrchr(full, '/');
+    snprintf(tmp, sizeof(tmp), "%.*s/.profep-port.XXXXXX", (int)(slash - full), full);
+    n = snprintf(line, sizeof(line), "127.0.0.1:%d\n", port);
+    /* Whole, then renamed: a reader never sees a partial line (server.c does the same). */
+    if ((fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return;
+    if (write(fd, line, (size_t)n) != n || close(fd) < 0 || rename(tmp, full) < 0)
+        unlink(tmp);
+}
+
+static void
+register_with_root(int port)
+{
+    struct sockaddr_un a;
+    socklen_t len = tree_addr(&a, root_pid, nonce);
+    struct timespec pause = {0, 50 * 1000000L};
+    char msg[160];
+    int fd, n, tries;
+
+    n = snprintf(msg, sizeof(msg), "PEv1 %d %d %d %.63s", (int)getpid(), port, role,
+                 pe_cfg_progname());
+    if ((fd = socket(AF_UNIX, SOCK_DGRAM, 0)) < 0)
+        return;
+    /* The root may still be starting (an exec'd child is quick), or its queue
+       full (hundreds of children at once): retry for about five seconds. */
+    for (tries = 0; tries < 100; tries++) {
+        if (sendto(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) ==
+            n)
+            break;
+        if (errno != EAGAIN && errno != ECONNREFUSED && errno != ENOENT && errno != ENOBUFS)
+            break;
+        nanosleep(&pause, NULL);
+    }
+    close(fd);
+}
+
+void
+pe_tree_served(int port)
+{
+    if (role == PE_TREE_ROOT)
+        root_start();
+    else if (pe_tree_member()) {
+        write_port_file(port);
+        register_with_root(port);
+    }
+}
+
+/* ---- reading the registry --------------------------------------------------------------- */
+
+static void
+self_entry(pe_tree_proc_t *p)
+{
+    char s;
+    pid_t pp;
+
+    memset(p, 0, sizeof(*p));
+    p->pid = getpid();
+    p->port = pe_http_listening_port();
+    p->origin = role == PE_TREE_NONE ? PE_TREE_ROOT : role;
+    (void)proc_stat(p->pid, &s, &pp, &p->starttime);
+    snprintf(p->program, sizeof(p->program), "%s", pe_cfg_progname());
+}
+
+int
+pe_tree_list(pe_tree_proc_t *out, int max)
+{
+    int i, k = 0;
+
+    if (max <= 0)
+        return 0;
+    self_entry(&out[k++]);
+    if (role != PE_TREE_ROOT)
+        return k;
+    pthread_mutex_lock(&reg_lock);
+    reap_locked();
+    for (i = 0; i < nreg && k < max; i++)
+        out[k++] = reg[i];
+    pthread_mutex_unlock(&reg_lock);
+    return k;
+}
+
+int
+pe_tree_find(pid_t pid, pe_tree_proc_t *out)
+{
+    int i, found = -ENOENT;
+
+    if (pid == getpid()) {
+        self_entry(out);
+        return 0;
+    }
+    if (role != PE_TREE_ROOT)
+        return -ENOENT;
+    pthread_mutex_lock(&reg_lock);
+    for (i = 0; i < nreg; i++)
+        if (reg[i].pid == pid) {
+            *out = reg[i];
+            found = 0;
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    if (found == 0 && !alive(out))
+        found = -ENOENT;
+    return found;
+}
