@@ -18,9 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../http/http.h"
 #include "config.h"
-#include "events.h"
 #include "guard.h"
 #include "log.h"
 #include "real.h"
@@ -34,6 +32,7 @@ int pe_tree_pending;
 static struct timespec fork_ts; /* when this fork child was made (CLOCK_MONOTONIC) */
 static sigset_t last_mask;      /* the mask at the previous blocking call while pending */
 static int mask_seen;
+static int own_port;             /* where this process serves, once it does (pe_tree_served) */
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
 static char cwd_at_load[PATH_MAX];
 
@@ -122,6 +121,7 @@ pe_tree_atfork_child(int parent_active)
     memcpy(&reg_lock, &fresh, sizeof(reg_lock));
     nreg = 0;
     mask_seen = 0;
+    own_port = 0;
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
     if (!parent_active || role == PE_TREE_NONE)
         return 0;
@@ -131,24 +131,20 @@ pe_tree_atfork_child(int parent_active)
     return 1;
 }
 
-void
-pe_tree_safe_point(int long_wait)
+int
+pe_tree_start_due(int long_wait)
 {
     struct timespec now;
     sigset_t cur;
     stack_t ss;
     long long ms;
-    int same, saved = errno;
+    int same;
 
-    /* Never on our threads, in our unwinder, in a vfork child, or under our
-       guard (a libc call of ours is in progress further up). */
-    if (pe_tls.internal || pe_tls.in_unwind || pe_tls.guard || pe_event_foreign())
-        return;
     /* A signal handler runs with more signals blocked than the code it
        interrupted (its own at least), or on the alternate stack: start only
        when this blocking call has the same mask as the previous one. */
     if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
-        goto out;
+        return 0;
     memset(&cur, 0, sizeof(cur)); /* the kernel fills only its 64 bits of glibc's 1024 */
     pthread_sigmask(SIG_SETMASK, NULL, &cur);
     same = mask_seen && !memcmp(&cur, &last_mask, sizeof(cur));
@@ -157,14 +153,9 @@ pe_tree_safe_point(int long_wait)
     clock_gettime(CLOCK_MONOTONIC, &now);
     ms = (now.tv_sec - fork_ts.tv_sec) * 1000LL + (now.tv_nsec - fork_ts.tv_nsec) / 1000000;
     if (!long_wait && (!same || ms < PE_TREE_LIVE_MS))
-        goto out;
-    if (!__atomic_exchange_n(&pe_tree_pending, 0, __ATOMIC_ACQ_REL))
-        goto out; /* another thread won */
-    pe_guard_enter();
-    (void)pe_http_start(); /* our thread binds and registers; says nothing on failure */
-    pe_guard_exit();
-out:
-    errno = saved;
+        return 0;
+    /* 0 when another thread won */
+    return __atomic_exchange_n(&pe_tree_pending, 0, __ATOMIC_ACQ_REL);
 }
 
 /* ---- /proc ---------------------------------------------------------------------------- */
@@ -431,6 +422,7 @@ register_with_root(int port)
 void
 pe_tree_served(int port)
 {
+    own_port = port;
     if (role == PE_TREE_ROOT)
         root_start();
     else if (pe_tree_member()) {
@@ -449,7 +441,7 @@ self_entry(pe_tree_proc_t *p)
 
     memset(p, 0, sizeof(*p));
     p->pid = getpid();
-    p->port = pe_http_listening_port();
+    p->port = own_port;
     p->origin = role == PE_TREE_NONE ? PE_TREE_ROOT : role;
     (void)proc_stat(p->pid, &s, &pp, &p->starttime);
     snprintf(p->program, sizeof(p->program), "%s", pe_cfg_progname());

@@ -54,7 +54,10 @@ extern int pe_tree_pending;
  * now.  long_wait: the call is about to wait without limit or for a second
  * or more (an idle worker's epoll_wait): the child lives on, whatever its age.
  */
-void pe_tree_safe_point(int long_wait);
+void pe_tree_safe_point(int long_wait); /* tree_hooks.c: it starts the server */
+/* The checks of pe_tree_safe_point that are the registry's (mask, age, the
+   pending flag, taken by the one caller that gets 1). */
+int pe_tree_start_due(int long_wait);
 #define PE_TREE_SAFE_POINT_WAIT(long_wait)                                                         \
     do {                                                                                           \
         if (__builtin_expect(__atomic_load_n(&pe_tree_pending, __ATOMIC_RELAXED), 0))              \

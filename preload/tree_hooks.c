@@ -6,6 +6,7 @@
  * accept4, read and recv are safe points too.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -14,6 +15,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../http/http.h"
+#include "events.h"
+#include "guard.h"
 #include "pe.h"
 #include "tree.h"
 
@@ -28,6 +32,23 @@ static struct {
 } real;
 
 #define REAL(f) __atomic_load_n(&real.f, __ATOMIC_RELAXED)
+
+void
+pe_tree_safe_point(int long_wait)
+{
+    int saved = errno;
+
+    /* Never on our threads, in our unwinder, in a vfork child, or under our
+       guard (a libc call of ours is in progress further up). */
+    if (pe_tls.internal || pe_tls.in_unwind || pe_tls.guard || pe_event_foreign())
+        return;
+    if (pe_tree_start_due(long_wait)) {
+        pe_guard_enter();
+        (void)pe_http_start(); /* our thread binds and registers; says nothing on failure */
+        pe_guard_exit();
+    }
+    errno = saved;
+}
 
 /* Before main (after pe_init); a call made earlier by another library's
    constructor takes the system call itself. */

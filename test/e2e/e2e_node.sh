@@ -9,7 +9,7 @@
 source test/e2e/lib.sh
 # the programs' perf maps stay in /tmp after they die: remove them on any exit
 MAPS=
-trap 'pe_cleanup; rm -f $MAPS' EXIT
+trap 'pe_cleanup && rm -f $MAPS' EXIT
 command -v node >/dev/null || { echo "skip: node not installed (scripts/deps.sh node)"; exit 77; }
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }

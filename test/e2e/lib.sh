@@ -42,8 +42,13 @@ LIB=$BUILD/libprofendpoints.so
 T=$(mktemp -d /tmp/pe-e2e.XXXXXX)
 export HOME=$T GOCACHE=$T/gocache GOFLAGS=-mod=mod GOTOOLCHAIN=local
 checks_ok=0 checks_bad=0 PE_PID=
+# Only the script's own shell cleans up: a background subshell ( ... ) & that
+# is killed before it resets the inherited EXIT trap would otherwise run it too
+# and take $T from under the script (bash races so under load).
+PE_MAIN_SHELL=$BASHPID
 trap 'pe_cleanup' EXIT
 pe_cleanup() {
+    [ "$BASHPID" = "$PE_MAIN_SHELL" ] || return 1
     exec 3>&-
     [ -n "${PE_PID:-}" ] && kill -9 "$PE_PID" 2>/dev/null
     rm -rf "$T"
