@@ -201,6 +201,7 @@ pe_heap_atfork_child(int lives)
     if (!inited)
         return;
     pe_heap_allocs_atfork_child();
+    pe_heap_history_atfork_child();
     /* A child of a process tree keeps sampling: the blocks it inherited stay
        accounted and its own server will read them (preload/tree.h). */
     if (lives)

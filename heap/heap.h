@@ -364,6 +364,8 @@ int pe_heap_hist_since(double ago, pe_heap_ck_ent_t **out, int *n, int64_t *take
 int pe_heap_hist_peak(pe_heap_ck_ent_t **out, int *n, int64_t *when_ns, uint64_t *bytes);
 /* The timeline, oldest first (malloc'd; NULL and 0 when empty).  0 or -ENOMEM. */
 int pe_heap_hist_timeline(pe_heap_tl_t **out, int *n);
+/* A fork child: the history lock as new (its thread is gone). */
+void pe_heap_history_atfork_child(void);
 /* Bytes the history holds now; checkpoints kept now. */
 uint64_t pe_heap_hist_bytes(void);
 uint64_t pe_heap_hist_checkpoints(void);

@@ -398,3 +398,13 @@ pe_heap_hist_checkpoints(void)
 {
     return __atomic_load_n(&ck_count, __ATOMIC_RELAXED);
 }
+
+void
+pe_heap_history_atfork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    /* The history thread did not survive the fork; a request of a tree
+       member must not wait on a lock it held at that moment. */
+    memcpy(&lock, &fresh, sizeof(lock));
+}

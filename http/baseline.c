@@ -107,3 +107,16 @@ pe_http_recs_window(pe_req_t *r, const pe_http_recs_t *k, pe_http_baseline_t *ba
     *n = n1;
     return 0;
 }
+
+void
+pe_http_baseline_atfork_child(pe_http_baseline_t *b)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    /* A worker of the parent may have held it mid-swap: the child starts its
+       stream afresh (the parent's copy is left, once per fork). */
+    memcpy(&b->lock, &fresh, sizeof(b->lock));
+    b->recs = NULL;
+    b->n = 0;
+    b->taken_ns = 0;
+}

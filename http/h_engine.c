@@ -559,3 +559,11 @@ out:
     free(sub);
     return status;
 }
+
+void
+pe_http_engine_atfork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+    memcpy(&kept_lock, &fresh, sizeof(kept_lock));
+}

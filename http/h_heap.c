@@ -219,3 +219,9 @@ pe_http_h_allocs_profile_stop(pe_req_t *r)
         return rc;
     return finish(r, 1, t0 && now > t0 ? now - t0 : 0);
 }
+
+void
+pe_http_heap_atfork_child(void)
+{
+    pe_http_baseline_atfork_child(&delta_heap_base);
+}

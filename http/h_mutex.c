@@ -90,3 +90,10 @@ pe_http_h_delta_block(pe_req_t *r)
 {
     return contention(r, 1, &delta_block_base);
 }
+
+void
+pe_http_mutex_atfork_child(void)
+{
+    pe_http_baseline_atfork_child(&delta_mutex_base);
+    pe_http_baseline_atfork_child(&delta_block_base);
+}

@@ -89,6 +89,13 @@ typedef struct pe_http_baseline_s {
     {                                                                                              \
         PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0                                                      \
     }
+/* A fork child: b's lock as new and its stream from the start. */
+void pe_http_baseline_atfork_child(pe_http_baseline_t *b);
+/* A fork child: the locks of the heap, mutex and /debug_engine paths (the
+   parent's workers may have held them). */
+void pe_http_heap_atfork_child(void);
+void pe_http_mutex_atfork_child(void);
+void pe_http_engine_atfork_child(void);
 /*
  * Keep a copy of now[0..n) (records of `size` bytes, in the order the caller
  * subtracts by) as the path's baseline, and hand back the previous one in

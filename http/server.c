@@ -501,6 +501,9 @@ pe_http_atfork_child(void)
     pe_prof_atfork_child();
     pe_http_long_atfork_child();
     pe_http_profile_atfork_child();
+    pe_http_heap_atfork_child();
+    pe_http_mutex_atfork_child();
+    pe_http_engine_atfork_child();
 }
 
 int
