@@ -146,19 +146,11 @@ why_silent(pid_t tid)
 static int
 pending_deliverable(pid_t tid)
 {
-    char path[64], buf[2048], *p, *q;
+    char buf[2048], *p, *q;
     unsigned long long bit = 1ull << (PE_SAMPLER_SIG - 1);
-    ssize_t n;
-    int fd;
 
-    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if (pe_threads_read_task(tid, "status", buf, sizeof(buf)) <= 0)
         return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     if (!(p = strstr(buf, "\nSigPnd:\t")) || !(q = strstr(buf, "\nSigBlk:\t")))
         return -1;
     return (strtoull(p + 9, NULL, 16) & bit) && !(strtoull(q + 9, NULL, 16) & bit);
