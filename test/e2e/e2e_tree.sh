@@ -40,7 +40,7 @@ if wait_listed 5; then ok "five processes listed within 5 s"; else
     bad "five processes listed within 5 s"
     procs
     for p in $F1 $F2 $G $X; do # a member that did not start: where it is
-        [ -e $T/port.$p ] || gdb -p $p -batch -ex "thread apply all bt" 2>&1 | grep -A12 '^Thread'
+        [ -e $T/port.$p ] || gdb -p $p -batch -ex "thread apply all bt" >>$T/gdb.txt 2>&1
     done
 fi
 procs >$T/procs.json
@@ -113,4 +113,6 @@ sleep 1
 check "children=off: only the root is listed" test "$(pe_get /debug/pprof/processes | grep -c '"pid"')" = 1
 check "children=off: no member port files" test "$(ls $T/port.* | wc -l)" = 1
 stop_tree
+# Members that did not start, every thread (last, where run.sh's tail shows them).
+[ -s $T/gdb.txt ] && grep -E '^(Thread|#)' $T/gdb.txt | cut -c1-150 | head -30
 pe_finish
