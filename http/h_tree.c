@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/tree.h"
 #include "http_int.h"
@@ -159,10 +160,7 @@ pe_http_tree_index(pe_sink_t *s)
 static double
 now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)pe_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static int

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/tree.h"
 #include "http_int.h"
@@ -551,11 +552,8 @@ out:
 static int
 ms_left_merge(double deadline)
 {
-    struct timespec ts;
-    double left;
+    double left = deadline - (double)pe_clock_ns(CLOCK_MONOTONIC) / 1e9;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    left = deadline - ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
     return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 

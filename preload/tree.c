@@ -18,9 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "guard.h"
 #include "log.h"
+#include "rand.h"
 #include "real.h"
 #include "threads.h"
 #include "tree.h"
@@ -29,8 +31,8 @@ static int role;
 static pid_t root_pid;
 static unsigned long long nonce;
 int pe_tree_pending;
-static struct timespec fork_ts; /* when this fork child was made (CLOCK_MONOTONIC) */
-static sigset_t last_mask;      /* the mask at the previous blocking call while pending */
+static int64_t fork_ns;    /* when this fork child was made (CLOCK_MONOTONIC) */
+static sigset_t last_mask; /* the mask at the previous blocking call while pending */
 static int mask_seen;
 static int own_port;             /* where this process serves, once it does (pe_tree_served) */
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
@@ -46,14 +48,12 @@ static int nreg;
 static unsigned long long
 random_u64(void)
 {
-    unsigned long long v = 0;
-    struct timespec ts;
+    uint64_t v = 0;
 
     if (syscall(SYS_getrandom, &v, sizeof(v), 1 /* GRND_NONBLOCK */) == (long)sizeof(v) && v)
         return v;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^
-           ((unsigned long long)getpid() << 40);
+    pe_rand_seed(&v); /* no entropy yet (early boot): the clock, tid and a counter */
+    return v;
 }
 
 void
@@ -126,7 +126,7 @@ pe_tree_atfork_child(int parent_active)
     if (!parent_active || role == PE_TREE_NONE)
         return 0;
     role = PE_TREE_FORK;
-    clock_gettime(CLOCK_MONOTONIC, &fork_ts);
+    fork_ns = pe_clock_ns(CLOCK_MONOTONIC);
     __atomic_store_n(&pe_tree_pending, 1, __ATOMIC_RELAXED);
     return 1;
 }
@@ -134,7 +134,6 @@ pe_tree_atfork_child(int parent_active)
 int
 pe_tree_start_due(int long_wait)
 {
-    struct timespec now;
     sigset_t cur;
     stack_t ss;
     long long ms;
@@ -150,8 +149,7 @@ pe_tree_start_due(int long_wait)
     same = mask_seen && !memcmp(&cur, &last_mask, sizeof(cur));
     last_mask = cur;
     mask_seen = 1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    ms = (now.tv_sec - fork_ts.tv_sec) * 1000LL + (now.tv_nsec - fork_ts.tv_nsec) / 1000000;
+    ms = (pe_clock_ns(CLOCK_MONOTONIC) - fork_ns) / 1000000;
     if (!long_wait && (!same || ms < PE_TREE_LIVE_MS))
         return 0;
     /* 0 when another thread won */

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../proto/pynames.h"
@@ -332,15 +333,13 @@ int
 pe_py_interleave_tid(pid_t tid, uintptr_t *pcs, int n, int max)
 {
     unsigned h = (unsigned)tid % TID_CACHE;
-    struct timespec now;
     uintptr_t hint = 0;
     int64_t t;
     int walk = 1;
 
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || n < 0)
         return n;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    t = pe_clock_ns(CLOCK_MONOTONIC_COARSE);
     pthread_mutex_lock(&tid_lock);
     if (tid_cache[h].tid == tid) {
         hint = tid_cache[h].ts;
@@ -513,11 +512,8 @@ name_one(pid_t pid, uintptr_t raw)
     int32_t first;
     int line;
     uint64_t tag;
-    struct timespec ts;
-    int64_t now;
+    int64_t now = pe_clock_ns(CLOCK_MONOTONIC_COARSE);
 
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     h = (uint32_t)(((code >> 4) ^ (code >> 16)) * 0x9e3779b1u ^ idx * 0x85ebca77u) % NAME_CACHE;
     if (cache[h].code == code && cache[h].idx == idx && now - cache[h].checked < RECHECK_NS)
         return cache[h].tag;
