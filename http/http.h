@@ -52,8 +52,10 @@ int pe_http_start(void);
 void pe_http_shutdown(void);
 /* 1 once shutdown was requested. */
 int pe_http_stopping(void);
-/* Before a fork (prepare handler): waits while the server thread warms the unwinder. */
+/* Before a fork (prepare handler): waits while the server thread warms the
+   unwinder, and keeps it from starting until pe_http_fork_parent or the child. */
 void pe_http_fork_prepare(void);
+void pe_http_fork_parent(void);
 /* In a fork child: the server's threads are gone (a tree member starts its own later). */
 void pe_http_atfork_child(void);
 /* The port this process serves on, 0 before it listens. */

@@ -46,7 +46,20 @@
 #define PE_HTTP_IO_TIMEOUT_MS_STR "2000"
 
 static struct mg_context *server_ctx;
-static int warming; /* server_main is in pe_unwind_warm */
+/*
+ * libunwind's first walk in a process (pe_unwind_warm) holds its one-time
+ * init lock.  A fork while another thread holds it gives the child a lock
+ * nobody will release: the child's first walk, in its server thread or in a
+ * signal handler, would block forever.  The server thread warms under
+ * warm_lock and a fork holds warm_lock from prepare to after the fork, so a
+ * fork never lands inside the walk, and a walk never starts while a fork is
+ * being made.  A flag would not do: a fork could test it before the new
+ * server thread set it, then the walk start, then the fork copy the lock.
+ */
+static pthread_mutex_t warm_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_holds_warm; /* prepare took warm_lock (parent/child give it back) */
+static int warm_running;    /* the walk is under way (a child copied it mid-way) */
+#define PE_HTTP_WARM_WAIT_NS 2000000000LL
 static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
@@ -368,12 +381,12 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
-    /* libunwind's first walk takes its one-time init locks: a fork meanwhile
-       waits (pe_http_fork_prepare), or a child that serves would find them
-       held forever. */
-    __atomic_store_n(&warming, 1, __ATOMIC_RELEASE);
+    /* Under warm_lock: a fork waits for the walk (pe_http_fork_prepare). */
+    pthread_mutex_lock(&warm_lock);
+    __atomic_store_n(&warm_running, 1, __ATOMIC_SEQ_CST);
     pe_unwind_warm();
-    __atomic_store_n(&warming, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&warm_running, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&warm_lock);
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port
@@ -478,12 +491,24 @@ pe_http_stopping(void)
 void
 pe_http_fork_prepare(void)
 {
-    struct timespec pause = {0, 100 * 1000};
-    int i;
+    struct timespec until;
+    long long ns;
 
-    /* Once per process at most, for the ~0.1-10 ms of the first walk; bounded. */
-    for (i = 0; i < 2000 && __atomic_load_n(&warming, __ATOMIC_ACQUIRE); i++)
-        nanosleep(&pause, NULL);
+    /* Waits only while the server thread's first walk runs (~0.1-10 ms, once
+       per process); bounded, so a stuck walk cannot hang the program's forks. */
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    ns = until.tv_nsec + PE_HTTP_WARM_WAIT_NS;
+    until.tv_sec += ns / 1000000000LL;
+    until.tv_nsec = ns % 1000000000LL;
+    fork_holds_warm = pthread_mutex_clocklock(&warm_lock, CLOCK_MONOTONIC, &until) == 0;
+}
+
+void
+pe_http_fork_parent(void)
+{
+    if (fork_holds_warm)
+        pthread_mutex_unlock(&warm_lock);
+    fork_holds_warm = 0;
 }
 
 void
@@ -493,6 +518,13 @@ pe_http_atfork_child(void)
        copies of our sockets so that a daemon's surviving child does not keep
        the port bound (preload/fd.c: by their real numbers, never the program's). */
     pe_fd_atfork_child();
+    /* The lock as new.  A walk under way at the fork (the wait ran out, or
+       _Fork ran no prepare) may have held libunwind's init lock: this
+       process must never call libunwind. */
+    pthread_mutex_init(&warm_lock, NULL);
+    if (__atomic_load_n(&warm_running, __ATOMIC_SEQ_CST))
+        pe_unwind_forsake();
+    fork_holds_warm = warm_running = 0;
     listen_fd = -1;
     server_ctx = NULL;
     server_stopping = 1;

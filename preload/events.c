@@ -76,6 +76,7 @@ fork_prepare(void)
 static void
 fork_parent(void)
 {
+    pe_http_fork_parent();
     fork_masked = 0;
     pe_sampler_after_fork(0, &fork_mask);
 }

@@ -690,6 +690,12 @@ pe_unwind_atfork_child(void)
     __atomic_store_n(&pe_unwind_dlclose_busy, 0, __ATOMIC_SEQ_CST);
 }
 
+void
+pe_unwind_forsake(void)
+{
+    __atomic_store_n(&unw_bt, NULL, __ATOMIC_RELEASE);
+}
+
 PE_SIGSAFE int
 pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {

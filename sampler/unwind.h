@@ -59,6 +59,9 @@ void pe_unwind_dlclose_begin(void);
 void pe_unwind_dlclose_end(void);
 /* Fork child (preload/events.c): forget the pins, lock and dlclose count of gone threads. */
 void pe_unwind_atfork_child(void);
+/* Fork child whose parent forked during libunwind's first walk (its init
+   lock may be held by a gone thread): frame pointers only from now on. */
+void pe_unwind_forsake(void);
 /* Answer dl_iterate_phdr from the snapshot (used while pe_tls.in_unwind). */
 PE_SIGSAFE int pe_unwind_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *),
                                           void *data);

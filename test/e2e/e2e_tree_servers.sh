@@ -124,14 +124,16 @@ if [ -x $PGBIN/postgres ] && [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1; 
     su postgres -s /bin/sh -c "$PGBIN/initdb -D $PGD/data -A trust >$PGD/initdb.log 2>&1"
     su postgres -s /bin/sh -c "env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$PGD/port.%p LD_PRELOAD=$LIB \
         $PGBIN/postgres -D $PGD/data -k $PGD -p $PGPORT -c listen_addresses= >$PGD/pg.log 2>&1 &"
-    for _ in $(seq 100); do ls $PGD/port.* >/dev/null 2>&1 && break; sleep 0.1; done
+    # generous: initdb and start-up take seconds when the machine is busy
+    for _ in $(seq 600); do [ -s $PGD/data/postmaster.pid ] && ls $PGD/port.* >/dev/null 2>&1 && break; sleep 0.1; done
     PMPID=$(head -1 $PGD/data/postmaster.pid 2>/dev/null)
     PE_ADDR=$(cat $PGD/port.$PMPID 2>/dev/null)
     # a query loop: one backend, busy in the executor
     su postgres -s /bin/sh -c "for i in \$(seq 200); do echo 'select count(*) from generate_series(1,300000) a, generate_series(1,3) b where a % 7 = b;'; done | \
         $PGBIN/psql -h $PGD -p $PGPORT -d postgres -q >/dev/null 2>&1 &"
     BE=
-    for _ in $(seq 100); do
+    end=$((SECONDS + 60))
+    while [ $SECONDS -lt $end ]; do
         BE=$(su postgres -s /bin/sh -c "$PGBIN/psql -h $PGD -p $PGPORT -d postgres -Atc \"select pid from pg_stat_activity where query like 'select count(*) from generate_series%' and pid <> pg_backend_pid() limit 1\"" 2>/dev/null)
         [ -n "$BE" ] && break
         sleep 0.2

@@ -13,6 +13,10 @@
  *                     calls; then prints "short done" and loops like a worker.
  *   p_tree idle N     N children idle in poll(-1) (scripts/bench_tree.sh);
  *                     prints "idle PID" per child, then sleeps.
+ *   p_tree first      forks one worker as its very first act, while our
+ *                     server thread may be starting (its first libunwind
+ *                     walk); prints "fork PID"; both then wait in poll(10 ms)
+ *                     calls (cheap: e2e_tree starts many of these).
  */
 #include <dirent.h>
 #include <poll.h>
@@ -136,6 +140,17 @@ int
 main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "tree";
+
+    if (!strcmp(mode, "first")) {
+        pid_t pid = fork();
+
+        if (pid > 0) {
+            printf("fork %d\n", (int)pid);
+            fflush(stdout);
+        }
+        for (;;)
+            poll(NULL, 0, 10);
+    }
 
     if (!strcmp(mode, "leaf"))
         worker_loop();
