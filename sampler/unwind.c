@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -485,12 +486,50 @@ typedef struct tls_index_s {
 } tls_index_t;
 extern void *__tls_get_addr(tls_index_t *ti);
 
+/* The top of the initial stack, set by the dynamic linker. */
+extern void *__libc_stack_end;
+
+/*
+ * The main thread's stack bounds without pthread_getattr_np, which reads all
+ * of /proc/self/maps for it (~130k instructions, a third of our constructor).
+ * glibc's answer is the page above __libc_stack_end down by the stack rlimit
+ * less the environment block; this one goes down by the rlimit capped at
+ * 8 MiB (unlimited: glibc would stop at the next mapping, which we do not
+ * read).  Either range also holds pages the kernel has not grown yet; a walk
+ * whose stack pointer is lower than this bound probes pages instead.
+ */
+static int
+main_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    struct rlimit rl;
+    uintptr_t top = ((uintptr_t)__libc_stack_end & ~(uintptr_t)4095) + 4096;
+    uintptr_t size = 8u << 20;
+
+    if (!__libc_stack_end || getrlimit(RLIMIT_STACK, &rl) < 0)
+        return -1;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size)
+        size = rl.rlim_cur & ~(uintptr_t)4095;
+    if (size > top)
+        return -1;
+    *lo = top - size;
+    *hi = top;
+    return 0;
+}
+
 void
 pe_unwind_prime_thread(void)
 {
     pthread_attr_t attr;
 
-    /* Stack bounds, for the frame-pointer walk: cheap on any thread but the main one. */
+    /* Stack bounds, for the frame-pointer walk: cheap on any thread but the
+       main one, which has its own way. */
+    if (!stack_hi && pe_gettid() == getpid()) {
+        uintptr_t lo, hi;
+        if (main_stack_bounds(&lo, &hi) == 0) {
+            stack_lo = lo;
+            stack_hi = hi;
+        }
+    }
     if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
         size_t size;
