@@ -453,7 +453,6 @@ pe_unwind_init(void)
             return -ENOMEM;
         snap[0] = m;
         snap[1] = (snap_buf_t *)((char *)m + sizeof(snap_buf_t));
-        snap_rebuild();
     }
     pe_unwind_prime_thread();
     if (unw_bt)
@@ -461,9 +460,10 @@ pe_unwind_init(void)
     pe_tls.in_loader++;
     h = (pe_real.dlopen ? pe_real.dlopen : dlopen)("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     pe_tls.in_loader--;
+    /* One snapshot, taken once libunwind is in (nothing unwinds before). */
+    snap_rebuild();
     if (!h)
         return -ENOENT;
-    snap_rebuild();
     if (dlinfo(h, RTLD_DI_TLS_MODID, &unw_tls_modid) < 0)
         unw_tls_modid = 0;
     unw_flush = (unw_flush_cache_fn)dlsym(h, "_ULx86_64_flush_cache");
