@@ -375,20 +375,21 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
-    /* libunwind's first walk takes its one-time init locks: a fork meanwhile
-       waits (pe_http_fork_prepare), or a child that serves would find them
-       held forever. */
-    __atomic_store_n(&warming, 1, __ATOMIC_RELEASE);
-    pe_unwind_warm();
-    __atomic_store_n(&warming, 0, __ATOMIC_RELEASE);
     /* Deferred start: a program that exits meanwhile ends this thread with
-       the rest (exit_group), having bound nothing and written no file. */
+       the rest (exit_group), having bound nothing, written no file and not
+       paid for libunwind's first walk. */
     if (start_not_before_ns) {
         struct timespec until = {start_not_before_ns / 1000000000,
                                  start_not_before_ns % 1000000000};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
             ;
     }
+    /* libunwind's first walk takes its one-time init locks: a fork meanwhile
+       waits (pe_http_fork_prepare), or a child that serves would find them
+       held forever. */
+    __atomic_store_n(&warming, 1, __ATOMIC_RELEASE);
+    pe_unwind_warm();
+    __atomic_store_n(&warming, 0, __ATOMIC_RELEASE);
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port

@@ -60,6 +60,10 @@ static unw_get_proc_info_fn unw_procinfo;
 /* libunwind's TLS module (it is dlopen'd, so its __thread variables live in
    dynamic TLS, allocated with malloc on a thread's first access). */
 static size_t unw_tls_modid;
+/* A pthread key created at load and deleted just before the first walk
+   (pe_unwind_warm), so that libunwind's own key gets its low index. */
+static pthread_key_t reserved_key;
+static int key_reserved;
 
 int pe_unwind_dlclose_busy;
 
@@ -457,6 +461,9 @@ pe_unwind_init(void)
     pe_unwind_prime_thread();
     if (unw_bt)
         return 0;
+    /* Hold a low pthread key index for libunwind's own key (pe_unwind_warm). */
+    if (!key_reserved && pthread_key_create(&reserved_key, NULL) == 0)
+        key_reserved = 1;
     pe_tls.in_loader++;
     h = (pe_real.dlopen ? pe_real.dlopen : dlopen)("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     pe_tls.in_loader--;
@@ -572,15 +579,23 @@ pe_unwind_warm(void)
 {
     void *buf[8];
 
-    if (!unw_bt)
-        return;
     /*
      * The process's first unw_backtrace creates libunwind's pthread key.  Do it
-     * here, outside any signal and early (a low key index: pthread_setspecific
-     * then never allocates in a handler), but off the program's start-up path:
-     * the first walk costs ~120 us of cold DWARF parsing.  A heap sample on
-     * the main thread may get there first; that is outside a signal too.
+     * here, outside any signal, with a low key index (pthread_setspecific then
+     * never allocates in a handler), but off the program's start-up path: the
+     * first walk costs ~120 us of cold DWARF parsing and 256 KB of trace cache
+     * (64 page faults), which a program that exits at once should not pay, so
+     * the server thread calls this only once the program has lived a while.
+     * The low index is the one pe_unwind_init reserved at load, given back
+     * just before the walk takes the lowest free one.  A heap sample may get
+     * there first; that is outside a signal too.
      */
+    if (key_reserved) {
+        key_reserved = 0;
+        pthread_key_delete(reserved_key);
+    }
+    if (!unw_bt)
+        return;
     pe_tls.guard++;
     unw_bt(buf, 1);
     pe_tls.guard--;
