@@ -57,8 +57,8 @@ note_claim(unsigned h, unsigned i)
 {
     unsigned n = __atomic_load_n(&probe_max, __ATOMIC_RELAXED), k = (h + i) % PE_THREADS_MAX;
 
-    while (i > n && !__atomic_compare_exchange_n(&probe_max, &n, i, 0, __ATOMIC_SEQ_CST,
-                                                 __ATOMIC_RELAXED))
+    while (i > n &&
+           !__atomic_compare_exchange_n(&probe_max, &n, i, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         ;
     if (!(__atomic_load_n(&ever_used[k / 64], __ATOMIC_RELAXED) & (1ull << (k % 64))))
         __atomic_fetch_or(&ever_used[k / 64], 1ull << (k % 64), __ATOMIC_SEQ_CST);

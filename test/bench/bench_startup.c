@@ -106,8 +106,8 @@ main(int argc, char **argv)
                name[a], med[a], pct(wall[a], runs, 0.1), pct(wall[a], runs, 0.9), cmed[a]);
     }
     for (a = 1; a < arms; a++)
-        printf("  %-33s wall %+6.0f us, cpu %+5.0f us\n", name[a],
-               med[a] - med[0], cmed[a] - cmed[0]);
+        printf("  %-33s wall %+6.0f us, cpu %+5.0f us\n", name[a], med[a] - med[0],
+               cmed[a] - cmed[0]);
     if (bad)
         printf("  %d runs did not exit 0\n", bad);
     return 0;
