@@ -48,6 +48,11 @@ typedef struct pe_req_s {
 
 /* Start/stop the server (preload/init.c).  0, or -errno after one log line. */
 int pe_http_start(void);
+/* The same, but the server thread binds only delay_ms after this call (a
+   process that exits sooner never binds); from the constructor. */
+int pe_http_start_after(int delay_ms);
+/* The delay the constructor uses (server.c's header says why). */
+#define PE_HTTP_START_DELAY_MS 30
 /* Tell long handlers to finish (process exit); never waits. */
 void pe_http_shutdown(void);
 /* 1 once shutdown was requested. */

@@ -2,7 +2,11 @@
  * server.c: civetweb's life cycle.  The server is started from the
  * constructor on a thread of ours with every signal blocked (civetweb's
  * threads inherit the mask and are marked internal by the pthread_create
- * interposer), binds, writes the port file and says so in one line.  It is
+ * interposer), binds, writes the port file and says so in one line.  From the
+ * constructor the thread first sleeps until PE_HTTP_START_DELAY_MS after
+ * load: a program that exits at once (a build tool's thousands of children)
+ * never pays for civetweb's threads, the bind or the port file, and one that
+ * lives on is served well within 100 ms.  It is
  * never stopped: mg_stop would wait for in-flight profiles at exit and hangs
  * in fork children; pe_http_shutdown only asks long handlers to finish.
  * Hardening (README "Hardening"): short header/write timeouts against slow
@@ -29,6 +33,7 @@
 #include <unistd.h>
 
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/fd.h"
 #include "../preload/guard.h"
@@ -65,6 +70,8 @@ static int server_stopping;
 static char bind_error[256];
 /* PROFEP_TLS_CERT, read in the constructor (getenv later could race a setenv). */
 static char tls_cert[256];
+/* CLOCK_MONOTONIC time before which server_main does not bind; 0: at once. */
+static int64_t start_not_before_ns;
 
 /* civetweb reports bind errors only through this callback. */
 static int
@@ -381,6 +388,15 @@ server_main(void *unused)
     const char *scheme = tls_cert[0] ? "https" : "http";
 
     pe_threads_mark_internal();
+    /* Deferred start: a program that exits meanwhile ends this thread with
+       the rest (exit_group), having bound nothing, written no file and not
+       paid for libunwind's first walk. */
+    if (start_not_before_ns) {
+        struct timespec until = {start_not_before_ns / 1000000000,
+                                 start_not_before_ns % 1000000000};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+            ;
+    }
     /* Under warm_lock: a fork waits for the walk (pe_http_fork_prepare). */
     pthread_mutex_lock(&warm_lock);
     __atomic_store_n(&warm_running, 1, __ATOMIC_SEQ_CST);
@@ -458,6 +474,12 @@ int pe_http_port;
 int
 pe_http_start(void)
 {
+    return pe_http_start_after(0);
+}
+
+int
+pe_http_start_after(int delay_ms)
+{
     int err;
 
     /* What fd 2 is at load: the server thread's lines go nowhere else. */
@@ -467,6 +489,7 @@ pe_http_start(void)
     pe_http_max_long = pe_tree_member() ? PE_HTTP_MEMBER_WORKERS - 1 : PE_HTTP_MAX_LONG;
     /* Read with every other setting, in the constructor (config.c). */
     snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
+    start_not_before_ns = delay_ms > 0 ? pe_clock_ns(CLOCK_MONOTONIC) + delay_ms * 1000000LL : 0;
 
     /* Every signal blocked: civetweb's threads inherit our mask (threads.h). */
     if ((err = pe_threads_start_internal(server_main, NULL)) < 0) {

@@ -2,7 +2,9 @@
  * init.c: the constructor and the order in which modules start, and exit
  * (fork, exec and thread events are events.c's).  Start-up runs once,
  * single-threaded, before main; anything slow (binding, civetweb's threads)
- * happens on our own server thread so the program's start is not delayed.
+ * happens on our own server thread, and only once the program has lived
+ * PE_HTTP_START_DELAY_MS, so that its start is not delayed and a program that
+ * exits at once pays for none of it.
  */
 #include <fnmatch.h>
 #include <pthread.h>
@@ -93,7 +95,8 @@ pe_init(void)
     (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
     pe_tree_init();       /* root or member of a process tree (tree.h) */
     pe_init_set_active();
-    if (!pe_cfg.server_off && pe_http_start() < 0)
+    /* Deferred (server.c): a program that exits at once never binds. */
+    if (!pe_cfg.server_off && pe_http_start_after(PE_HTTP_START_DELAY_MS) < 0)
         pe_init_go_dormant();
 out:
     pe_guard_exit();

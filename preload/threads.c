@@ -22,6 +22,15 @@
 static pe_thread_info_t slots[PE_THREADS_MAX];
 /* Walks of the published pe_tls pointers in progress (pe_threads_each_tls). */
 static int tls_walkers;
+/*
+ * The table is 1.1 MB of zeroes until used: a lookup that scanned all of it
+ * touched ~280 pages (a page fault each, most of what loading the library
+ * cost a short-lived program).  So lookups go no further from a tid's hash
+ * than the farthest any claim ever went (raised before the tid is stored,
+ * never lowered), and the fork child clears only slots ever claimed.
+ */
+static unsigned probe_max;
+static uint64_t ever_used[PE_THREADS_MAX / 64];
 
 static unsigned
 slot_hash(pid_t tid)
@@ -32,14 +41,27 @@ slot_hash(pid_t tid)
 static pe_thread_info_t *
 find_slot(pid_t tid)
 {
-    unsigned i, h = slot_hash(tid);
+    unsigned i, h = slot_hash(tid), n = __atomic_load_n(&probe_max, __ATOMIC_ACQUIRE);
 
-    for (i = 0; i < PE_THREADS_MAX; i++) {
+    for (i = 0; i <= n && i < PE_THREADS_MAX; i++) {
         pe_thread_info_t *s = &slots[(h + i) % PE_THREADS_MAX];
         if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) == tid)
             return s;
     }
     return NULL;
+}
+
+/* Slot (h + i) is about to be claimed: let lookups reach it. */
+static void
+note_claim(unsigned h, unsigned i)
+{
+    unsigned n = __atomic_load_n(&probe_max, __ATOMIC_RELAXED), k = (h + i) % PE_THREADS_MAX;
+
+    while (i > n &&
+           !__atomic_compare_exchange_n(&probe_max, &n, i, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        ;
+    if (!(__atomic_load_n(&ever_used[k / 64], __ATOMIC_RELAXED) & (1ull << (k % 64))))
+        __atomic_fetch_or(&ever_used[k / 64], 1ull << (k % 64), __ATOMIC_SEQ_CST);
 }
 
 static pe_thread_info_t *
@@ -53,6 +75,9 @@ claim_slot(pid_t tid)
     for (i = 0; i < PE_THREADS_MAX; i++) {
         pid_t expected = 0;
         s = &slots[(h + i) % PE_THREADS_MAX];
+        if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != 0)
+            continue;
+        note_claim(h, i); /* before the CAS: the tid is stored only after it */
         if (__atomic_compare_exchange_n(&s->tid, &expected, -1, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED))
             return s;
@@ -161,17 +186,22 @@ void
 pe_threads_atfork_child(void)
 {
     pid_t self = (pid_t)0;
-    int i;
+    int w, i;
 
     pe_tls.tid = 0;
     self = pe_gettid();
     tls_walkers = 0;
-    for (i = 0; i < PE_THREADS_MAX; i++) {
-        /* write only slots in use: every write is a copy-on-write page
-           fault in the child (all 4096 slots cost ~30 ms per fork) */
-        if (slots[i].tid != self && (slots[i].tid || slots[i].tls)) {
-            slots[i].tls = NULL;
-            slots[i].tid = 0;
+    /* Write only slots in use: every write is a copy-on-write page fault in
+       the child (all 4096 slots cost ~30 ms per fork).  Read only slots ever
+       claimed: every read of a page never touched faults too. */
+    for (w = 0; w < PE_THREADS_MAX / 64; w++) {
+        uint64_t used = ever_used[w];
+        for (; used; used &= used - 1) {
+            i = w * 64 + __builtin_ctzll(used);
+            if (slots[i].tid != self && (slots[i].tid || slots[i].tls)) {
+                slots[i].tls = NULL;
+                slots[i].tid = 0;
+            }
         }
     }
 }

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -59,6 +60,10 @@ static unw_get_proc_info_fn unw_procinfo;
 /* libunwind's TLS module (it is dlopen'd, so its __thread variables live in
    dynamic TLS, allocated with malloc on a thread's first access). */
 static size_t unw_tls_modid;
+/* A pthread key created at load and deleted just before the first walk
+   (pe_unwind_warm), so that libunwind's own key gets its low index. */
+static pthread_key_t reserved_key;
+static int key_reserved;
 
 int pe_unwind_dlclose_busy;
 
@@ -452,17 +457,20 @@ pe_unwind_init(void)
             return -ENOMEM;
         snap[0] = m;
         snap[1] = (snap_buf_t *)((char *)m + sizeof(snap_buf_t));
-        snap_rebuild();
     }
     pe_unwind_prime_thread();
     if (unw_bt)
         return 0;
+    /* Hold a low pthread key index for libunwind's own key (pe_unwind_warm). */
+    if (!key_reserved && pthread_key_create(&reserved_key, NULL) == 0)
+        key_reserved = 1;
     pe_tls.in_loader++;
     h = (pe_real.dlopen ? pe_real.dlopen : dlopen)("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     pe_tls.in_loader--;
+    /* One snapshot, taken once libunwind is in (nothing unwinds before). */
+    snap_rebuild();
     if (!h)
         return -ENOENT;
-    snap_rebuild();
     if (dlinfo(h, RTLD_DI_TLS_MODID, &unw_tls_modid) < 0)
         unw_tls_modid = 0;
     unw_flush = (unw_flush_cache_fn)dlsym(h, "_ULx86_64_flush_cache");
@@ -485,12 +493,50 @@ typedef struct tls_index_s {
 } tls_index_t;
 extern void *__tls_get_addr(tls_index_t *ti);
 
+/* The top of the initial stack, set by the dynamic linker. */
+extern void *__libc_stack_end;
+
+/*
+ * The main thread's stack bounds without pthread_getattr_np, which reads all
+ * of /proc/self/maps for it (~130k instructions, a third of our constructor).
+ * glibc's answer is the page above __libc_stack_end down by the stack rlimit
+ * less the environment block; this one goes down by the rlimit capped at
+ * 8 MiB (unlimited: glibc would stop at the next mapping, which we do not
+ * read).  Either range also holds pages the kernel has not grown yet; a walk
+ * whose stack pointer is lower than this bound probes pages instead.
+ */
+static int
+main_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    struct rlimit rl;
+    uintptr_t top = ((uintptr_t)__libc_stack_end & ~(uintptr_t)4095) + 4096;
+    uintptr_t size = 8u << 20;
+
+    if (!__libc_stack_end || getrlimit(RLIMIT_STACK, &rl) < 0)
+        return -1;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size)
+        size = rl.rlim_cur & ~(uintptr_t)4095;
+    if (size > top)
+        return -1;
+    *lo = top - size;
+    *hi = top;
+    return 0;
+}
+
 void
 pe_unwind_prime_thread(void)
 {
     pthread_attr_t attr;
 
-    /* Stack bounds, for the frame-pointer walk: cheap on any thread but the main one. */
+    /* Stack bounds, for the frame-pointer walk: cheap on any thread but the
+       main one, which has its own way. */
+    if (!stack_hi && pe_gettid() == getpid()) {
+        uintptr_t lo, hi;
+        if (main_stack_bounds(&lo, &hi) == 0) {
+            stack_lo = lo;
+            stack_hi = hi;
+        }
+    }
     if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
         size_t size;
@@ -533,15 +579,23 @@ pe_unwind_warm(void)
 {
     void *buf[8];
 
-    if (!unw_bt)
-        return;
     /*
      * The process's first unw_backtrace creates libunwind's pthread key.  Do it
-     * here, outside any signal and early (a low key index: pthread_setspecific
-     * then never allocates in a handler), but off the program's start-up path:
-     * the first walk costs ~120 us of cold DWARF parsing.  A heap sample on
-     * the main thread may get there first; that is outside a signal too.
+     * here, outside any signal, with a low key index (pthread_setspecific then
+     * never allocates in a handler), but off the program's start-up path: the
+     * first walk costs ~120 us of cold DWARF parsing and 256 KB of trace cache
+     * (64 page faults), which a program that exits at once should not pay, so
+     * the server thread calls this only once the program has lived a while.
+     * The low index is the one pe_unwind_init reserved at load, given back
+     * just before the walk takes the lowest free one.  A heap sample may get
+     * there first; that is outside a signal too.
      */
+    if (key_reserved) {
+        key_reserved = 0;
+        pthread_key_delete(reserved_key);
+    }
+    if (!unw_bt)
+        return;
     pe_tls.guard++;
     unw_bt(buf, 1);
     pe_tls.guard--;

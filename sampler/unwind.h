@@ -22,7 +22,9 @@
 int pe_unwind_init(void);
 /* Prime libunwind's per-thread state outside signal context (thread start). */
 void pe_unwind_prime_thread(void);
-/* Create libunwind's process-wide state (its pthread key); from our server thread. */
+/* Create libunwind's process-wide state (its pthread key, taking the low index
+   pe_unwind_init reserved); from our server thread, once the program has lived
+   a little (http/server.c). */
 void pe_unwind_warm(void);
 
 /*

@@ -8,13 +8,20 @@ export BUILD
 LIB=$PWD/$BUILD/libprofendpoints.so
 scripts/deps.sh bench || echo "bench: baselines' packages missing; their rows will say so"
 
-now_ns() { date +%s%N; }
 runs=300
-echo "== start-up: /bin/true x$runs, without and with the library (PROFEP_ADDR=127.0.0.1:0)"
-t0=$(now_ns); for _ in $(seq $runs); do /bin/true; done; t1=$(now_ns)
-for _ in $(seq $runs); do PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB /bin/true 2>/dev/null; done; t2=$(now_ns)
-base=$(( (t1 - t0) / runs / 1000 )); ours=$(( (t2 - t1) / runs / 1000 ))
-awk -v b=$base -v o=$ours 'BEGIN { printf "  per run: %d us without, %d us with; ratio %.2f (+%d us)\n", b, o, o / b, o - b }'
+echo "== start-up: /bin/true x$runs, without and with the library (PROFEP_ADDR=127.0.0.1:0), alternating"
+# test/bench/bench_startup.c: rounds of without / with / without (the A/A
+# noise floor), wall time fork to reaped exit; medians and 10th-90th percentiles.
+SB=$(mktemp /tmp/pe-bench-startup.XXXXXX)
+if ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -o $SB test/bench/bench_startup.c; then
+    PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn $SB $runs $LIB /bin/true >$SB.out 2>/dev/null
+    cat $SB.out
+    awk '/wall median/ { for (i = 1; i < NF; i++) if ($i == "median") { m[++n] = $(i + 1); break } }
+         END { if (n >= 2) printf "  per run: %d us without, %d us with; ratio %.2f (+%d us), medians\n", m[1], m[2], m[2] / m[1], m[2] - m[1] }' $SB.out
+else
+    echo "  bench_startup did not build"
+fi
+rm -f $SB $SB.out
 
 echo "== idle resident memory: p_sleep without and with the library, after 1 s"
 rss() { awk '/^VmRSS/ {print $2}' /proc/$1/status; }
