@@ -13,10 +13,10 @@
  *                     calls; then prints "short done" and loops like a worker.
  *   p_tree idle N     N children idle in poll(-1) (scripts/bench_tree.sh);
  *                     prints "idle PID" per child, then sleeps.
- *   p_tree first      forks one worker as its very first act, while our
- *                     server thread may be starting (its first libunwind
- *                     walk); prints "fork PID"; both then wait in poll(10 ms)
- *                     calls (cheap: e2e_tree starts many of these).
+ *   p_tree first      forks children back to back for its first 80 ms, over
+ *                     our server thread's first libunwind walk; each child
+ *                     allocates 16 MiB (a heap sample: an unwind) and exits.
+ *                     Prints "first N hung=H" (H children still there 10 s on).
  */
 #include <dirent.h>
 #include <poll.h>
@@ -136,22 +136,57 @@ short_lived(long n)
     fflush(stdout);
 }
 
+/* Children forked back to back over our server thread's first libunwind
+   walk (30 ms after load, http/server.c); each makes one allocation big
+   enough to be sampled (an unwind) and exits.  A child that copied the
+   walk's init lock held would hang in that unwind. */
+static int
+fork_during_warm(void)
+{
+    enum { MAX = 4096 };
+    static pid_t kids[MAX];
+    struct timespec a, b;
+    int n = 0, hung = 0, st;
+
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        pid_t pid = fork();
+        if (pid == 0) {
+            char *volatile p = malloc(16 << 20);
+            if (p)
+                p[0] = 1;
+            free(p);
+            _exit(0);
+        }
+        if (pid > 0 && n < MAX)
+            kids[n++] = pid;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 80 && n < MAX);
+    for (int i = 0; i < n; i++) {
+        int ms = 0;
+        while (waitpid(kids[i], &st, WNOHANG) == 0 && ms < 10000) {
+            poll(NULL, 0, 10);
+            ms += 10;
+        }
+        if (ms >= 10000) {
+            hung++;
+            kill(kids[i], SIGKILL);
+            waitpid(kids[i], &st, 0);
+        }
+    }
+    printf("first %d hung=%d\n", n, hung);
+    fflush(stdout);
+    for (;;)
+        poll(NULL, 0, -1);
+}
+
 int
 main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "tree";
 
-    if (!strcmp(mode, "first")) {
-        pid_t pid = fork();
-
-        if (pid > 0) {
-            printf("fork %d\n", (int)pid);
-            fflush(stdout);
-        }
-        for (;;)
-            poll(NULL, 0, 10);
-    }
-
+    if (!strcmp(mode, "first"))
+        return fork_during_warm();
     if (!strcmp(mode, "leaf"))
         worker_loop();
     if (!strcmp(mode, "storm"))
