@@ -59,7 +59,7 @@
 #define SCAN_EVERY 5                     /* wall: drains per /proc rescan, ~100 ms */
 #define TICK_NS (1000 * 1000000L)        /* CPU only: drain and thread-count check */
 #define FULL_SCAN_NS (10 * 1000000000LL) /* CPU only: rescan whatever the count says */
-#define GONE_NAMES 64
+#define GONE_NAMES 256
 #define TIMERS_MAX (2 * PE_THREADS_MAX)
 #define NAMES_MAX 4096
 #define NAME_REFRESH_NS 1000000000LL
