@@ -28,8 +28,8 @@ uint64_t pe_cpu_truncated;
 int pe_cpu_accept_tkill;
 uint32_t pe_wall_gen;
 
-/* Inlined: one frame less for unw_backtrace to walk and for us to cut (~90
-   instructions a sample; bench_cpu parts). */
+/* Inlined: one frame less for unw_backtrace to walk and for us to cut, about
+   90 instructions a sample (bench_cpu parts). */
 __attribute__((always_inline)) PE_SIGSAFE static inline void
 record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
 {
@@ -64,8 +64,8 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
         s->flags |= PE_RING_F_TRUNCATED;
         __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);
     }
-    /* half full: wake the collector (sem_post is async-signal-safe: an atomic
-       and, only with a waiter, one futex wake; once per half ring) */
+    /* half full: wake the collector; sem_post is async-signal-safe: an atomic
+       and, only with a waiter, one futex wake; once per half ring */
     if (pe_ring_publish(&pe_cpu_ring, s))
         sem_post(&pe_cpu_wake);
 }

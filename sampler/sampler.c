@@ -55,7 +55,7 @@
 #include "stacks.h"
 
 #define RING_SLOTS 2048
-#define DRAIN_NS (20 * 1000000L)        /* wall sessions, CPython programs */
+#define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */
 #define SCAN_EVERY 5                     /* wall: drains per /proc rescan, ~100 ms */
 #define TICK_NS (1000 * 1000000L)        /* CPU only: drain and thread-count check */
 #define FULL_SCAN_NS (10 * 1000000000LL) /* CPU only: rescan whatever the count says */

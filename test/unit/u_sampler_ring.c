@@ -1,6 +1,7 @@
 /*
  * u_sampler_ring.c: the handler-to-collector ring: order, full-ring drops,
- * the half-full signal (once per filling), and no loss or duplication with several producers racing one consumer.
+ * the half-full signal (once per filling), and no loss or duplication with several producers racing
+ * one consumer.
  */
 #include <pthread.h>
 #include <string.h>
