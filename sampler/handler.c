@@ -29,7 +29,7 @@ int pe_cpu_accept_tkill;
 uint32_t pe_wall_gen;
 
 /* Inlined: one frame less for unw_backtrace to walk and for us to cut, about
-   90 instructions a sample (bench_cpu parts). */
+   90 instructions a sample: bench_cpu parts. */
 __attribute__((always_inline)) PE_SIGSAFE static inline void
 record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
 {

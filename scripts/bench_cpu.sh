@@ -81,11 +81,11 @@ for i in $(seq $RUNS); do
         read -r gw gc < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 LD_PRELOAD=$GPERF $B work $WAIT $ITERS 2>/dev/null)
     fi
     awk -v nw=$nw -v nc=$nc -v aw=$aw -v ac=$ac -v ow=$ow -v oc=$oc -v gw="$gw" -v gc="$gc" -v d=$T 'BEGIN {
-        print ac / nc >(d "/aa.cr"); print aw / nw >(d "/aa.wr")
-        print oc / nc >(d "/ours.cr"); print ow / nw >(d "/ours.wr")
+        print ac / nc >>(d "/aa.cr"); print aw / nw >>(d "/aa.wr")
+        print oc / nc >>(d "/ours.cr"); print ow / nw >>(d "/ours.wr")
         if (gc != "") {
-            print gc / nc >(d "/gp.cr"); print gw / nw >(d "/gp.wr")
-            print oc / gc >(d "/og.cr"); print ow / gw >(d "/og.wr")
+            print gc / nc >>(d "/gp.cr"); print gw / nw >>(d "/gp.wr")
+            print oc / gc >>(d "/og.cr"); print ow / gw >>(d "/og.wr")
         } }'
 done
 read -r mnw _ < <(stats $T/none.w); read -r mnc _ < <(stats $T/none.c)
@@ -115,7 +115,7 @@ row "ours@100Hz" $T/ours.wr
 [ -n "$GPERF" ] && row "gperftools@100Hz" $T/gp.wr
 read -r lcm lclo lchi _ < <(stats $T/lib.cpu); read -r lwm _ < <(stats $T/lib.wake)
 read -r ccm cclo cchi _ < <(stats $T/col.cpu); read -r cwm _ < <(stats $T/col.wake)
-echo "  our threads during ours (run time from schedstat, per s of the run; median [25-75%]), as a share of the workload's CPU:"
+echo "  our threads while the workload ran under ours (run time from schedstat, per s; median [25-75%]), as a share of the workload's CPU:"
 awk -v c=$lcm -v lo=$lclo -v hi=$lchi -v w=$lwm -v n=$mnc -v t=$mnw 'BEGIN {
     printf "    all (collector, server, heap history): %.3f ms/s [%.3f, %.3f] = %.3f%%, %.1f wake-ups/s\n",
         c, lo, hi, 100 * c / 1000 / (n / t), w }'

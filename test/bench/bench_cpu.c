@@ -6,9 +6,9 @@
  *                               seconds (user + sys, all threads); on a second
  *                               line "library CPU WAKEUPS CCPU CWAKEUPS": the run
  *                               time (schedstat, s) and voluntary context switches
- *                               of the library's threads (names pe-*, civetweb-*)
- *                               still alive, then of the collector alone, read
- *                               from /proc/self/task just before exit.
+ *                               of the library's threads (names pe-*, civetweb-*),
+ *                               then of the collector alone, during that phase
+ *                               (read from /proc/self/task before and after).
  *   bench_cpu sample N          median cost of one sample at stack depth 30: a
  *                               signal shaped as our CPU timer's (SI_TIMER, the
  *                               session cookie; rt_tgsigqueueinfo to this thread)
@@ -260,10 +260,11 @@ main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "work")) {
         pthread_t a, b;
-        double t0, ours[2];
-        long wakeups[2];
+        double t0, ours[2], ours0[2];
+        long wakeups[2], wakeups0[2];
         usleep((useconds_t)(atof(argv[2]) * 1e6));
         iters = atol(argv[3]);
+        library_threads(ours0, wakeups0); /* from here: the steady state, not start-up */
         t0 = now();
         pthread_create(&a, NULL, worker, NULL);
         pthread_create(&b, NULL, worker, NULL);
@@ -278,7 +279,8 @@ main(int argc, char **argv)
             printf("%.4f %.4f\nlibrary %.6f %ld %.6f %ld\n", wall,
                    ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
                        ru.ru_stime.tv_usec / 1e6,
-                   ours[0], wakeups[0], ours[1], wakeups[1]);
+                   ours[0] - ours0[0], wakeups[0] - wakeups0[0], ours[1] - ours0[1],
+                   wakeups[1] - wakeups0[1]);
         }
         return 0;
     }
