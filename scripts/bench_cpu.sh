@@ -53,40 +53,44 @@ row() {
 }
 
 RUNS=${BENCH_CPU_RUNS:-9}
-echo "== 2-thread CPU-bound workload at 100 Hz: $RUNS rounds of none, none again (A/A), ours,${BASE:+ base,} gperftools"
-: >$T/none.w; : >$T/none.c
-for k in aa ours gp base; do : >$T/$k.cr; : >$T/$k.wr; done
-: >$T/og.cr; : >$T/og.wr; : >$T/lib.cpu; : >$T/lib.wake; : >$T/col.cpu; : >$T/col.wake; : >$T/ours.c; : >$T/ours.w
-for i in $(seq $RUNS); do
-    read -r nw nc < <($B work $WAIT $ITERS); echo $nw >>$T/none.w; echo $nc >>$T/none.c
-    read -r aw ac < <($B work $WAIT $ITERS)
-    start_ours $B work $WAIT $ITERS
-    curl -s -o /dev/null "http://$ADDR/profile_start?delay=0.01"
-    wait $PID; PID=
-    read -r ow oc <$T/out; echo $oc >>$T/ours.c; echo $ow >>$T/ours.w
-    read -r _ lc lw cc cw < <(grep '^library' $T/out)
-    awk -v c=${lc:-0} -v t=$ow 'BEGIN { printf "%.3f\n", 1000 * c / t }' >>$T/lib.cpu
-    awk -v w=${lw:-0} -v t=$ow 'BEGIN { printf "%.2f\n", w / t }' >>$T/lib.wake
-    awk -v c=${cc:-0} -v t=$ow 'BEGIN { printf "%.3f\n", 1000 * c / t }' >>$T/col.cpu
-    awk -v w=${cw:-0} -v t=$ow 'BEGIN { printf "%.2f\n", w / t }' >>$T/col.wake
-    if [ -n "$BASE" ]; then
-        USE=$BASE start_ours $B work $WAIT $ITERS
+CONFIGS="none aa ours${BASE:+ base}${GPERF:+ gp}"
+echo "== 2-thread CPU-bound workload at 100 Hz: $RUNS rounds of none, none again (A/A), ours,${BASE:+ base,} gperftools (order rotated each round)"
+for k in none aa ours base gp; do : >$T/$k.w; : >$T/$k.c; : >$T/$k.cr; : >$T/$k.wr; done
+for k in ours base; do : >$T/$k.lib.cpu; : >$T/$k.lib.wake; : >$T/$k.col.cpu; : >$T/$k.col.wake; done
+: >$T/og.cr; : >$T/og.wr
+# one K: run configuration K once; appends its wall and CPU (and ours: our threads)
+one() {
+    local k=$1 w c lc lw cc cw
+    case $k in
+    none | aa) read -r w c < <($B work $WAIT $ITERS) ;;
+    gp) read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 LD_PRELOAD=$GPERF $B work $WAIT $ITERS 2>/dev/null) ;;
+    ours | base)
+        USE=$([ $k = base ] && echo $BASE) start_ours $B work $WAIT $ITERS
         curl -s -o /dev/null "http://$ADDR/profile_start?delay=0.01"
         wait $PID; PID=
-        read -r bw bc <$T/out
-        awk -v nc=$nc -v bc=$bc 'BEGIN { print bc / nc }' >>$T/base.cr
-    fi
-    gw=; gc=
+        read -r w c <$T/out
+        read -r _ lc lw cc cw < <(grep '^library' $T/out)
+        awk -v c=${lc:-0} -v lw=${lw:-0} -v cc=${cc:-0} -v cw=${cw:-0} -v t=$w -v p=$T/$k 'BEGIN {
+            printf "%.3f\n", 1000 * c / t >>(p ".lib.cpu"); printf "%.2f\n", lw / t >>(p ".lib.wake")
+            printf "%.3f\n", 1000 * cc / t >>(p ".col.cpu"); printf "%.2f\n", cw / t >>(p ".col.wake") }' ;;
+    esac
+    echo $w >$T/$k.last.w; echo $c >$T/$k.last.c
+    echo $w >>$T/$k.w; echo $c >>$T/$k.c
+}
+for i in $(seq $RUNS); do
+    # rotate the order, so no configuration always runs first or after another
+    set -- $CONFIGS; n=$#
+    for j in $(seq 0 $((n - 1))); do set -- $CONFIGS; shift $(( (i + j) % n )); one $1; done
+    nw=$(cat $T/none.last.w); nc=$(cat $T/none.last.c)
+    for k in $CONFIGS; do
+        [ $k = none ] && continue
+        awk -v nw=$nw -v nc=$nc -v w=$(cat $T/$k.last.w) -v c=$(cat $T/$k.last.c) -v p=$T/$k 'BEGIN {
+            print c / nc >>(p ".cr"); print w / nw >>(p ".wr") }'
+    done
     if [ -n "$GPERF" ]; then
-        read -r gw gc < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 LD_PRELOAD=$GPERF $B work $WAIT $ITERS 2>/dev/null)
+        awk -v ow=$(cat $T/ours.last.w) -v oc=$(cat $T/ours.last.c) -v gw=$(cat $T/gp.last.w) \
+            -v gc=$(cat $T/gp.last.c) -v d=$T 'BEGIN { print oc / gc >>(d "/og.cr"); print ow / gw >>(d "/og.wr") }'
     fi
-    awk -v nw=$nw -v nc=$nc -v aw=$aw -v ac=$ac -v ow=$ow -v oc=$oc -v gw="$gw" -v gc="$gc" -v d=$T 'BEGIN {
-        print ac / nc >>(d "/aa.cr"); print aw / nw >>(d "/aa.wr")
-        print oc / nc >>(d "/ours.cr"); print ow / nw >>(d "/ours.wr")
-        if (gc != "") {
-            print gc / nc >>(d "/gp.cr"); print gw / nw >>(d "/gp.wr")
-            print oc / gc >>(d "/og.cr"); print ow / gw >>(d "/og.wr")
-        } }'
 done
 read -r mnw _ < <(stats $T/none.w); read -r mnc _ < <(stats $T/none.c)
 read -r mow _ < <(stats $T/ours.w)
@@ -107,21 +111,23 @@ fi
 echo "  process CPU ratios against the same round's no-library run, over $RUNS rounds:"
 row "A/A (noise floor)" $T/aa.cr
 row "ours@100Hz" $T/ours.cr
-[ -n "$BASE" ] && row "base@100Hz ($(basename $(dirname $BASE)))" $T/base.cr
+[ -n "$BASE" ] && row "base@100Hz" $T/base.cr
 [ -n "$GPERF" ] && row "gperftools@100Hz" $T/gp.cr && row "ours/gperftools" $T/og.cr
 echo "  wall ratios, the same way:"
 row "A/A (noise floor)" $T/aa.wr
 row "ours@100Hz" $T/ours.wr
 [ -n "$GPERF" ] && row "gperftools@100Hz" $T/gp.wr
-read -r lcm lclo lchi _ < <(stats $T/lib.cpu); read -r lwm _ < <(stats $T/lib.wake)
-read -r ccm cclo cchi _ < <(stats $T/col.cpu); read -r cwm _ < <(stats $T/col.wake)
-echo "  our threads while the workload ran under ours (run time from schedstat, per s; median [25-75%]), as a share of the workload's CPU:"
-awk -v c=$lcm -v lo=$lclo -v hi=$lchi -v w=$lwm -v n=$mnc -v t=$mnw 'BEGIN {
-    printf "    all (collector, server, heap history): %.3f ms/s [%.3f, %.3f] = %.3f%%, %.1f wake-ups/s\n",
-        c, lo, hi, 100 * c / 1000 / (n / t), w }'
-awk -v c=$ccm -v lo=$cclo -v hi=$cchi -v w=$cwm -v n=$mnc -v t=$mnw 'BEGIN {
-    printf "    the collector:                         %.3f ms/s [%.3f, %.3f] = %.3f%%, %.1f wake-ups/s\n",
-        c, lo, hi, 100 * c / 1000 / (n / t), w }'
+echo "  our threads while the workload ran (run time from schedstat, per s; median [25-75%]), as a share of the workload's CPU:"
+for k in ours${BASE:+ base}; do
+    read -r lcm lclo lchi _ < <(stats $T/$k.lib.cpu); read -r lwm _ < <(stats $T/$k.lib.wake)
+    read -r ccm cclo cchi _ < <(stats $T/$k.col.cpu); read -r cwm _ < <(stats $T/$k.col.wake)
+    awk -v k=$k -v c=$lcm -v lo=$lclo -v hi=$lchi -v w=$lwm -v n=$mnc -v t=$mnw 'BEGIN {
+        printf "    %-4s all (collector, server, heap history): %.3f ms/s [%.3f, %.3f] = %.3f%%, %.1f wake-ups/s\n",
+            k, c, lo, hi, 100 * c / 1000 / (n / t), w }'
+    awk -v k=$k -v c=$ccm -v lo=$cclo -v hi=$cchi -v w=$cwm -v n=$mnc -v t=$mnw 'BEGIN {
+        printf "    %-4s the collector:                         %.3f ms/s [%.3f, %.3f] = %.3f%%, %.1f wake-ups/s\n",
+            k, c, lo, hi, 100 * c / 1000 / (n / t), w }'
+done
 
 echo "== one sample at stack depth 30 by its parts: ns per call (warm, lowest of 20 rounds of 5000) and instructions (callgrind)"
 read -r bt us st hd f0 f1 < <($B parts 5000 20)
