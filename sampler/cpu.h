@@ -17,6 +17,7 @@
 #ifndef PE_SAMPLER_CPU_H
 #define PE_SAMPLER_CPU_H
 
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -66,6 +67,9 @@ extern int pe_cpu_sent;
 
 /* The ring the handler fills; mapped by sampler.c at the first profile. */
 extern pe_ring_t pe_cpu_ring;
+/* The collector sleeps on it; the handler posts it when the ring is half full
+   (sem_post is async-signal-safe).  sem_init by sampler.c before the ring. */
+extern sem_t pe_cpu_wake;
 /* Cookie of the running session, 0 when none (writer: sampler.c; reader: handler). */
 extern uint64_t pe_cpu_cookie;
 /* Samples recorded leaf-only because unwinding was unsafe or failed (writer: handler). */

@@ -48,11 +48,14 @@ pe_ring_claim(pe_ring_t *r)
     }
 }
 
-PE_SIGSAFE void
+PE_SIGSAFE int
 pe_ring_publish(pe_ring_t *r, pe_ring_slot_t *s)
 {
     uint64_t pos = s->seq; /* still the claimed position */
     __atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+    /* the fill level moves up by at most one per claim, so it passes half
+       exactly at one position (a stale tail only makes that come earlier) */
+    return pos - __atomic_load_n(&r->tail, __ATOMIC_RELAXED) == r->nslots / 2;
 }
 
 PE_SIGSAFE void
@@ -80,5 +83,5 @@ pe_ring_release(pe_ring_t *r, pe_ring_slot_t *s)
 {
     uint64_t pos = r->tail;
     __atomic_store_n(&s->seq, pos + r->nslots, __ATOMIC_RELEASE);
-    r->tail = pos + 1;
+    __atomic_store_n(&r->tail, pos + 1, __ATOMIC_RELAXED); /* producers read it (publish) */
 }

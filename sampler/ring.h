@@ -49,7 +49,10 @@ typedef struct pe_ring_s {
 int pe_ring_init(pe_ring_t *r, uint32_t nslots);
 /* A slot to fill, or NULL when full (then the caller reports pe_ring_drop). */
 PE_SIGSAFE pe_ring_slot_t *pe_ring_claim(pe_ring_t *r);
-PE_SIGSAFE void pe_ring_publish(pe_ring_t *r, pe_ring_slot_t *s);
+/* Publish a claimed slot.  Returns 1 when this sample brought the ring to half
+   full (exactly one publish per filling does, give or take a stale tail), so
+   the handler can wake a sleeping consumer once per half ring, not per sample. */
+PE_SIGSAFE int pe_ring_publish(pe_ring_t *r, pe_ring_slot_t *s);
 PE_SIGSAFE void pe_ring_drop(pe_ring_t *r, uint32_t weight);
 /* Consumer: the oldest published slot, or NULL; then release it. */
 pe_ring_slot_t *pe_ring_peek(pe_ring_t *r);

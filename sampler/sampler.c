@@ -1,12 +1,25 @@
 /*
  * sampler.c: CPU and wall-clock profiling sessions.  Owns the windows (one per
  * request, of either kind), the collector thread that arms a CPU timer on
- * every application thread (from /proc/self/task every ~100 ms, and at once
- * for threads made through pthread_create) while CPU windows are open, sends
- * the wall-clock ticks (one signal per thread every `delay` s, at most
- * WALL_PER_TICK threads per tick, rotating) while wall windows are open, and
- * drains the handler's ring into every open window of the sample's kind; the
- * table of live timers, and the fork/exec hooks.  OS calls are in timer.c and
+ * every application thread while CPU windows are open, sends the wall-clock
+ * ticks (one signal per thread every `delay` s, at most WALL_PER_TICK threads
+ * per tick, rotating) while wall windows are open, and drains the handler's
+ * ring into every open window of the sample's kind; the table of live
+ * timers, and the fork/exec hooks.
+ *
+ * What a CPU-only session costs when nothing happens (issue 21): a thread
+ * made through pthread_create arms its own timer as it starts, so the
+ * collector scans /proc/self/task only at the session's start, when the
+ * thread count (one stat of /proc/self/task, checked every TICK_NS) differs
+ * from what the scan saw plus the starts and exits we heard of (a raw clone,
+ * a thread from before the library), and every FULL_SCAN_NS in case one
+ * thread we could not see replaced another.  It drains the ring every
+ * TICK_NS, or at once when the handler finds the ring half full (it posts
+ * pe_cpu_wake), or when a request closes its window (which drains itself).
+ * Wall-clock sessions (ticks every `delay`) and CPython programs (names read
+ * while the code objects live) keep the 20 ms drain.  An exiting thread
+ * leaves its name (gone_names), since its samples may be drained after its
+ * /proc entry is gone.  OS calls are in timer.c and
  * the handler in handler.c; profiles are built with the proto/ model.
  *
  * Locks: `life` (pthread mutex, HTTP threads only) serializes open/close;
@@ -22,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +55,11 @@
 #include "stacks.h"
 
 #define RING_SLOTS 2048
-#define DRAIN_NS (20 * 1000000L)
-#define SCAN_EVERY 5 /* drains per /proc rescan: ~100 ms */
+#define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */
+#define SCAN_EVERY 5                     /* wall: drains per /proc rescan, ~100 ms */
+#define TICK_NS (1000 * 1000000L)        /* CPU only: drain and thread-count check */
+#define FULL_SCAN_NS (10 * 1000000000LL) /* CPU only: rescan whatever the count says */
+#define GONE_NAMES 256
 #define TIMERS_MAX (2 * PE_THREADS_MAX)
 #define NAMES_MAX 4096
 #define NAME_REFRESH_NS 1000000000LL
@@ -87,6 +104,20 @@ static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: op
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
 
+/* Application threads started minus exited as the hooks heard them (any
+   thread, atomic), and the count and that figure at the last scan (collector). */
+static int thread_events;
+static int scan_total, scan_events;
+
+/* Names of threads that exited during a CPU session (spin lock; thread exit
+   writes, the drain reads when /proc no longer has the thread). */
+static pe_spin_t gone_lock;
+static struct {
+    pid_t tid;
+    char name[16];
+} gone_names[GONE_NAMES];
+static unsigned gone_next;
+
 /* Timers we armed (tid -> kernel timer id); tid 0 is a free entry. */
 static pe_spin_t tlock;
 static struct {
@@ -118,14 +149,20 @@ timer_find(pid_t tid)
     return -1;
 }
 
-/* Arm a timer on tid unless it has one (tlock held).  Returns the entry or -1. */
+static void timer_disarm_at(int i);
+
+/* Arm a timer on tid unless it has one (tlock held).  `fresh`: tid is a thread
+   that has just started, so an entry for it belonged to an earlier thread of
+   that tid (a scan armed it as it exited): replace it.  The entry or -1. */
 static int
-timer_arm(pid_t tid, unsigned mark)
+timer_arm(pid_t tid, unsigned mark, int fresh)
 {
     int i = timer_find(tid), id;
     uint64_t cookie = __atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE);
 
-    if (i >= 0) {
+    if (i >= 0 && fresh) {
+        timer_disarm_at(i);
+    } else if (i >= 0) {
         timers[i].mark = mark;
         return i;
     }
@@ -172,7 +209,7 @@ scan_threads(void)
 {
     static unsigned mark;
     pid_t tids[1024];
-    int n = 0;
+    int n = 0, total = 0, events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
     DIR *d;
     struct dirent *e;
 
@@ -184,6 +221,7 @@ scan_threads(void)
     for (;;) {
         while (n < (int)PE_ARRAY_SIZE(tids) && (e = readdir(d))) {
             pid_t tid = (pid_t)atoi(e->d_name);
+            total += tid > 0;
             if (tid > 0 && !pe_threads_is_internal(tid)) {
                 tids[n++] = tid;
                 if (nwall_tids < WALL_TIDS_MAX)
@@ -198,18 +236,54 @@ scan_threads(void)
         }
         pe_spin_lock(&tlock);
         for (int i = 0; i < n; i++)
-            timer_arm(tids[i], mark);
+            timer_arm(tids[i], mark, 0);
         pe_spin_unlock(&tlock);
         if (n < (int)PE_ARRAY_SIZE(tids))
             break;
         n = 0;
     }
     closedir(d);
+    scan_total = total;
+    scan_events = events;
     pe_spin_lock(&tlock);
     for (int i = 0; i < ntimers_hi; i++)
         if (timers[i].tid && timers[i].mark != mark)
             timer_disarm_at(i);
     pe_spin_unlock(&tlock);
+}
+
+/*
+ * Has the set of threads changed in a way the hooks did not tell us?  The
+ * kernel gives /proc/self/task a link count of 2 + its threads: one stat,
+ * no directory read.  A thread that starts or exits during the scan only
+ * makes the next check scan again.  Collector only.
+ */
+static int
+threads_unseen(void)
+{
+    struct stat st;
+    int expect = scan_total + __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE) - scan_events;
+
+    if (stat("/proc/self/task", &st) < 0)
+        return 1;
+    return (int)st.st_nlink - 2 != expect;
+}
+
+/* The name an exited thread left, or NULL. */
+static const char *
+gone_name(pid_t tid, char *buf, size_t len)
+{
+    const char *r = NULL;
+
+    pe_spin_lock(&gone_lock);
+    for (unsigned i = 0; i < GONE_NAMES; i++) {
+        if (gone_names[i].tid == tid) {
+            snprintf(buf, len, "%s", gone_names[i].name);
+            r = buf;
+        }
+    }
+    pe_spin_unlock(&gone_lock);
+    return r;
 }
 
 static const char *
@@ -220,7 +294,7 @@ thread_name(pid_t tid)
 
     if (names[h].tid != tid || t - names[h].when > NAME_REFRESH_NS) {
         char buf[32];
-        if (pe_threads_name(tid, buf, sizeof(buf)) == 0) {
+        if (pe_threads_name(tid, buf, sizeof(buf)) == 0 || gone_name(tid, buf, sizeof(buf))) {
             snprintf(names[h].name, sizeof(names[h].name), "%s", buf);
         } else if (names[h].tid != tid) {
             snprintf(names[h].name, sizeof(names[h].name), "%d", (int)tid);
@@ -385,12 +459,26 @@ abs_ts(int64_t ns, struct timespec *ts)
     ts->tv_nsec = ns % 1000000000;
 }
 
+/* Sleep until abs time `until` (CLOCK_MONOTONIC) or a post of pe_cpu_wake.
+   1 when posted (the ring is half full, or a request or stop wants us). */
+static int
+collector_sleep(int64_t until)
+{
+    struct timespec ts;
+    int posted;
+
+    abs_ts(until, &ts);
+    posted = sem_clockwait(&pe_cpu_wake, CLOCK_MONOTONIC, &ts) == 0;
+    while (sem_trywait(&pe_cpu_wake) == 0) /* several posts: one wake-up */
+        posted = 1;
+    return posted;
+}
+
 static void *
 collector_main(void *unused)
 {
     sigset_t all;
-    struct timespec ts;
-    int64_t next_drain, next_wall, now;
+    int64_t next_drain, next_wall, next_check, next_full, now;
     uint32_t wgen, last_wgen;
     int i = 0;
 
@@ -399,18 +487,23 @@ collector_main(void *unused)
     pe_threads_mark_internal();
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
     scan_threads();
-    next_drain = next_wall = pe_clock_ns(CLOCK_MONOTONIC);
+    now = pe_clock_ns(CLOCK_MONOTONIC);
+    next_wall = now;
+    next_check = now + TICK_NS;
+    next_full = now + FULL_SCAN_NS;
     last_wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
-    next_drain += DRAIN_NS;
+    next_drain = now + DRAIN_NS;
     while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
-        int64_t wp = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
-        int64_t next = next_drain;
+        int64_t wp, next;
+        int posted, fast;
 
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
+        /* wall ticks, and CPython's names, want the short drain period */
+        fast = wgen || pe_py_active();
+        next = fast ? next_drain : next_check;
         if (wgen && next_wall < next)
             next = next_wall;
-        abs_ts(next, &ts);
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        posted = collector_sleep(next);
         now = pe_clock_ns(CLOCK_MONOTONIC);
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
         /* The session's period is published before its generation: read it
@@ -430,18 +523,37 @@ collector_main(void *unused)
         } else if (!wgen) {
             next_wall = now;
         }
-        if (__atomic_exchange_n(&want_scan, 0, __ATOMIC_ACQ_REL))
+        if (__atomic_exchange_n(&want_scan, 0, __ATOMIC_ACQ_REL)) {
             scan_threads();
-        if (now < next_drain)
+            next_full = now + FULL_SCAN_NS;
+        }
+        if (wgen) {
+            /* wall: its thread list from a scan every ~100 ms, as ticks need it */
+            if (now < next_drain && !posted)
+                continue;
+            next_drain += DRAIN_NS;
+            if (next_drain <= now)
+                next_drain = now + DRAIN_NS;
+            pthread_mutex_lock(&wlock);
+            drain();
+            pthread_mutex_unlock(&wlock);
+            if (++i % SCAN_EVERY == 0)
+                scan_threads();
             continue;
-        next_drain += DRAIN_NS;
-        if (next_drain <= now)
+        }
+        if (posted || now >= next_check || (fast && now >= next_drain)) {
             next_drain = now + DRAIN_NS;
-        pthread_mutex_lock(&wlock);
-        drain();
-        pthread_mutex_unlock(&wlock);
-        if (++i % SCAN_EVERY == 0)
-            scan_threads();
+            pthread_mutex_lock(&wlock);
+            drain();
+            pthread_mutex_unlock(&wlock);
+        }
+        if (now >= next_check) {
+            next_check = now + TICK_NS;
+            if (now >= next_full || threads_unseen()) {
+                scan_threads();
+                next_full = now + FULL_SCAN_NS;
+            }
+        }
     }
     /* stop: no new samples from this session, then no timers */
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
@@ -514,7 +626,12 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
     if (nwin == 0) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
-        if (!pe_cpu_ring.slots && (rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS)) < 0) {
+        if (!pe_cpu_ring.slots) {
+            /* before the ring: the handler posts it once slots exist */
+            sem_init(&pe_cpu_wake, 0, 0);
+            rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS);
+        }
+        if (rc < 0) {
             pe_cpu_sig_release();
             goto err_unlock;
         }
@@ -539,6 +656,8 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
             __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
             __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
         }
+        if (!started)
+            sem_post(&pe_cpu_wake); /* a running collector: scan, or tick, now */
     }
     if (started) {
         __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
@@ -619,6 +738,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     period = kind == K_WALL ? wall_period_ns : period_ns;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
+        sem_post(&pe_cpu_wake);
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     } else if (nkind[kind] == 1 && kind == K_CPU) {
@@ -704,10 +824,14 @@ void
 pe_sampler_thread_started(void)
 {
     pe_cpu_stack_note();
-    if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_tls.internal)
+    if (pe_tls.internal)
         return;
+    __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE))
+        return;
+    /* armed here, from its first instruction on: no scan needed to find it */
     pe_spin_lock(&tlock);
-    timer_arm(pe_gettid(), 0);
+    timer_arm(pe_gettid(), 0, 1);
     pe_spin_unlock(&tlock);
 }
 
@@ -717,6 +841,21 @@ pe_sampler_thread_exiting(void)
     pid_t tid = pe_gettid();
     int i;
 
+    if (pe_tls.internal)
+        return;
+    __atomic_sub_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
+        /* its samples may be drained after /proc forgets it: leave the name */
+        char buf[16] = "";
+        if (prctl(PR_GET_NAME, buf, 0, 0, 0) == 0) {
+            pe_spin_lock(&gone_lock);
+            unsigned k = gone_next++ % GONE_NAMES;
+            gone_names[k].tid = tid;
+            memcpy(gone_names[k].name, buf, sizeof(buf));
+            gone_names[k].name[sizeof(buf) - 1] = 0;
+            pe_spin_unlock(&gone_lock);
+        }
+    }
     if (!__atomic_load_n(&ntimers_hi, __ATOMIC_RELAXED))
         return;
     pe_spin_lock(&tlock);
@@ -745,6 +884,9 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         pthread_mutex_init(&life, NULL);
         pthread_mutex_init(&wlock, NULL);
         pe_spin_reset(&tlock);
+        pe_spin_reset(&gone_lock);
+        if (pe_cpu_ring.slots) /* the collector may have been waiting on it */
+            sem_init(&pe_cpu_wake, 0, 0);
         memset(timers, 0, sizeof(timers));
         ntimers_hi = 0;
         windows = NULL;

@@ -1,6 +1,7 @@
 /*
  * u_sampler_ring.c: the handler-to-collector ring: order, full-ring drops,
- * and no loss or duplication with several producers racing one consumer.
+ * the half-full signal (once per filling), and no loss or duplication with several producers racing
+ * one consumer.
  */
 #include <pthread.h>
 #include <string.h>
@@ -46,7 +47,8 @@ main(void)
         if (!s)
             break;
         s->tid = i;
-        pe_ring_publish(&ring, s);
+        /* the consumer's wake-up: exactly the publish that fills half the ring */
+        CHECKF(pe_ring_publish(&ring, s) == (i == 4), "publish %d says half full wrongly", i);
     }
     CHECK(pe_ring_claim(&ring) == NULL); /* full */
     pe_ring_drop(&ring, 3);
@@ -58,6 +60,16 @@ main(void)
             pe_ring_release(&ring, s);
     }
     CHECK(pe_ring_peek(&ring) == NULL);
+    /* refilled after a drain: half full is said again, once */
+    for (i = 0, got = 0; i < 8; i++) {
+        s = pe_ring_claim(&ring);
+        if (s)
+            got += pe_ring_publish(&ring, s);
+    }
+    CHECKF(got == 1, "half full said %ld times on the second filling", got);
+    while ((s = pe_ring_peek(&ring)))
+        pe_ring_release(&ring, s);
+    got = 0;
 
     /* racing producers: every item arrives once, in order per producer */
     CHECK(pe_ring_init(&ring, 64) == 0);
