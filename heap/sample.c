@@ -135,18 +135,28 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
 }
 
 /* Inlined into its callers: each frame of ours is one more step for the
-   unwinder on every sample. */
+   unwinder on every sample.  unw_backtrace is called from this frame into
+   this buffer (pe_unwind_heap_begin: no frame of the wrapper, no copy);
+   pe_heap_trim drops our frames, the first of which is this one. */
+#define TAKE_FRAMES (PE_HEAP_MAX_FRAMES + 8)
 static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
 {
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES], lo = pe_tls.stack_lo;
-    int n, start;
+    uintptr_t pcs[TAKE_FRAMES], lo = pe_tls.stack_lo;
+    pe_unwind_bt_fn bt;
+    int n = 0, start;
 
     /* a small stack (pe_tls.stack_lo) near its end: the unwinder could run
        into the guard page (test/progs/p_host_smallstack) */
     if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
         return PE_HEAP_NO_STACK;
-    n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
+    if (PE_LIKELY((bt = pe_unwind_heap_begin()) != NULL)) {
+        n = bt((void **)pcs, TAKE_FRAMES);
+        if (PE_UNLIKELY(!pe_unwind_heap_end(pcs, n, TAKE_FRAMES)))
+            bt = NULL;
+    }
+    if (PE_UNLIKELY(!bt)) /* libunwind unusable now, or JIT frames */
+        n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
     if (n <= 0)
         return PE_HEAP_NO_STACK;
     start = pe_heap_trim(pcs, n);

@@ -652,6 +652,32 @@ out:
     return n;
 }
 
+/* (heap/sample.c's entry; see unwind.h) */
+PE_SIGSAFE pe_unwind_bt_fn
+pe_unwind_heap_begin(void)
+{
+    if (pe_tls.in_unwind || pe_tls.in_loader)
+        return NULL;
+    pe_tls.in_unwind = 1;
+    snap_pin_enter();
+    if (__atomic_load_n(&pe_unwind_dlclose_busy, __ATOMIC_SEQ_CST) == 0 && unw_usable())
+        return unw_bt;
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    return NULL;
+}
+
+PE_SIGSAFE int
+pe_unwind_heap_end(const uintptr_t *pcs, int n, int max)
+{
+    /* stopped in JIT code: pe_unwind_here walks it again */
+    int ok = !(n > 0 && n < max && jit_ok() && !in_object(pcs[n - 1]));
+
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    return ok;
+}
+
 void
 pe_unwind_objects_changed(void)
 {
