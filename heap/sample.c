@@ -20,7 +20,6 @@
  * else here takes a lock without a try or allocates; errno kept.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +82,27 @@ pe_heap_neg_log(double u)
     return neg_log(u);
 }
 
+/* 1/n!, n = 0..11: exp(-r) by its series, Horner's rule in -r (constants:
+   multiplications, no division). */
+static const double inv_fact[12] = {1.0,         1.0,          1.0 / 2,       1.0 / 6,
+                                    1.0 / 24,    1.0 / 120,    1.0 / 720,     1.0 / 5040,
+                                    1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800};
+
+/* exp(-x) for x in [0, 40]: x = k ln 2 + r with |r| <= ln 2 / 2, exp(-r) by
+   its series to r^11 (error below 1e-13), times 2^-k. */
+static inline double
+exp_neg(double x)
+{
+    int k = (int)(x * 1.4426950408889634 + 0.5);
+    double r = x - k * 0.6931471805599453, e = inv_fact[11], scale;
+    uint64_t bits = (uint64_t)(1023 - k) << 52;
+
+    for (int i = 10; i >= 0; i--)
+        e = e * -r + inv_fact[i];
+    memcpy(&scale, &bits, sizeof(scale));
+    return e * scale;
+}
+
 PE_SIGSAFE uint64_t
 pe_heap_weight_fx(uint64_t size, int64_t rate)
 {
@@ -94,11 +114,17 @@ pe_heap_weight_fx(uint64_t size, int64_t rate)
     if (x > 40.0)
         return PE_HEAP_CNT_ONE;
     /* p = 1 - exp(-x), accurate for small x: its series while x < 1/16 (the
-       usual case, no libm call; the error is below x^8/8!), else expm1. */
-    if (x < 0.0625)
-        p = x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7))))));
-    else
-        p = -expm1(-x);
+       usual case; the error is below x^8/8!), else 1 - exp_neg(x).  No libm
+       call: half the samples of a workload with big blocks came here, and
+       libm's code was cold by then. */
+    if (x < 0.0625) {
+        /* 1 - exp(-x) = x (1 - x/2! + x^2/3! - ... + x^6/7!) */
+        double q = inv_fact[7];
+        for (int i = 6; i >= 1; i--)
+            q = q * -x + inv_fact[i];
+        p = x * q;
+    } else
+        p = 1.0 - exp_neg(x);
     w = 1.0 / p;
     return (uint64_t)(w * PE_HEAP_CNT_ONE + 0.5);
 }

@@ -18,6 +18,7 @@ LIB=${BENCH_LIB:-$BUILD/libprofendpoints.so}
 B=$BUILD/test/bench_heap
 T=$(mktemp -d /tmp/pe_bench_heap_cg.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+# BENCH_CG_KEEP=DIR keeps the callgrind outputs (on, off) there
 command -v valgrind >/dev/null || { echo "bench_heap_cg: valgrind not installed"; exit 0; }
 mkdir -p "$BUILD/test"
 cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench/bench_heap.c || exit 1
@@ -30,6 +31,7 @@ cg() { # RATE OUT
 cg 0 "$T/off" &
 cg 524288 "$T/on"
 wait
+[ -n "${BENCH_CG_KEEP:-}" ] && mkdir -p "$BENCH_CG_KEEP" && cp "$T/on" "$T/off" "$BENCH_CG_KEEP/"
 
 # totals line: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
 tot() { grep '^summary:' "$1" | cut -d' ' -f2-; }
