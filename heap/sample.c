@@ -369,11 +369,11 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
     return p;
 }
 
-/* Forget a tagged block and return what the real free must be given. */
+/* Forget a tagged block and return what the real free must be given
+   (nothing here calls out, so errno stays as it was). */
 static void *
 untag(pe_heap_tag_t *t, void *p)
 {
-    int saved_errno = errno;
     void *base;
 
     pe_guard_enter();
@@ -382,7 +382,6 @@ untag(pe_heap_tag_t *t, void *p)
         pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
     base = pe_heap_tag_release(t);
     pe_guard_exit();
-    errno = saved_errno;
     return base;
 }
 
