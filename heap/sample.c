@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../sampler/unwind.h"
@@ -253,6 +254,13 @@ decide(size_t size, int64_t *rate_out)
         want = WANT_HEAP;
     if (t->guard)
         return 0; /* re-entered: the sample is skipped, the interval already redrawn */
+    /* Dormant (preload/init.h: the bind failed, say): nothing may sample, and
+       nobody could read it.  Its threads started since were never primed for
+       libunwind either: their samples walked frame pointers with a syscall
+       per stack page, ~2 us each (one every ~500 allocations: +6% on
+       bench_heap's workload). */
+    if (PE_UNLIKELY(!pe_init_active()))
+        return 0;
     if (recording) {
         __atomic_fetch_add(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_SEQ_CST)) {
