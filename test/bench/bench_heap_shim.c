@@ -55,7 +55,9 @@ draw(void)
     x ^= x << 25;
     x ^= x >> 27;
     rng = x;
-    return (uint64_t)(-log(((x * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53 + 0x1.0p-54) * 524288.0) + 1;
+    return (uint64_t)(-log(((x * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53 + 0x1.0p-54) *
+                      524288.0) +
+           1;
 }
 
 __attribute__((noinline)) static void *
