@@ -62,9 +62,8 @@ run() { # CONFIG MODE ARG
     shift
     case $c in
     base) "$B" "$@" ;;
-    ours) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/pf/%p PROFEP_LOG=warn "$B" "$@" ;;
-    ours_off) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/pf/%p PROFEP_LOG=warn \
-        PROFEP_HEAP_RATE=0 "$B" "$@" ;;
+    ours) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn "$B" "$@" ;;
+    ours_off) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0 "$B" "$@" ;;
     shim) LD_PRELOAD=$SHIM "$B" "$@" ;;
     shim_checks) LD_PRELOAD=$SHIMC "$B" "$@" ;;
     shim_unwind) LD_PRELOAD=$SHIMU "$B" "$@" ;;
@@ -73,15 +72,8 @@ run() { # CONFIG MODE ARG
     esac
 }
 
-# A process whose server did not start is dormant and samples nothing
-# (preload/init.h): its figures would not be ours.  Each of ours leaves a
-# port file; the runs without one are counted and said.
-mkdir -p "$T/pf"
-ours_runs=0
-count_ours() { case $1 in ours | ours_off) ours_runs=$((ours_runs + ${2:-1})) ;; esac; }
 for r in $(seq "$RUNS"); do
     for c in $configs; do
-        count_ours "$c" 2
         run "$c" mt "$OPS" | awk '{ print $2 }' >>"$T/$c.mt"
         run "$c" pair "$PAIRS" | awk '{ print $2 }' >>"$T/$c.pair"
     done
@@ -129,7 +121,6 @@ AB_REPS=${BENCH_AB_REPS:-3}
 abc="base shim shim_checks shim_unwind ours_off ours"
 for r in $(seq "$AB_REPS"); do
     for c in $abc; do
-        count_ours "$c"
         run "$c" ab 2000000 24 | awk '{ print $2 }' >>"$T/$c.ab"
     done
 done
@@ -150,13 +141,13 @@ awk -v a="$am" -v o="$om" -v u="$um" -v c="$cm" -v w="$wm" 'BEGIN {
 # One sample's own cost, in place (bench_heap cost: every call timed, the
 # sampled ones told by their tag; medians, so a loaded machine moves it little).
 for r in 1 2 3; do
-    count_ours ours
     run ours cost 2000000 | awk '/^cost_sample_ns/ { print $2, $4, $6 }' >>"$T/cost"
 done
 sort -g "$T/cost" | awk '{ v[NR] = $0 } END { split(v[int((NR + 1) / 2)], m, " ");
     printf "one heap sample in place (bench_heap cost, median of %d): %.0f ns beyond a plain malloc+free, %.2f%% of the threads CPU (%d samples)\n", NR, m[1], m[2], m[3] }'
-dormant=$((ours_runs - $(ls "$T/pf" | wc -l)))
-[ "$dormant" -gt 0 ] && echo "  NOTE: $dormant of $ours_runs runs of ours had no server (bind failed): dormant, so not sampling"
+# A process whose server did not start ("bind failed") is dormant and samples
+# nothing (preload/init.h): then no figure of ours above is sampling's.
+awk '$3 == 0 { d++ } END { if (d) printf "  NOTE: %d of %d cost runs of ours sampled nothing: dormant (no server)\n", d, NR }' "$T/cost"
 # A real program nobody here wrote, single-threaded and malloc-heavy: perl
 # building hashes of arrays (its own malloc calls glibc's).  ours_noserver runs
 # without our server thread (PROFEP_ADDR=off): a second thread ends glibc's
