@@ -36,7 +36,6 @@ typedef struct arec_slot_s {
     uint64_t count;
 } arec_slot_t;
 
-int pe_heap_allocs_on;
 int pe_heap_allocs_inflight;
 uint64_t pe_heap_allocs_threshold;
 static arec_slot_t *table;

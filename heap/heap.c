@@ -19,8 +19,6 @@
 #include "../preload/real.h"
 #include "heap_int.h"
 
-int64_t pe_heap_rate_bytes;
-int pe_heap_gen = PE_HEAP_GEN_BOOT;
 uint64_t pe_heap_dropped_live;
 
 static int available;

@@ -74,8 +74,6 @@ int64_t pe_heap_rate(void);
 
 /* ---- hook fast paths (heap/hooks.c) ------------------------------------------ */
 
-extern int pe_heap_allocs_on; /* an /allocs_profile recording is running */
-
 /*
  * Sampled blocks carry a tag (heap/tag.c): we allocate them ourselves with
  * room for a header in front, and the word just below the pointer we return
@@ -98,10 +96,16 @@ typedef struct pe_heap_hot_s {
        line of ours and no other */
     void *(*real_malloc)(size_t);
     void (*real_free)(void *);
+    /* what every slow path reads first (heap_int.h, allocs.c): on this line,
+       which the fast paths keep in the cache, rather than three cold ones */
+    int64_t rate_bytes; /* pe_heap_rate_bytes */
+    int gen;            /* pe_heap_gen */
+    int allocs_on;      /* pe_heap_allocs_on */
 } __attribute__((aligned(64))) pe_heap_hot_t;
 /* Read by every malloc and free, written a handful of times: a line of its
    own (the type's alignment pads it, so nothing written often shares it). */
 extern PE_HIDDEN pe_heap_hot_t pe_heap_hot;
+#define pe_heap_allocs_on (pe_heap_hot.allocs_on) /* an /allocs_profile recording is running */
 
 /*
  * 1 when the word below address a lies on the page before a's, which may be

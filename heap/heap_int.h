@@ -18,12 +18,12 @@
 
 /* ---- heap.c ------------------------------------------------------------------ */
 
-extern int64_t pe_heap_rate_bytes; /* 0 = heap sampling off */
+#define pe_heap_rate_bytes (pe_heap_hot.rate_bytes) /* 0 = heap sampling off */
 /* Generation of the sampling rate, bumped when it changes; each thread's
    pe_tls.heap_seeded_gen (0 in a new thread) says which one its countdown
    was drawn for.  PE_HEAP_GEN_BOOT: before pe_heap_init, nothing recorded. */
 #define PE_HEAP_GEN_BOOT 1
-extern int pe_heap_gen;
+#define pe_heap_gen (pe_heap_hot.gen)
 extern uint64_t pe_heap_dropped_live;
 
 /* mmap `bytes` of zeroed MAP_NORESERVE memory; NULL on failure. */

@@ -20,7 +20,6 @@
  * else here takes a lock without a try or allocates; errno kept.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../sampler/unwind.h"
@@ -83,6 +83,27 @@ pe_heap_neg_log(double u)
     return neg_log(u);
 }
 
+/* 1/n!, n = 0..11: exp(-r) by its series, Horner's rule in -r (constants:
+   multiplications, no division). */
+static const double inv_fact[12] = {1.0,         1.0,          1.0 / 2,       1.0 / 6,
+                                    1.0 / 24,    1.0 / 120,    1.0 / 720,     1.0 / 5040,
+                                    1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800};
+
+/* exp(-x) for x in [0, 40]: x = k ln 2 + r with |r| <= ln 2 / 2, exp(-r) by
+   its series to r^11 (error below 1e-13), times 2^-k. */
+static inline double
+exp_neg(double x)
+{
+    int k = (int)(x * 1.4426950408889634 + 0.5);
+    double r = x - k * 0.6931471805599453, e = inv_fact[11], scale;
+    uint64_t bits = (uint64_t)(1023 - k) << 52;
+
+    for (int i = 10; i >= 0; i--)
+        e = e * -r + inv_fact[i];
+    memcpy(&scale, &bits, sizeof(scale));
+    return e * scale;
+}
+
 PE_SIGSAFE uint64_t
 pe_heap_weight_fx(uint64_t size, int64_t rate)
 {
@@ -94,11 +115,17 @@ pe_heap_weight_fx(uint64_t size, int64_t rate)
     if (x > 40.0)
         return PE_HEAP_CNT_ONE;
     /* p = 1 - exp(-x), accurate for small x: its series while x < 1/16 (the
-       usual case, no libm call; the error is below x^8/8!), else expm1. */
-    if (x < 0.0625)
-        p = x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7))))));
-    else
-        p = -expm1(-x);
+       usual case; the error is below x^8/8!), else 1 - exp_neg(x).  No libm
+       call: half the samples of a workload with big blocks came here, and
+       libm's code was cold by then. */
+    if (x < 0.0625) {
+        /* 1 - exp(-x) = x (1 - x/2! + x^2/3! - ... + x^6/7!) */
+        double q = inv_fact[7];
+        for (int i = 6; i >= 1; i--)
+            q = q * -x + inv_fact[i];
+        p = x * q;
+    } else
+        p = 1.0 - exp_neg(x);
     w = 1.0 / p;
     return (uint64_t)(w * PE_HEAP_CNT_ONE + 0.5);
 }
@@ -135,18 +162,28 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
 }
 
 /* Inlined into its callers: each frame of ours is one more step for the
-   unwinder on every sample. */
+   unwinder on every sample.  unw_backtrace is called from this frame into
+   this buffer (pe_unwind_heap_begin: no frame of the wrapper, no copy);
+   pe_heap_trim drops our frames, the first of which is this one. */
+#define TAKE_FRAMES (PE_HEAP_MAX_FRAMES + 8)
 static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
 {
-    uintptr_t pcs[PE_HEAP_MAX_FRAMES], lo = pe_tls.stack_lo;
-    int n, start;
+    uintptr_t pcs[TAKE_FRAMES], lo = pe_tls.stack_lo;
+    pe_unwind_bt_fn bt;
+    int n = 0, start;
 
     /* a small stack (pe_tls.stack_lo) near its end: the unwinder could run
        into the guard page (test/progs/p_host_smallstack) */
     if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
         return PE_HEAP_NO_STACK;
-    n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
+    if (PE_LIKELY((bt = pe_unwind_heap_begin()) != NULL)) {
+        n = bt((void **)pcs, TAKE_FRAMES);
+        if (PE_UNLIKELY(!pe_unwind_heap_end(pcs, n, TAKE_FRAMES)))
+            bt = NULL;
+    }
+    if (PE_UNLIKELY(!bt)) /* libunwind unusable now, or JIT frames */
+        n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
     if (n <= 0)
         return PE_HEAP_NO_STACK;
     start = pe_heap_trim(pcs, n);
@@ -217,6 +254,13 @@ decide(size_t size, int64_t *rate_out)
         want = WANT_HEAP;
     if (t->guard)
         return 0; /* re-entered: the sample is skipped, the interval already redrawn */
+    /* Dormant (preload/init.h: the bind failed, say): nothing may sample, and
+       nobody could read it.  Its threads started since were never primed for
+       libunwind either: their samples walked frame pointers with a syscall
+       per stack page, ~2 us each (one every ~500 allocations: +6% on
+       bench_heap's workload). */
+    if (PE_UNLIKELY(!pe_init_active()))
+        return 0;
     if (recording) {
         __atomic_fetch_add(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pe_heap_allocs_on, __ATOMIC_SEQ_CST)) {
@@ -333,11 +377,11 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
     return p;
 }
 
-/* Forget a tagged block and return what the real free must be given. */
+/* Forget a tagged block and return what the real free must be given
+   (nothing here calls out, so errno stays as it was). */
 static void *
 untag(pe_heap_tag_t *t, void *p)
 {
-    int saved_errno = errno;
     void *base;
 
     pe_guard_enter();
@@ -346,7 +390,6 @@ untag(pe_heap_tag_t *t, void *p)
         pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
     base = pe_heap_tag_release(t);
     pe_guard_exit();
-    errno = saved_errno;
     return base;
 }
 

@@ -192,7 +192,9 @@ resolve_free(void *p)
     pe_real.free(p);
 }
 
-pe_heap_hot_t pe_heap_hot = {.real_malloc = resolve_malloc, .real_free = resolve_free};
+pe_heap_hot_t pe_heap_hot = {
+    .real_malloc = resolve_malloc, .real_free = resolve_free, .gen = PE_HEAP_GEN_BOOT};
+_Static_assert(sizeof(pe_heap_hot_t) == 64, "the hot line is one line");
 
 void *
 pe_heap_pool_alloc(size_t size, size_t align)

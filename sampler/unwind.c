@@ -706,6 +706,44 @@ out:
     return n;
 }
 
+/* (heap/sample.c's entry; see unwind.h) */
+PE_SIGSAFE pe_unwind_bt_fn
+pe_unwind_heap_begin(void)
+{
+    if (pe_tls.in_unwind || pe_tls.in_loader)
+        return NULL;
+    pe_tls.in_unwind = 1;
+    snap_pin_enter();
+    if (__atomic_load_n(&pe_unwind_dlclose_busy, __ATOMIC_SEQ_CST) == 0 && unw_usable())
+        return unw_bt;
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    return NULL;
+}
+
+/* The outermost frame of this thread's last heap walk, found in an object:
+   the next walk ending there is not asked again (a malloc-heavy thread
+   samples every few microseconds, and the snapshot's lines are cold).  Were
+   that object unloaded and JIT code mapped at the same address, stacks
+   through it would only end there, as without the JIT walk. */
+static PE_TLS uintptr_t heap_last_outer;
+
+PE_SIGSAFE int
+pe_unwind_heap_end(const uintptr_t *pcs, int n, int max)
+{
+    int ok = 1;
+
+    /* stopped in JIT code: pe_unwind_here walks it again */
+    if (n > 0 && n < max && pcs[n - 1] != heap_last_outer && jit_ok()) {
+        ok = in_object(pcs[n - 1]);
+        if (ok)
+            heap_last_outer = pcs[n - 1];
+    }
+    snap_pin_exit();
+    pe_tls.in_unwind = 0;
+    return ok;
+}
+
 void
 pe_unwind_objects_changed(void)
 {

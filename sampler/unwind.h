@@ -47,6 +47,20 @@ extern PE_TLS int pe_unwind_cut;
  */
 PE_SIGSAFE int pe_unwind_here(uintptr_t *pcs, int max, int skip);
 
+/*
+ * The heap sampler's cheaper pe_unwind_here (heap/sample.c: a sample per
+ * ~500 allocations, where a frame and a copy count): begin makes the same
+ * checks and pins the same snapshot, then returns libunwind's unw_backtrace
+ * for the caller to call from its own frame straight into its buffer (so
+ * pcs[0] is in the caller; it trims its own frames), and end unpins; end
+ * returns 0 when the walk stopped in JIT code (pe_unwind_here walks such
+ * stacks again).  begin returns NULL, with nothing pinned, when libunwind is
+ * not usable now: use pe_unwind_here.  Nothing between them may unwind.
+ */
+typedef int (*pe_unwind_bt_fn)(void **, int);
+PE_SIGSAFE pe_unwind_bt_fn pe_unwind_heap_begin(void);
+PE_SIGSAFE int pe_unwind_heap_end(const uintptr_t *pcs, int n, int max);
+
 /* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
 extern int pe_unwind_dlclose_busy;    /* > 0 while any thread is inside dlclose */

@@ -7,6 +7,10 @@
 #   shim_checks the same plus the per-call least of any byte-sampling interposer
 #               that knows its blocks at free (a TLS countdown in malloc, a
 #               sign test in free; test/bench/bench_heap_shim.c -DSHIM_CHECKS)
+#   shim_unwind shim_checks plus what any sampler that unwinds with libunwind
+#               pays at its sample points (same 512 KiB mean: the draw and one
+#               unw_backtrace, nothing recorded; -DSHIM_UNWIND): the floor of
+#               sampling itself
 #   jemalloc    Debian's libjemalloc2 with MALLOC_CONF=prof:true,lg_prof_sample:19
 #               (sampled profiling at the same 512 KiB mean), and without (jemalloc_noprof)
 # Workloads (test/bench/bench_heap.c): "mt" 2 threads x OPS random free+malloc pairs
@@ -25,6 +29,7 @@ LIB=$BUILD/libprofendpoints.so
 B=$BUILD/test/bench_heap
 SHIM=$BUILD/test/libbench_heap_shim.so
 SHIMC=$BUILD/test/libbench_heap_shim_checks.so
+SHIMU=$BUILD/test/libbench_heap_shim_unwind.so
 JE=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
 T=$(mktemp -d /tmp/pe_bench_heap.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -33,9 +38,10 @@ mkdir -p "$BUILD/test"
 cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B" test/bench/bench_heap.c || exit 1
 cc -O2 -shared -fPIC -o "$SHIM" test/bench/bench_heap_shim.c || exit 1
 cc -O2 -shared -fPIC -DSHIM_CHECKS -o "$SHIMC" test/bench/bench_heap_shim.c || exit 1
+cc -O2 -shared -fPIC -DSHIM_UNWIND -o "$SHIMU" test/bench/bench_heap_shim.c -ldl -lm || exit 1
 [ -f "$LIB" ] || { echo "bench_heap: $LIB not built"; exit 1; }
 
-configs="base ours ours_off shim shim_checks"
+configs="base ours ours_off shim shim_checks shim_unwind"
 je_note=
 if [ -n "$JE" ]; then
     # Built with --enable-prof?  Then config.prof is true and prof:true is accepted.
@@ -60,6 +66,7 @@ run() { # CONFIG MODE ARG
     ours_off) LD_PRELOAD=$LIB PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0 "$B" "$@" ;;
     shim) LD_PRELOAD=$SHIM "$B" "$@" ;;
     shim_checks) LD_PRELOAD=$SHIMC "$B" "$@" ;;
+    shim_unwind) LD_PRELOAD=$SHIMU "$B" "$@" ;;
     jemalloc) LD_PRELOAD=$JE MALLOC_CONF=prof:true,lg_prof_sample:19 "$B" "$@" ;;
     jemalloc_noprof) LD_PRELOAD=$JE "$B" "$@" ;;
     esac
@@ -105,11 +112,42 @@ awk -v a="$umt" -v b="$omt" -v am="$umtmed" -v bm="$omtmed" \
     'BEGIN { printf "ours vs ours_off (mt), the cost of sampling: %+.1f%% [medians %+.1f%%]\n", (a / b - 1) * 100, (am / bm - 1) * 100 }'
 # In one process, no process-to-process noise: the mt workload in rounds that
 # alternate glibc's own __libc_malloc/__libc_free with malloc/free as linked
-# (bench_heap ab).  1.00 without a preload; the ratio is the interposer's cost.
-echo "in-process A/B (bench_heap ab: linked malloc/free vs glibc's own, per-round thread CPU ratio, median [min] of 24 rounds):"
-for c in base shim shim_checks ours_off ours; do
-    printf '  %-12s %s\n' "$c" "$(run "$c" ab 2000000 24 | awk '{ printf "%.3f [%.3f]", $2, $4 }')"
+# (bench_heap ab).  1.00 without a preload (base: the A/A noise floor); the
+# ratio is the interposer's cost.  The configurations alternate, AB_REPS
+# processes each; per configuration the median of the processes' medians and
+# their spread (min..max).  Sampling itself is ours over ours_off; its floor
+# (any libunwind sampler at this rate) shim_unwind over shim_checks.
+AB_REPS=${BENCH_AB_REPS:-3}
+abc="base shim shim_checks shim_unwind ours_off ours"
+for r in $(seq "$AB_REPS"); do
+    for c in $abc; do
+        run "$c" ab 2000000 24 | awk '{ print $2 }' >>"$T/$c.ab"
+    done
 done
+abstat() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%.4f %.4f %.4f", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+echo "in-process A/B (bench_heap ab: linked malloc/free vs glibc's own, per-round thread CPU ratio; median of 24 rounds, median [min..max] of $AB_REPS processes):"
+for c in $abc; do
+    read -r m lo hi <<<"$(abstat "$T/$c.ab")"
+    printf '  %-12s %.3f [%.3f..%.3f]\n' "$c" "$m" "$lo" "$hi"
+done
+read -r am _ <<<"$(abstat "$T/base.ab")"
+read -r om _ <<<"$(abstat "$T/ours_off.ab")"
+read -r um _ <<<"$(abstat "$T/ours.ab")"
+read -r cm _ <<<"$(abstat "$T/shim_checks.ab")"
+read -r wm _ <<<"$(abstat "$T/shim_unwind.ab")"
+awk -v a="$am" -v o="$om" -v u="$um" -v c="$cm" -v w="$wm" 'BEGIN {
+    printf "  sampling itself, ours / ours_off: %+.1f%%; its floor, shim_unwind / shim_checks: %+.1f%%; A/A floor (base): %+.1f%%\n",
+        (u / o - 1) * 100, (w / c - 1) * 100, (a - 1) * 100 }'
+# One sample's own cost, in place (bench_heap cost: every call timed, the
+# sampled ones told by their tag; medians, so a loaded machine moves it little).
+for r in 1 2 3; do
+    run ours cost 2000000 | awk '/^cost_sample_ns/ { print $2, $4, $6 }' >>"$T/cost"
+done
+sort -g "$T/cost" | awk '{ v[NR] = $0 } END { split(v[int((NR + 1) / 2)], m, " ");
+    printf "one heap sample in place (bench_heap cost, median of %d): %.0f ns beyond a plain malloc+free, %.2f%% of the threads CPU (%d samples)\n", NR, m[1], m[2], m[3] }'
+# A process whose server did not start ("bind failed") is dormant and samples
+# nothing (preload/init.h): then no figure of ours above is sampling's.
+awk '$3 == 0 { d++ } END { if (d) printf "  NOTE: %d of %d cost runs of ours sampled nothing: dormant (no server)\n", d, NR }' "$T/cost"
 # A real program nobody here wrote, single-threaded and malloc-heavy: perl
 # building hashes of arrays (its own malloc calls glibc's).  ours_noserver runs
 # without our server thread (PROFEP_ADDR=off): a second thread ends glibc's

@@ -15,6 +15,18 @@
  *                          linked/glibc ("ab_ratio_median X ab_ratio_min Y").
  *                          Without a preload it is 1 within the noise: a
  *                          comparison free of process-to-process variation.
+ *   bench_heap cost [OPS]  the mt workload with every malloc and free timed
+ *                          (rdtsc): a block whose word below is negative is
+ *                          one of ours, i.e. a heap sample (blocks here are
+ *                          under 1 MiB), so the calls that sampled and the
+ *                          frees of sampled blocks are told apart from the
+ *                          others.  Prints per size class (under 4 KiB, 4 KiB
+ *                          and up) the median cycles of sampled and plain
+ *                          calls, and the extra of a sample (malloc + free,
+ *                          medians: a load that preempts a few calls moves
+ *                          none), in ns, and times the samples as a share of
+ *                          the same workload's CPU time run again untimed
+ *                          ("cost_sample_ns X share_pct Y samples N").
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -70,6 +82,131 @@ worker(void *arg)
     for (int j = 0; j < 4096; j++)
         free(slots[j]);
     return NULL;
+}
+
+/* ---- the cost of one sample, in place ------------------------------------------------ */
+
+#define CBINS 4096 /* histogram of cycles, 4 per bin, up to 16k cycles */
+typedef struct {
+    uint32_t h[2][2][2][CBINS]; /* [malloc/free][small/big][plain/sampled][cycles / 4] */
+    double cpu;
+    long samples;
+} cost_t;
+static cost_t cost[2];
+
+static inline uint64_t
+tsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi) : : "rcx", "memory");
+    return (uint64_t)hi << 32 | lo;
+}
+
+static inline void
+cost_add(uint32_t *h, uint64_t d)
+{
+    h[d / 4 < CBINS ? d / 4 : CBINS - 1]++;
+}
+
+static inline int
+ours(const void *p)
+{
+    return p && ((uintptr_t)p & 4088) && *(const intptr_t *)((uintptr_t)p - 8) < 0;
+}
+
+static void *
+cost_worker(void *arg)
+{
+    static __thread void *slots[4096];
+    static __thread size_t sizes[4096];
+    int me = (int)(uintptr_t)arg;
+    cost_t *c = &cost[me];
+    uint64_t x = 88172645463325252ull ^ (uint64_t)(me + 1);
+    double t0 = clk(CLOCK_THREAD_CPUTIME_ID);
+
+    for (long i = 0; i < ops; i++) {
+        int j, s;
+        size_t n = next_step(&x, &j);
+        void *old = slots[j];
+        uint64_t a, b;
+
+        s = ours(old);
+        a = tsc();
+        free(old);
+        b = tsc();
+        if (old)
+            cost_add(c->h[1][sizes[j] >= 4096][s], b - a);
+        a = tsc();
+        slots[j] = work_alloc(n);
+        b = tsc();
+        s = ours(slots[j]);
+        c->samples += s;
+        cost_add(c->h[0][n >= 4096][s], b - a);
+        sizes[j] = n;
+        *(volatile char *)slots[j] = 1;
+    }
+    c->cpu = clk(CLOCK_THREAD_CPUTIME_ID) - t0;
+    for (int j = 0; j < 4096; j++)
+        free(slots[j]);
+    return NULL;
+}
+
+/* Median (cycles) of the two threads' histograms h[k][z][s]. */
+static double
+cost_median(int k, int z, int s, long *count)
+{
+    long n = 0, m = 0;
+
+    for (int b = 0; b < CBINS; b++)
+        n += cost[0].h[k][z][s][b] + cost[1].h[k][z][s][b];
+    *count = n;
+    for (int b = 0; b < CBINS; b++) {
+        m += cost[0].h[k][z][s][b] + cost[1].h[k][z][s][b];
+        if (n && 2 * m >= n)
+            return b * 4 + 2;
+    }
+    return 0;
+}
+
+static int
+run_cost(void)
+{
+    pthread_t t[2];
+    double w0 = clk(CLOCK_MONOTONIC), w1, ghz, extra = 0;
+    uint64_t c0 = tsc(), c1;
+    long n[2][2][2], samples = cost[0].samples;
+
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, cost_worker, (void *)(uintptr_t)i);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    c1 = tsc();
+    w1 = clk(CLOCK_MONOTONIC);
+    ghz = (double)(c1 - c0) / ((w1 - w0) * 1e9);
+    samples = cost[0].samples + cost[1].samples;
+    for (int z = 0; z < 2; z++) {
+        double m[2][2];
+        for (int k = 0; k < 2; k++)
+            for (int s = 0; s < 2; s++)
+                m[k][s] = cost_median(k, z, s, &n[k][z][s]);
+        printf("%-6s malloc plain %6.0f sampled %6.0f (%ld), free plain %6.0f sampled %6.0f (%ld) "
+               "cycles\n",
+               z ? "4K+" : "<4K", m[0][0], m[0][1], n[0][z][1], m[1][0], m[1][1], n[1][z][1]);
+        if (n[0][z][1])
+            extra += (m[0][1] - m[0][0] + m[1][1] - m[1][0]) * n[0][z][1];
+    }
+    extra = samples ? extra / samples / ghz : 0;
+    /* The share is of the same workload untimed (the timing costs more than
+       the calls): the plain run's process CPU. */
+    w0 = clk(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    w1 = clk(CLOCK_PROCESS_CPUTIME_ID) - w0;
+    printf("cost_sample_ns %.1f share_pct %.3f samples %ld (tsc %.2f GHz, untimed run %.3f s)\n",
+           extra, extra * 1e-9 * samples / w1 * 100, samples, ghz, w1);
+    return 0;
 }
 
 /* ---- in-process A/B ------------------------------------------------------------ */
@@ -168,6 +305,11 @@ main(int argc, char **argv)
         t1 = clk(CLOCK_THREAD_CPUTIME_ID);
         printf("ns_per_pair %.3f\n", (t1 - t0) * 1e9 / n);
         return 0;
+    }
+    if (!strcmp(mode, "cost")) {
+        if (argc > 2)
+            ops = atol(argv[2]);
+        return run_cost();
     }
     if (!strcmp(mode, "ab")) {
         if (argc > 2)

@@ -13,7 +13,9 @@
 #include <time.h>
 
 #include "../../heap/heap_int.h"
+#include "../../preload/init.h"
 #include "../../preload/rand.h"
+#include "../../preload/real.h"
 #include "pe_test.h"
 
 #define R 524288
@@ -417,6 +419,43 @@ test_allocs(void)
     free(v);
 }
 
+/*
+ * A dormant process (preload/init.h: its bind failed, say) samples nothing:
+ * nobody could read the profile, and its threads started since are not
+ * primed for libunwind, so each sample cost microseconds of frame-pointer
+ * walking with a syscall per page.  Every allocation is a sample point here
+ * (rate 1 byte): tagged while active, plain once dormant.
+ */
+static void
+test_dormant(void)
+{
+    pe_heap_tag_t *t;
+    void *p;
+
+    pe_real_init();
+    pe_heap_tag_key_init();
+    pe_heap_hot.page_start_ok = !pe_real_foreign_malloc;
+    __atomic_store_n(&pe_heap_rate_bytes, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 7, __ATOMIC_RELEASE);
+    pe_init_set_active();
+    /* as the malloc hook: the countdown, then the slow path */
+    for (int i = 0; i < 3; i++) {
+        CHECK(pe_heap_countdown(100));
+        p = pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, 100);
+        CHECK(p && (t = pe_heap_tag_of(p)) && t->cnt_fx > 0 && t->size == 100);
+        pe_heap_free_slow(p);
+    }
+    pe_init_go_dormant();
+    for (int i = 0; i < 3; i++) {
+        CHECK(pe_heap_countdown(100));
+        p = pe_heap_alloc_slow(PE_HEAP_MALLOC, 16, 100);
+        CHECK(p && !pe_heap_tag_of(p));
+        pe_real.free(p);
+    }
+    __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 8, __ATOMIC_RELEASE);
+}
+
 int
 main(void)
 {
@@ -433,5 +472,6 @@ main(void)
     if (!getenv("PE_UNDER_DRD"))
         test_live_threads();
     test_allocs();
+    test_dormant();
     return pe_test_done();
 }
