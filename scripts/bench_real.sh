@@ -15,7 +15,7 @@
 #      libprofiler.so at 100 Hz (CPUPROFILE_FREQUENCY=100);
 #   3. a fork+exec storm: bash running /bin/true 1000 times, every process
 #      loading the library (LD_PRELOAD inherited), wall and CPU.
-# The programs wait on a FIFO until the profiler runs, so the profile covers
+# The programs wait for their stdin until the profiler runs, so the profile covers
 # all of the work.  The load average is printed with each group: the machine
 # may be shared, and only differences beyond the A/A floor mean anything.
 # Usage: scripts/bench_real.sh BUILD   (BENCH_REAL_ROUNDS, default 5)
@@ -113,10 +113,10 @@ fi
 # ---- 2. python3 and gzip at 100 Hz -----------------------------------------
 cat >$T/work.py <<'PYEOF'
 import sys
-open(sys.argv[1]).read()  # wait until the profiler runs
+sys.stdin.read()  # wait until the profiler runs
 words = ["w%d" % (i * 7919 % 100003) for i in range(20000)]
 t = 0
-for r in range(int(sys.argv[2])):
+for r in range(int(sys.argv[1])):
     d = {}
     for i, w in enumerate(words):
         d[w + str(r)] = [i, w.upper(), {"k": i * r}]
@@ -138,24 +138,28 @@ PYEOF
 for _ in $(seq 25); do cat "$T/chunk"; done >"$T/data"
 rm -f "$T/chunk"
 
-prog_run() { # CONFIG FEED CMD...: "wall cpu" of CMD, which reads the FIFO $T/go (FEED writes it)
+prog_run() { # CONFIG FEED CMD...: "wall cpu" of CMD, whose stdin FEED writes once the profiler runs
     local c=$1 feed=$2 pf=$T/port.$RANDOM sub t0 t1
     shift 2
     rm -f "$T/go" "$T/times"
     mkfifo "$T/go"
+    # Held open read-write here, the FIFO opens at once for CMD (whose
+    # library then starts) and reaches EOF when this shell closes fd 4.
+    exec 4<>"$T/go"
     # `times` in a subshell that ran only CMD: CMD's own user and sys CPU
     # (taskset and env exec it: one process; only CMD loads a preload).
     case $c in
-    none | none2) ( taskset -c $CORE_S "$@" >/dev/null 2>&1; times >"$T/times" ) & ;;
+    none | none2) ( taskset -c $CORE_S "$@" <"$T/go" >/dev/null 2>&1; times >"$T/times" ) 4>&- 2>/dev/null & ;;
     ours) ( taskset -c $CORE_S env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$pf PROFEP_LOG=warn \
-        LD_PRELOAD=$LIB "$@" >/dev/null 2>&1; times >"$T/times" ) & ;;
+        LD_PRELOAD=$LIB "$@" <"$T/go" >/dev/null 2>&1; times >"$T/times" ) 4>&- 2>/dev/null & ;;
     gperf) ( taskset -c $CORE_S env CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=100 \
-        LD_PRELOAD=$GPERF "$@" >/dev/null 2>&1; times >"$T/times" ) & ;;
+        LD_PRELOAD=$GPERF "$@" <"$T/go" >/dev/null 2>&1; times >"$T/times" ) 4>&- 2>/dev/null & ;;
     esac
     sub=$!
     [ "$c" = ours ] && curl -s -o /dev/null --max-time 10 "http://$(waitport $pf)/profile_start?delay=0.01"
     t0=$(date +%s%N)
-    $feed >"$T/go"
+    $feed >&4
+    exec 4>&-
     wait $sub
     t1=$(date +%s%N)
     tail -1 "$T/times" | awk -v w=$(((t1 - t0) / 1000000)) '{
@@ -181,10 +185,10 @@ prog_group() { # NAME FEED CMD...
 }
 echo
 echo "== python3 (dicts, strings, sort; CPU-bound) at 100 Hz, process CPU, $ROUNDS alternating rounds; $(load)"
-prog_group python feed_go $PY "$T/work.py" "$T/go" ${BENCH_REAL_PY_ROUNDS:-40}
+prog_group python feed_go $PY "$T/work.py" ${BENCH_REAL_PY_ROUNDS:-80}
 echo
 echo "== gzip -1 of $(($(stat -c %s "$T/data") / 1000000)) MB of text at 100 Hz, process CPU, $ROUNDS alternating rounds; $(load)"
-prog_group gzip feed_data gzip -1 -c "$T/go"
+prog_group gzip feed_data gzip -1 -c
 
 # ---- 3. fork+exec storm -----------------------------------------------------
 echo
