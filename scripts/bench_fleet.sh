@@ -36,7 +36,7 @@ B=$T/bench_cpu
 ${CC:-cc} -std=gnu11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -I. -I$BUILD/gen -o $B \
     test/bench/bench_cpu.c $BUILD/libpe_core.a -lz -l:libprotobuf-nanopb.a -lcivetweb -ldl -lpthread -lm ||
     { echo "bench_fleet: build failed"; exit 1; }
-ITERS=${BENCH_FLEET_ITERS:-8000000000}
+ITERS=${BENCH_FLEET_ITERS:-5000000000}
 ROUNDS=${BENCH_FLEET_ROUNDS:-3}
 NCPU=$(nproc)
 CORE_S=0 CORE_C=$((NCPU > 1 ? 1 : 0))
@@ -155,11 +155,23 @@ done
 echo "  ($(load))"
 
 # ---- 2. redis ---------------------------------------------------------------
+redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECONDS
+    local port=$((20000 + RANDOM % 20000)) pid rps
+    taskset -c $CORE_S redis-server --port $port --save "" --appendonly no --daemonize no >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.05; done
+    rps=$(taskset -c $CORE_C redis-benchmark -p $port -t set,get -n 20000 -c 50 -q 2>/dev/null | tr '\r' '\n' |
+        awk 'match($0, /[0-9.]+ requests per second/) { s += substr($0, RSTART, RLENGTH) + 0; n++ }
+             END { printf "%.0f", n ? s / n : 10000 }')
+    kill $pid; wait $pid 2>/dev/null
+    echo $((rps * $1 / 2 / 1000 * 1000 + 1000))
+}
 echo
 if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
     echo "== always-on, redis: redis-server/redis-benchmark not installed (scripts/deps.sh server)"
 else
-    RN=${BENCH_FLEET_REDIS_N:-300000}
+    # Requests for ~12 s a run at the speed of this machine now (load varies).
+    RN=${BENCH_FLEET_REDIS_N:-$(redis_calibrate 12)}
     echo "== always-on: redis-server (core $CORE_S) under redis-benchmark (core $CORE_C; SET,GET x$RN, 50 clients)," \
         "$ROUNDS alternating rounds; $(load)"
     redis_round() { # CONFIG -> "requests/s server-cpu-us-per-request"
@@ -201,7 +213,7 @@ fi
 
 # ---- 3. the parts -----------------------------------------------------------
 echo
-echo "== where the always-on cost goes: CPU of our threads per request (busy workload, medians of 3 x 5 requests); $(load)"
+echo "== where the always-on cost goes: CPU of our threads per request (busy workload, medians of 3 x 5 requests, 3 x 1 profile); $(load)"
 start idle $B work 0 $((ITERS * 100))
 if [ -z "$ADDR" ]; then
     echo "  library did not start"
@@ -211,11 +223,13 @@ else
     sum15=0
     for p in $PATHS "profile?seconds=2"; do
         : >$T/per
+        k=5
+        case $p in profile*) k=1 ;; esac
         for _ in 1 2 3; do
             c_a=$(ours); t0=$(date +%s%N)
-            for _ in 1 2 3 4 5; do curl -s -o /dev/null --max-time 30 "http://$ADDR/debug/pprof/$p"; done
+            for _ in $(seq $k); do curl -s -o /dev/null --max-time 30 "http://$ADDR/debug/pprof/$p"; done
             c_b=$(ours); t1=$(date +%s%N)
-            awk -v d=$((c_b - c_a)) -v w=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.3f %.1f\n", d / 1e6 / 5, w / 5 / 1000 }' >>$T/per
+            awk -v d=$((c_b - c_a)) -v k=$k -v w=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.3f %.1f\n", d / 1e6 / k, w / k / 1000 }' >>$T/per
         done
         ms=$(cut -d' ' -f1 $T/per | sort -g | sed -n 2p)
         wall=$(cut -d' ' -f2 $T/per | sort -g | sed -n 2p)
@@ -228,7 +242,7 @@ else
         esac
     done
     awk -v s=$sum15 'BEGIN { printf "  all 15 s paths together: %.2f ms per round, %.4f%% of a core\n", s, s / 15000 * 100 }'
-    echo "  (CPU of our threads from /proc/PID/task/*/schedstat; the median of three groups of five requests)"
+    echo "  (CPU of our threads from /proc/PID/task/*/schedstat; the median of three groups)"
     kill $PID 2>/dev/null
     wait $PID 2>/dev/null
     PID=''

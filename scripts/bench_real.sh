@@ -69,7 +69,17 @@ waitport() { # PORTFILE: prints host:port once written (5 s at most)
 }
 
 # ---- 1. redis ---------------------------------------------------------------
-REDIS_N=${BENCH_REAL_REDIS_N:-100000}
+redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECONDS at today's speed
+    local port=$((20000 + RANDOM % 20000)) pid rps
+    taskset -c $CORE_S redis-server --port $port --save "" --appendonly no --daemonize no >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.05; done
+    rps=$(taskset -c $CORE_C redis-benchmark -p $port -t set,get -n 20000 -c 50 -q 2>/dev/null | tr '\r' '\n' |
+        awk 'match($0, /[0-9.]+ requests per second/) { s += substr($0, RSTART, RLENGTH) + 0; n++ }
+             END { printf "%.0f", n ? s / n : 10000 }')
+    kill $pid; wait $pid 2>/dev/null
+    echo $((rps * $1 / 2 / 1000 * 1000 + 1000))
+}
 redis_round() { # CONFIG -> requests/s (mean of SET and GET)
     local c=$1 pf=$T/port.$RANDOM port=$((20000 + RANDOM % 20000)) addr=
     local args=(--port "$port" --save "" --appendonly no --daemonize no)
@@ -99,6 +109,7 @@ redis_round() { # CONFIG -> requests/s (mean of SET and GET)
     PID=
 }
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+    REDIS_N=${BENCH_REAL_REDIS_N:-$(redis_calibrate 6)}
     echo "== redis-server (core $CORE_S) under redis-benchmark (core $CORE_C; SET,GET x$REDIS_N, 50 clients):" \
         "requests/s, $ROUNDS alternating rounds; $(load)"
     for r in $(seq "$ROUNDS"); do
