@@ -18,7 +18,8 @@
 # The programs wait for their stdin until the profiler runs, so the profile covers
 # all of the work.  The load average is printed with each group: the machine
 # may be shared, and only differences beyond the A/A floor mean anything.
-# Usage: scripts/bench_real.sh BUILD   (BENCH_REAL_ROUNDS, default 5)
+# Usage: scripts/bench_real.sh BUILD   (BENCH_REAL_ROUNDS, default 5; smaller runs on a busy
+# machine: BENCH_REAL_PY_ROUNDS, default 80, BENCH_REAL_GZIP_CHUNKS of 8 MB, default 25)
 set -u
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
@@ -146,7 +147,7 @@ with open(sys.argv[1], "w") as f:
     while f.tell() < 8000000:
         f.write(" ".join(random.choice(words) for _ in range(12)) + " %d\n" % random.randint(0, 1 << 30))
 PYEOF
-for _ in $(seq 25); do cat "$T/chunk"; done >"$T/data"
+for _ in $(seq "${BENCH_REAL_GZIP_CHUNKS:-25}"); do cat "$T/chunk"; done >"$T/data"
 rm -f "$T/chunk"
 
 prog_run() { # CONFIG FEED CMD...: "wall cpu" of CMD, whose stdin FEED writes once the profiler runs
