@@ -151,7 +151,7 @@ for _ in $(seq "${BENCH_REAL_GZIP_CHUNKS:-25}"); do cat "$T/chunk"; done >"$T/da
 rm -f "$T/chunk"
 
 prog_run() { # CONFIG FEED CMD...: "wall cpu" of CMD, whose stdin FEED writes once the profiler runs
-    local c=$1 feed=$2 pf=$T/port.$RANDOM sub t0 t1
+    local c=$1 feed=$2 pf=$T/port.$RANDOM sub t0 t1 kid
     shift 2
     rm -f "$T/go" "$T/times"
     mkfifo "$T/go"
@@ -168,6 +168,13 @@ prog_run() { # CONFIG FEED CMD...: "wall cpu" of CMD, whose stdin FEED writes on
         LD_PRELOAD=$GPERF "$@" <"$T/go" >/dev/null 2>&1; times >"$T/times" ) 4>&- 2>/dev/null & ;;
     esac
     sub=$!
+    # Close fd 4 only once CMD holds the FIFO open: closed before, the
+    # FIFO would have no writer and CMD's open would wait forever.
+    for _ in $(seq 1000); do
+        kid=$(cat /proc/$sub/task/$sub/children 2>/dev/null)
+        [ -n "$kid" ] && [ "$(readlink /proc/${kid%% *}/fd/0 2>/dev/null)" = "$T/go" ] && break
+        sleep 0.01
+    done
     [ "$c" = ours ] && curl -s -o /dev/null --max-time 10 "http://$(waitport $pf)/profile_start?delay=0.01"
     t0=$(date +%s%N)
     $feed >&4
