@@ -3,6 +3,11 @@
  * sink, through one 32 KiB output buffer, so a profile of any size is
  * compressed without being held in memory.  zlib allocates its ~256 KiB state
  * with malloc; we only run on the library's own threads, where that is fine.
+ * One state is kept for the next stream instead of freed: freeing ~300 KiB
+ * at the top of a thread's arena made glibc trim it (madvise), which flushes
+ * the TLB of every CPU the program runs on, an interrupt to each of its
+ * threads on every scrape, and the next stream faulted the pages back in
+ * (most of a small profile's cost, measured by scripts/bench_fleet.sh).
  *
  * Signal-safe: no.
  */
@@ -73,6 +78,21 @@ gz_write(pe_sink_t *sink, const void *buf, size_t len)
     return 0;
 }
 
+/* The kept state: owned by whoever set spare_busy (a stream, or nobody). */
+static int spare_busy;
+static z_stream *spare_zs;
+static unsigned char *spare_buf;
+static int spare_level;
+
+static void
+gz_free(z_stream *zs, unsigned char *buf)
+{
+    if (zs)
+        deflateEnd(zs);
+    free(zs);
+    free(buf);
+}
+
 int
 pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level)
 {
@@ -82,9 +102,21 @@ pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level)
     memset(gz, 0, sizeof(*gz));
     gz->sink.write = gz_write;
     gz->out = out;
+    gz->level = level;
     if (level < Z_DEFAULT_COMPRESSION || level > Z_BEST_COMPRESSION) {
         gz->sink.err = -EINVAL;
         return -EINVAL;
+    }
+    if (!__atomic_exchange_n(&spare_busy, 1, __ATOMIC_ACQUIRE)) {
+        gz->spare = 1;
+        if (spare_zs && spare_level == level && deflateReset(spare_zs) == Z_OK) {
+            zs = spare_zs;
+            gz->buf = spare_buf;
+            goto ready;
+        }
+        gz_free(spare_zs, spare_buf); /* another level (or a reset that failed) */
+        spare_zs = NULL;
+        spare_buf = NULL;
     }
     zs = calloc(1, sizeof(*zs));
     gz->buf = malloc(GZ_BUF);
@@ -93,6 +125,7 @@ pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level)
     zerr = deflateInit2(zs, level, Z_DEFLATED, GZ_WINDOW_BITS, GZ_MEM_LEVEL, Z_DEFAULT_STRATEGY);
     if (zerr != Z_OK)
         goto err_free; /* Z_MEM_ERROR; bad arguments were ruled out above */
+ready:
     zs->next_out = gz->buf;
     zs->avail_out = GZ_BUF;
     gz->zs = zs;
@@ -100,8 +133,11 @@ pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level)
 
 err_free:
     free(gz->buf);
-    free(zs);
+    free(zs); /* deflateInit2 failed: nothing of zlib's to end */
     gz->buf = NULL;
+    if (gz->spare)
+        __atomic_store_n(&spare_busy, 0, __ATOMIC_RELEASE);
+    gz->spare = 0;
     gz->sink.err = -ENOMEM;
     return -ENOMEM;
 }
@@ -132,9 +168,15 @@ pe_gzip_close(pe_gzip_t *gz)
         }
         err = gz_drain(gz);
     }
-    deflateEnd(zs);
-    free(zs);
-    free(gz->buf);
+    if (gz->spare) { /* kept as it is; the next open resets it */
+        spare_zs = zs;
+        spare_buf = gz->buf;
+        spare_level = gz->level;
+        gz->spare = 0;
+        __atomic_store_n(&spare_busy, 0, __ATOMIC_RELEASE);
+    } else {
+        gz_free(zs, gz->buf);
+    }
     gz->zs = NULL;
     gz->buf = NULL;
     if (err && !gz->sink.err)

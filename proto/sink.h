@@ -33,15 +33,19 @@ int pe_sink_printf(pe_sink_t *sink, const char *fmt, ...) PE_PRINTF(2, 3);
 
 /*
  * A sink that gzips (RFC 1952) into `out`.  pe_gzip_open() returns 0 or
- * -ENOMEM; pe_gzip_close() flushes the trailer and frees the zlib state and
- * returns the first error seen.  The struct is opaque in use but lives on the
- * caller's stack.
+ * -ENOMEM; pe_gzip_close() flushes the trailer, releases the zlib state and
+ * returns the first error seen.  One state (~300 KiB) is kept from one stream
+ * to the next rather than freed (see gzip.c); a stream opened while it is in
+ * use gets its own, freed at close.  The struct is opaque in use but lives on
+ * the caller's stack.
  */
 typedef struct pe_gzip_s {
     pe_sink_t sink;
     pe_sink_t *out;
     void *zs; /* z_stream * */
     unsigned char *buf;
+    int level;
+    int spare; /* holds the kept state */
 } pe_gzip_t;
 
 int pe_gzip_open(pe_gzip_t *gz, pe_sink_t *out, int level) PE_NODISCARD;

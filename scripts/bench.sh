@@ -35,6 +35,6 @@ wait $p0 $p1
 for b in scripts/bench_*.sh; do
     [ -f "$b" ] || continue
     echo
-    echo "== $b"
+    echo "== $b (load average $(cut -d' ' -f1-3 /proc/loadavg): the machine may be shared; see each A/A floor)"
     bash "$b" "$BUILD"
 done

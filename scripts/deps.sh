@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
-# Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet|python|tree]   (bench adds the baselines' packages;
+# Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet|python|tree]   (bench adds the baselines' packages
+# and redis for scripts/bench_real.sh and bench_fleet.sh;
 # browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
 # node: nodejs and npm, which test/e2e/e2e_snapshot_memlab.sh uses to fetch memlab and
 # test/e2e/e2e_node.sh and scripts/bench_jit.sh run;
@@ -13,7 +14,7 @@ set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
       clang-format"
-[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time"
+[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
 [ "${1:-}" = tree ] && pkgs="$pkgs nginx-light postgresql-15"

@@ -2,10 +2,13 @@
  * u_gzip.c: unit tests for proto/sink.c and proto/gzip.c: round trips through
  * zlib's own inflate (gzip mode), writes of every size around the 32 KiB
  * buffer, the empty stream, error propagation from a failing downstream sink,
- * the membuf/fd sinks with long printf lines, and the buffering sink (what it
- * gathers, what goes straight through, the first error kept).
+ * the membuf/fd sinks with long printf lines, the buffering sink (what it
+ * gathers, what goes straight through, the first error kept), and the zlib
+ * state kept from one stream to the next (not freed, so glibc does not trim
+ * and fault it back on every scrape; a concurrent stream gets its own).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -253,9 +256,81 @@ test_bufsink(void)
     CHECK(pe_bufsink_close(&b) == 0 && c.n == 0);
 }
 
+/* Gzip N bytes of make_input through `gz` (already open) into `mb`, close,
+   and check the round trip. */
+static void
+finish_check(pe_gzip_t *gz, pe_membuf_t *mb, size_t n)
+{
+    unsigned char *in = make_input(n), *back = NULL;
+    long got;
+
+    CHECK(gz->sink.write(&gz->sink, in, n) == 0);
+    CHECK(pe_gzip_close(gz) == 0);
+    got = gunzip(mb->data, mb->len, &back);
+    CHECKF(got == (long)n && memcmp(in, back, n) == 0, "inflated %ld of %zu", got, n);
+    free(back);
+    free(in);
+}
+
+/* Run first: before it no zlib state exists. */
+static void
+test_spare(void)
+{
+    pe_membuf_t m1, m2, m3;
+    pe_gzip_t a, b, c;
+    size_t base = mallinfo2().uordblks, kept;
+    void *zs;
+
+    /* After a stream, its state stays (it is not freed and made again). */
+    pe_membuf_init(&m1);
+    CHECK(pe_gzip_open(&a, &m1.sink, 2) == 0);
+    CHECK(a.spare == 1);
+    zs = a.zs;
+    finish_check(&a, &m1, 300000);
+    pe_membuf_free(&m1);
+    kept = mallinfo2().uordblks;
+    CHECKF(kept > base + 200000, "in use %zu before the first stream, %zu after it", base, kept);
+
+    /* The next one reuses it: nothing new allocated. */
+    pe_membuf_init(&m1);
+    CHECK(pe_gzip_open(&a, &m1.sink, 2) == 0);
+    CHECK(a.zs == zs && mallinfo2().uordblks < kept + 4096);
+    finish_check(&a, &m1, 100000);
+    pe_membuf_free(&m1);
+
+    /* Two at once: the second gets its own state, freed at its close. */
+    pe_membuf_init(&m1);
+    pe_membuf_init(&m2);
+    CHECK(pe_gzip_open(&a, &m1.sink, 2) == 0);
+    CHECK(a.zs == zs);
+    CHECK(pe_gzip_open(&b, &m2.sink, 2) == 0);
+    CHECK(b.zs != a.zs && b.spare == 0);
+    CHECK(mallinfo2().uordblks > kept + 200000);
+    finish_check(&b, &m2, 70000);
+    finish_check(&a, &m1, 50000);
+    pe_membuf_free(&m1);
+    pe_membuf_free(&m2);
+    CHECKF(mallinfo2().uordblks < kept + 4096, "%zu in use, %zu kept", (size_t)mallinfo2().uordblks,
+           kept);
+    pe_membuf_init(&m3);
+    CHECK(pe_gzip_open(&c, &m3.sink, 2) == 0);
+    CHECK(c.zs == zs && c.spare == 1);
+    finish_check(&c, &m3, 0);
+    pe_membuf_free(&m3);
+
+    /* Another level: the kept state is replaced, not added to. */
+    pe_membuf_init(&m1);
+    CHECK(pe_gzip_open(&a, &m1.sink, 6) == 0);
+    finish_check(&a, &m1, 100000);
+    pe_membuf_free(&m1);
+    CHECKF(mallinfo2().uordblks < kept + 65536, "%zu in use, %zu kept",
+           (size_t)mallinfo2().uordblks, kept);
+}
+
 int
 main(void)
 {
+    test_spare();
     test_roundtrip(0, 1, 6);
     test_roundtrip(1, 1, 6);
     test_roundtrip(100000, 1, 1);
