@@ -18,6 +18,21 @@
 #include "proto/sink.h"
 
 /* Inflate a gzip member into a malloc'd buffer; returns its length or -1. */
+/* Bytes in use in glibc's heap.  Under ASan the blocks are ASan's and
+   mallinfo2 says 0: the "kept" checks then hold trivially, and the ones that
+   need growth are skipped (glibc_heap). */
+#ifdef __SANITIZE_ADDRESS__
+static const int glibc_heap = 0;
+#else
+static const int glibc_heap = 1;
+#endif
+
+static size_t
+in_use(void)
+{
+    return mallinfo2().uordblks;
+}
+
 static long
 gunzip(const void *in, size_t inlen, unsigned char **out)
 {
@@ -278,7 +293,7 @@ test_spare(void)
 {
     pe_membuf_t m1, m2, m3;
     pe_gzip_t a, b, c;
-    size_t base = mallinfo2().uordblks, kept;
+    size_t base = in_use(), kept;
     void *zs;
 
     /* After a stream, its state stays (it is not freed and made again). */
@@ -288,13 +303,13 @@ test_spare(void)
     zs = a.zs;
     finish_check(&a, &m1, 300000);
     pe_membuf_free(&m1);
-    kept = mallinfo2().uordblks;
-    CHECKF(kept > base + 200000, "in use %zu before the first stream, %zu after it", base, kept);
+    kept = in_use();
+    CHECKF(!glibc_heap || kept > base + 200000, "in use %zu before the first stream, %zu after it", base, kept);
 
     /* The next one reuses it: nothing new allocated. */
     pe_membuf_init(&m1);
     CHECK(pe_gzip_open(&a, &m1.sink, 2) == 0);
-    CHECK(a.zs == zs && mallinfo2().uordblks < kept + 4096);
+    CHECK(a.zs == zs && in_use() < kept + 4096);
     finish_check(&a, &m1, 100000);
     pe_membuf_free(&m1);
 
@@ -305,12 +320,12 @@ test_spare(void)
     CHECK(a.zs == zs);
     CHECK(pe_gzip_open(&b, &m2.sink, 2) == 0);
     CHECK(b.zs != a.zs && b.spare == 0);
-    CHECK(mallinfo2().uordblks > kept + 200000);
+    CHECK(!glibc_heap || in_use() > kept + 200000);
     finish_check(&b, &m2, 70000);
     finish_check(&a, &m1, 50000);
     pe_membuf_free(&m1);
     pe_membuf_free(&m2);
-    CHECKF(mallinfo2().uordblks < kept + 4096, "%zu in use, %zu kept", (size_t)mallinfo2().uordblks,
+    CHECKF(in_use() < kept + 4096, "%zu in use, %zu kept", in_use(),
            kept);
     pe_membuf_init(&m3);
     CHECK(pe_gzip_open(&c, &m3.sink, 2) == 0);
@@ -323,8 +338,8 @@ test_spare(void)
     CHECK(pe_gzip_open(&a, &m1.sink, 6) == 0);
     finish_check(&a, &m1, 100000);
     pe_membuf_free(&m1);
-    CHECKF(mallinfo2().uordblks < kept + 65536, "%zu in use, %zu kept",
-           (size_t)mallinfo2().uordblks, kept);
+    CHECKF(in_use() < kept + 65536, "%zu in use, %zu kept",
+           in_use(), kept);
 }
 
 int
