@@ -304,7 +304,8 @@ test_spare(void)
     finish_check(&a, &m1, 300000);
     pe_membuf_free(&m1);
     kept = in_use();
-    CHECKF(!glibc_heap || kept > base + 200000, "in use %zu before the first stream, %zu after it", base, kept);
+    CHECKF(!glibc_heap || kept > base + 200000, "in use %zu before the first stream, %zu after it",
+           base, kept);
 
     /* The next one reuses it: nothing new allocated. */
     pe_membuf_init(&m1);
@@ -325,8 +326,7 @@ test_spare(void)
     finish_check(&a, &m1, 50000);
     pe_membuf_free(&m1);
     pe_membuf_free(&m2);
-    CHECKF(in_use() < kept + 4096, "%zu in use, %zu kept", in_use(),
-           kept);
+    CHECKF(in_use() < kept + 4096, "%zu in use, %zu kept", in_use(), kept);
     pe_membuf_init(&m3);
     CHECK(pe_gzip_open(&c, &m3.sink, 2) == 0);
     CHECK(c.zs == zs && c.spare == 1);
@@ -338,8 +338,7 @@ test_spare(void)
     CHECK(pe_gzip_open(&a, &m1.sink, 6) == 0);
     finish_check(&a, &m1, 100000);
     pe_membuf_free(&m1);
-    CHECKF(in_use() < kept + 65536, "%zu in use, %zu kept",
-           in_use(), kept);
+    CHECKF(in_use() < kept + 65536, "%zu in use, %zu kept", in_use(), kept);
 }
 
 int
