@@ -68,6 +68,7 @@ static int warm_running;    /* the walk is under way (a child copied it mid-way)
 static int listen_fd = -1;
 static int server_stopping;
 static char bind_error[256];
+static int bind_error_about_bind;
 /* PROFEP_TLS_CERT, read in the constructor (getenv later could race a setenv). */
 static char tls_cert[256];
 /* CLOCK_MONOTONIC time before which server_main does not bind; 0: at once. */
@@ -77,8 +78,14 @@ static int64_t start_not_before_ns;
 static int
 on_log_message(const struct mg_connection *conn, const char *message)
 {
-    if (!bind_error[0] && (strstr(message, "bind") || strstr(message, "port")))
+    /* the first bind or port message, else the first of any kind (say,
+       "Cannot create threads"): the reason the warning gives */
+    int about_bind = strstr(message, "bind") || strstr(message, "port");
+
+    if (!bind_error[0] || (about_bind && !bind_error_about_bind)) {
         snprintf(bind_error, sizeof(bind_error), "%s", message);
+        bind_error_about_bind = about_bind;
+    }
     return 1; /* handled: civetweb prints nothing */
 }
 

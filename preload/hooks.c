@@ -79,7 +79,8 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
     t->internal = pe_tls.internal; /* threads of our threads (civetweb's) are ours */
     t->ncreate = t->internal ? 0 : pe_unwind_here(t->create_pcs, PE_THREADS_CREATE_FRAMES, 0);
     pe_guard_exit();
-    err = pe_real.pthread_create(thread, attr, thread_trampoline, t);
+    err = t->internal ? pe_threads_create_small(thread, attr, thread_trampoline, t)
+                      : pe_real.pthread_create(thread, attr, thread_trampoline, t);
     if (err)
         pe_real.free(t);
     return err;

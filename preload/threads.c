@@ -207,6 +207,31 @@ pe_threads_atfork_child(void)
 }
 
 int
+pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                        void *arg)
+{
+    pthread_attr_t big;
+    size_t size, guard;
+    int err = pe_real.pthread_create(thread, attr, start, arg), detach;
+
+    if (err != EINVAL || !attr || pthread_attr_getstacksize(attr, &size) != 0 ||
+        pthread_attr_getdetachstate(attr, &detach) != 0 ||
+        pthread_attr_getguardsize(attr, &guard) != 0)
+        return err;
+    while (err == EINVAL && size < (8u << 20)) {
+        size *= 2;
+        if (pthread_attr_init(&big) != 0)
+            return err;
+        pthread_attr_setdetachstate(&big, detach);
+        pthread_attr_setguardsize(&big, guard);
+        pthread_attr_setstacksize(&big, size);
+        err = pe_real.pthread_create(thread, &big, start, arg);
+        pthread_attr_destroy(&big);
+    }
+    return err;
+}
+
+int
 pe_threads_start_internal(void *(*fn)(void *), void *arg)
 {
     pthread_attr_t attr;

@@ -62,6 +62,15 @@ void pe_threads_atfork_child(void);
  */
 int pe_threads_start_internal(void *(*fn)(void *), void *arg);
 /*
+ * The real pthread_create for a thread of ours whose creator asks for a small
+ * stack (civetweb: 100 KiB; tree.c: 64 KiB).  glibc refuses one smaller than
+ * the program's static TLS plus a minimum (EINVAL), and a program with big
+ * __thread arrays has a big one: then the stack is doubled until it fits
+ * (up to 8 MiB).  Detach state and guard size are kept.
+ */
+int pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                            void *arg);
+/*
  * Read /proc/self/task/<tid>/<what> into buf (at most len - 1 bytes,
  * NUL-terminated).  The length, -ESRCH when the thread is gone, or -errno.
  */

@@ -361,7 +361,7 @@ root_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
-    if (pe_real.pthread_create(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0)
+    if (pe_threads_create_small(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0)
         close(fd);
     pthread_attr_destroy(&attr);
 }
