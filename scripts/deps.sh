@@ -6,7 +6,7 @@
 # browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
 # node: nodejs and npm, which test/e2e/e2e_snapshot_memlab.sh uses to fetch memlab and
 # test/e2e/e2e_node.sh and scripts/bench_jit.sh run;
-# server: redis, a real server for test/e2e/e2e_server.sh; python: CPython 3.11's internal headers,
+# server: redis, a real server for test/e2e/e2e_server.sh and e2e_heap_time_redis.sh; python: CPython 3.11's internal headers,
 # which test/unit/u_pyframes.c checks our frame offsets against; fleet: Go's pprof profile parser,
 # which test/e2e/e2e_fleet.sh builds a reader with; tree: prefork servers for
 # test/e2e/e2e_tree_servers.sh, nginx-light and postgresql-15)

@@ -7,6 +7,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 source test/e2e/lib.sh
 pe_need curl go
+# A fresh machine has no redis: install it here, as e2e_server.sh does.
+scripts/deps.sh server >/dev/null 2>&1 || echo "note: scripts/deps.sh server failed"
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
     { echo "SKIP: redis not installed"; exit 77; }
 
