@@ -10,6 +10,8 @@ source test/e2e/lib.sh
 # the programs' perf maps stay in /tmp after they die: remove them on any exit
 MAPS=
 trap 'pe_cleanup && rm -f $MAPS' EXIT
+# A fresh machine has no node: install it here (the memlab test runs later).
+command -v node >/dev/null || scripts/deps.sh node >/dev/null 2>&1 || echo "note: scripts/deps.sh node failed"
 command -v node >/dev/null || { echo "skip: node not installed (scripts/deps.sh node)"; exit 77; }
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
