@@ -156,6 +156,14 @@ printf "  %-44s %5d ns  %6s Ir\n" "ring store (claim, fill, publish, drain)" $st
 printf "  %-44s %5d ns  %6s Ir\n" "whole handler, timer signal (unwind+store)" $hd "${ir_hd:--}"
 read -r s e < <($B sample 20000)
 awk -v s=$s -v e=$e 'BEGIN { printf "  signal round trip (median of 20000): ours %d ns   empty handler %d ns   ratio %.2f; unwind+store %d ns\n", s, e, s / e, s - e }'
+# The anchor the same way: gperftools' handler (its unwind and hash-table
+# store) on the same signal at the same depth, against an empty handler in
+# the same process.
+if [ -n "$GPERF" ] && read -r g ge < <(CPUPROFILE_FREQUENCY=1 LD_PRELOAD=$GPERF $B sample_gperf 20000 2>/dev/null); then
+    awk -v s=$s -v e=$e -v g=$g -v ge=$ge 'BEGIN { printf "  gperftools the same way:               theirs %d ns   empty handler %d ns   ratio %.2f; unwind+store %d ns; ours/theirs beyond empty %.2f\n", g, ge, g / ge, g - ge, (s - e) / (g - ge > 0 ? g - ge : 1) }'
+else
+    echo "  gperftools the same way: libprofiler.so missing or ProfilerStart failed"
+fi
 
 echo "== samples per CPU-second at delay=0.001 (1000 Hz asked; kernel HZ caps signals)"
 start_ours $B work 0.3 $((ITERS * 2))

@@ -148,29 +148,5 @@ sort -g "$T/cost" | awk '{ v[NR] = $0 } END { split(v[int((NR + 1) / 2)], m, " "
 # A process whose server did not start ("bind failed") is dormant and samples
 # nothing (preload/init.h): then no figure of ours above is sampling's.
 awk '$3 == 0 { d++ } END { if (d) printf "  NOTE: %d of %d cost runs of ours sampled nothing: dormant (no server)\n", d, NR }' "$T/cost"
-# A real program nobody here wrote, single-threaded and malloc-heavy: perl
-# building hashes of arrays (its own malloc calls glibc's).  ours_noserver runs
-# without our server thread (PROFEP_ADDR=off): a second thread ends glibc's
-# single-thread malloc path, a cost of any in-process server, not of sampling.
-if command -v perl >/dev/null && [ -x /usr/bin/time ]; then
-    PL='my $t = 0; for my $r (1..2) { my %h; for my $i (1..300000) { $h{"k$i"} = [$i, "v$i" x 3, {a => $i}]; } $t += keys %h; } print "$t\n";'
-    PRUNS=${BENCH_PERL_RUNS:-7}
-    pcpu() { /usr/bin/time -f "%U %S" "$@" perl -e "$PL" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'; }
-    for r in $(seq "$PRUNS"); do
-        pcpu env >>"$T/perl.base"
-        pcpu env LD_PRELOAD="$SHIM" >>"$T/perl.shim"
-        pcpu env LD_PRELOAD="$SHIMC" >>"$T/perl.shim_checks"
-        pcpu env LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=warn >>"$T/perl.ours_noserver"
-        pcpu env LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0 >>"$T/perl.ours_off"
-        pcpu env LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn >>"$T/perl.ours"
-    done
-    read -r pb pbmed <<<"$(stat "$T/perl.base")"
-    echo "perl building hashes (single-threaded, malloc-heavy), process CPU, best [median] of $PRUNS:"
-    for c in base shim shim_checks ours_noserver ours_off ours; do
-        read -r v vmed <<<"$(stat "$T/perl.$c")"
-        printf '  %-14s %6.2f s %8s  [%6.2f s %8s]\n' "$c" "$v" \
-            "$(awk -v a="$v" -v b="$pb" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$vmed" \
-            "$(awk -v a="$vmed" -v b="$pbmed" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')"
-    done
-fi
+# A real program (perl building hashes): scripts/bench_perl.sh.
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

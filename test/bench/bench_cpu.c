@@ -14,6 +14,12 @@
  *                               session cookie; rt_tgsigqueueinfo to this thread)
  *                               through our handler (unwind + ring store), next
  *                               to the same signal through an empty handler.
+ *   bench_cpu sample_gperf N    the same round trip through gperftools' handler
+ *                               (libprofiler.so preloaded, ProfilerStart with
+ *                               CPUPROFILE_FREQUENCY=1 so that its own timer
+ *                               adds ~nothing), next to the empty handler:
+ *                               the anchor's cost of one sample, measured the
+ *                               same way as ours.
  *   bench_cpu parts N           the sample by its parts, at depth 30, each run N
  *                               times in a row inside one SIGPROF handler (warm
  *                               caches, no signal delivery in the figure):
@@ -304,6 +310,33 @@ main(int argc, char **argv)
         median_run(ntimes / 10);
         ours = median_run(ntimes);
         printf("%.0f %.0f\n", ours * 1e9, empty * 1e9);
+        return 0;
+    }
+    if (argc >= 3 && !strcmp(argv[1], "sample_gperf")) {
+        struct sigaction sa;
+        double empty, theirs;
+        int (*start)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "ProfilerStart");
+        void (*stop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "ProfilerStop");
+        char path[] = "/tmp/pe-bench-gperf.XXXXXX";
+        int fd = mkstemp(path);
+        if (!start || !stop || fd < 0)
+            return 1;
+        close(fd);
+        ntimes = atoi(argv[2]);
+        times = calloc((size_t)ntimes, sizeof(*times));
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = empty_handler;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigaction(SIGPROF, &sa, NULL);
+        median_run(ntimes / 10); /* warm */
+        empty = median_run(ntimes);
+        if (!start(path)) /* installs its SIGPROF handler (and a 1 Hz timer) */
+            return 1;
+        median_run(ntimes / 10);
+        theirs = median_run(ntimes);
+        stop();
+        unlink(path);
+        printf("%.0f %.0f\n", theirs * 1e9, empty * 1e9);
         return 0;
     }
     if (argc >= 3 && !strcmp(argv[1], "parts")) {
