@@ -13,7 +13,8 @@
 #      on) and ours (the default);
 #   2. the same program, smaller, under callgrind: instructions of each
 #      configuration (load-independent), ours split by object and its own
-#      functions, so that the timed percents can be told from noise.
+#      functions, so that the timed percents can be told from noise (perl's
+#      hash seed fixed, so that every run does the same work).
 # Usage: scripts/bench_perl.sh BUILD   (BENCH_PERL_ROUNDS, default 11)
 set -u
 BUILD=${1:-build}
@@ -43,7 +44,8 @@ run() { # CONFIG [PERL_SCRIPT]: process CPU seconds (user + sys)
     /usr/bin/time -f "%U %S" env "${env[@]}" perl -e "$pl" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
 }
 CONFIGS="base base2 shim_checks thread ours_noserver ours_off ours"
-echo "== perl building hashes (single-threaded, malloc-heavy), process CPU, $ROUNDS rounds (order rotated); $(load)"
+[ "$ROUNDS" -gt 0 ] &&
+    echo "== perl building hashes (single-threaded, malloc-heavy), process CPU, $ROUNDS rounds (order rotated); $(load)"
 set -- $CONFIGS
 n=$#
 for r in $(seq "$ROUNDS"); do
@@ -61,14 +63,14 @@ for r in $(seq "$ROUNDS"); do
 done
 # median, 25th and 75th percentile, min, max of a column of numbers
 q() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s %s %s", v[int((NR + 1) / 2)], v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)], v[1], v[NR] }'; }
-for c in $CONFIGS; do
+[ "$ROUNDS" -gt 0 ] && for c in $CONFIGS; do
     read -r sm _ _ slo shi <<<"$(q "$T/$c.s")"
     read -r m p25 p75 lo hi <<<"$(q "$T/$c.r")"
     awk -v c=$c -v s=$sm -v m=$m -v a=$p25 -v b=$p75 -v lo=$lo -v hi=$hi 'BEGIN {
         printf "  %-14s %.3f s   vs base %+6.2f%%   spread 25-75%% [%+.2f%%, %+.2f%%], min-max [%+.2f%%, %+.2f%%]\n",
             c, s, (m - 1) * 100, (a - 1) * 100, (b - 1) * 100, (lo - 1) * 100, (hi - 1) * 100 }'
 done
-echo "  ($(load))"
+[ "$ROUNDS" -gt 0 ] && echo "  ($(load))"
 
 echo "== the same under callgrind (1 round of 100000 keys): instructions, load-independent"
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
@@ -82,7 +84,7 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
         ours_noserver) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=warn) ;;
         ours) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn) ;;
         esac
-        env "${env[@]}" valgrind --tool=callgrind --callgrind-out-file="$T/cg.$c" perl -e "$PLS" >/dev/null 2>&1
+        env "${env[@]}" PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 valgrind --tool=callgrind --callgrind-out-file="$T/cg.$c" perl -e "$PLS" >/dev/null 2>&1
         awk '/^summary:|^totals:/ { print $2; exit }' "$T/cg.$c"
     }
     ib=$(cg base)
@@ -91,14 +93,20 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
         awk -v c=$c -v i="$i" -v b="$ib" 'BEGIN { printf "  %-14s %d Ir   vs base %+.2f%% (%+d)\n", c, i, (i / b - 1) * 100, i - b }'
     done
     awk -v b="$ib" 'BEGIN { printf "  %-14s %d Ir\n", "base", b }'
-    # ours by object (exclusive instructions), and our library's heaviest functions
+    # by object (exclusive instructions): ours against base, so that each
+    # object's share of the difference shows (libc's: its multi-threaded paths)
+    byobj() { callgrind_annotate --inclusive=no --threshold=100 "$1" 2>/dev/null |
+        awk '/\[.*\]$/ { n = $1; gsub(",", "", n); if (n !~ /^[0-9]+$/) next
+                         o = $NF; gsub(/[\[\]]/, "", o); sub(/.*\//, "", o); by[o] += n }
+             END { for (o in by) print o, by[o] }'; }
+    byobj "$T/cg.base" >"$T/base.obj"
+    byobj "$T/cg.ours" >"$T/ours.obj"
     callgrind_annotate --inclusive=no --threshold=100 "$T/cg.ours" 2>/dev/null >"$T/ours.txt"
-    echo "  ours by object, exclusive instructions, against base's total:"
-    awk -v b="$ib" '
-        /\[.*\]$/ { n = $1; gsub(",", "", n); if (n !~ /^[0-9]+$/) next
-                    o = $NF; gsub(/[\[\]]/, "", o); sub(/.*\//, "", o); by[o] += n }
-        END { for (o in by) printf "    %-28s %12d Ir  %6.2f%%\n", o, by[o], by[o] / b * 100 }' "$T/ours.txt" |
-        sort -k2 -g -r | head -8
+    echo "  by object, exclusive instructions, ours minus base, against base's total:"
+    awk -v b="$ib" 'NR == FNR { base[$1] = $2; next } { ours[$1] = $2 }
+        END { for (o in ours) printf "    %-28s %+12d Ir  %+6.2f%%\n", o, ours[o] - base[o], (ours[o] - base[o]) / b * 100
+              for (o in base) if (!(o in ours)) printf "    %-28s %+12d Ir  %+6.2f%%\n", o, -base[o], -base[o] / b * 100 }' \
+        "$T/base.obj" "$T/ours.obj" | sort -k2 -g -r | head -8
     echo "  our library's own functions (exclusive, the largest):"
     awk -v b="$ib" '/libprofendpoints/ { n = $1; gsub(",", "", n); if (n !~ /^[0-9]+$/) next
                     f = $0; sub(/ \[.*/, "", f); sub(/.*:/, "", f)
