@@ -184,6 +184,21 @@ median_run(int n)
     return times[n / 2];
 }
 
+/* The round trip through an empty handler, n times (after a warm-up); the
+   handler stays installed with *sa set up for the caller's next one. */
+static double
+empty_handler_run(int n, struct sigaction *sa)
+{
+    ntimes = n;
+    times = calloc((size_t)ntimes, sizeof(*times));
+    memset(sa, 0, sizeof(*sa));
+    sa->sa_sigaction = empty_handler;
+    sa->sa_flags = SA_SIGINFO | SA_RESTART;
+    sigaction(SIGPROF, sa, NULL);
+    median_run(ntimes / 10); /* warm */
+    return median_run(ntimes);
+}
+
 /* ---- parts: each piece many times inside one handler ------------------------------ */
 
 static int nparts;
@@ -293,18 +308,11 @@ main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "sample")) {
         struct sigaction sa;
         double empty, ours;
-        ntimes = atoi(argv[2]);
-        times = calloc((size_t)ntimes, sizeof(*times));
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = empty_handler;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigaction(SIGPROF, &sa, NULL);
         if (pe_unwind_init() < 0 || pe_ring_init(&pe_cpu_ring, 2048) < 0)
             return 1;
         sem_init(&pe_cpu_wake, 0, 0);
         __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(1), __ATOMIC_RELEASE);
-        median_run(ntimes / 10); /* warm */
-        empty = median_run(ntimes);
+        empty = empty_handler_run(atoi(argv[2]), &sa);
         sa.sa_sigaction = pe_cpu_handler;
         sigaction(SIGPROF, &sa, NULL);
         median_run(ntimes / 10);
@@ -322,14 +330,7 @@ main(int argc, char **argv)
         if (!start || !stop || fd < 0)
             return 1;
         close(fd);
-        ntimes = atoi(argv[2]);
-        times = calloc((size_t)ntimes, sizeof(*times));
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = empty_handler;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigaction(SIGPROF, &sa, NULL);
-        median_run(ntimes / 10); /* warm */
-        empty = median_run(ntimes);
+        empty = empty_handler_run(atoi(argv[2]), &sa);
         if (!start(path)) /* installs its SIGPROF handler (and a 1 Hz timer) */
             return 1;
         median_run(ntimes / 10);
