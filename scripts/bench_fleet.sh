@@ -18,7 +18,7 @@
 #   3. the cost of one request of each 15 s path (CPU of our threads, against
 #      the busy workload), and of one second of CPU profiling: the parts.
 # Usage: scripts/bench_fleet.sh BUILD   (BENCH_FLEET_ROUNDS, default 3;
-# BENCH_FLEET_ITERS, the workload's size; BENCH_FLEET_REDIS_N)
+# BENCH_FLEET_ITERS, the workload's size; BENCH_FLEET_REDIS_N; BENCH_FLEET_ONLY=workload|redis|parts)
 set -u
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
@@ -106,12 +106,15 @@ rotate() {
 }
 stat3() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 med() { stat3 "$1" | cut -d' ' -f1; }
+# BENCH_FLEET_ONLY=workload|redis|parts runs that part alone
+want() { [ -z "${BENCH_FLEET_ONLY:-}" ] || [ "$BENCH_FLEET_ONLY" = "$1" ]; }
 ratios() { # FILE BASEFILE: per-round ratios, "median [min-max]"
     paste "$1" "$2" | awk '$2 > 0 { print $1 / $2 }' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR) printf "%.4f [%.4f-%.4f]", v[int((NR + 1) / 2)], v[1], v[NR]; else printf "n/a" }'
 }
 
 # ---- 1. the busy workload ---------------------------------------------------
+if want workload; then
 CFGS="none idle scraped cpu_only paths_only none2"
 echo "== always-on: 2-thread CPU-bound workload (bench_cpu work, $ITERS iterations a thread), process CPU s," \
     "$ROUNDS alternating rounds; $(load)"
@@ -156,6 +159,7 @@ for c in $CFGS; do
     esac
 done
 echo "  ($(load))"
+fi
 
 # ---- 2. redis ---------------------------------------------------------------
 redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECONDS
@@ -170,7 +174,9 @@ redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECOND
     echo $((rps * $1 / 2 / 1000 * 1000 + 1000))
 }
 echo
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+if ! want redis; then
+    :
+elif ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
     echo "== always-on, redis: redis-server/redis-benchmark not installed (scripts/deps.sh server)"
 else
     # Requests for ~12 s a run at the speed of this machine now (load varies).
@@ -215,6 +221,7 @@ else
 fi
 
 # ---- 3. the parts -----------------------------------------------------------
+if want parts; then
 echo
 echo "== where the always-on cost goes: CPU of our threads per request (busy workload, medians of 3 x 5 requests, 3 x 1 profile); $(load)"
 start idle $B work 0 $((ITERS * 100))
@@ -251,3 +258,4 @@ else
     PID=''
 fi
 echo "  ($(load))"
+fi
