@@ -146,6 +146,9 @@ empty_handler(int sig, siginfo_t *si, void *uc)
 {
 }
 
+/* The si_code sent: our POSIX timer's, or (sample_gperf) setitimer's SI_KERNEL. */
+static int send_code = SI_TIMER;
+
 /* Our CPU timer's signal, as the kernel would deliver it (si_overrun 0). */
 static void
 send_timer_signal(pid_t pid, pid_t tid)
@@ -154,7 +157,7 @@ send_timer_signal(pid_t pid, pid_t tid)
 
     memset(&si, 0, sizeof(si));
     si.si_signo = SIGPROF;
-    si.si_code = SI_TIMER; /* to our own process the kernel keeps it as given */
+    si.si_code = send_code; /* to our own process the kernel keeps it as given */
     si.si_value.sival_ptr = (void *)(uintptr_t)PE_COOKIE(1);
     syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGPROF, &si);
 }
@@ -321,7 +324,7 @@ main(int argc, char **argv)
         return 0;
     }
     if (argc >= 3 && !strcmp(argv[1], "sample_gperf")) {
-        struct sigaction sa;
+        struct sigaction sa, gperf_sa;
         double empty, theirs;
         int (*start)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "ProfilerStart");
         void (*stop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "ProfilerStop");
@@ -330,8 +333,13 @@ main(int argc, char **argv)
         if (!start || !stop || fd < 0)
             return 1;
         close(fd);
+        send_code = SI_KERNEL; /* as ITIMER_PROF's, should its handler look */
+        /* libprofiler installs its handler when it loads: set it aside for
+           the empty handler's run, put it back before ProfilerStart. */
+        sigaction(SIGPROF, NULL, &gperf_sa);
         empty = empty_handler_run(atoi(argv[2]), &sa);
-        if (!start(path)) /* installs its SIGPROF handler (and a 1 Hz timer) */
+        sigaction(SIGPROF, &gperf_sa, NULL);
+        if (!start(path)) /* arms its timer (1 Hz here) */
             return 1;
         median_run(ntimes / 10);
         theirs = median_run(ntimes);
