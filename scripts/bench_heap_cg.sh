@@ -60,6 +60,8 @@ awk -v ns="$NS" -v on="${on[*]}" -v off="${off[*]}" 'BEGIN {
         dm / (b[5] + b[6]) * 100, lm / (b[8] + b[9]) * 100
 }'
 echo "  parts, inclusive per sample: Ir, D1 misses (rd+wr), L2 misses (rd+wr)"
+echo "  (pe_unwind_here: the two threads' creation stacks for threadcreate, present with sampling off"
+echo "   too; free_unusual: also frees of unsampled blocks at a page start; neither is sampling's)"
 for f in pe_heap_alloc_slow pe_unwind_here pe_heap_unwind backtrace pe_heap_stacks_intern \
     pe_heap_live_insert pe_heap_stacks_account pe_heap_tag_alloc pe_heap_weight_fx \
     pe_heap_interval_step pe_heap_free_slow free_unusual; do
