@@ -31,61 +31,59 @@ ROUNDS=${BENCH_PERL_ROUNDS:-11}
 load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 PL='my $t = 0; for my $r (1..2) { my %h; for my $i (1..300000) { $h{"k$i"} = [$i, "v$i" x 3, {a => $i}]; } $t += keys %h; } print "$t\n";'
-run() { # CONFIG [PERL_SCRIPT]: process CPU seconds (user + sys)
-    local c=$1 pl=${2:-$PL} env=()
-    case $c in
-    base | base2) ;;
-    shim_checks) env=(LD_PRELOAD="$T/shimc.so") ;;
-    thread) env=(LD_PRELOAD="$T/thread.so") ;;
-    ours_noserver) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=warn) ;;
-    ours_off) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0) ;;
-    ours) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn) ;;
+# CONFIG -> the environment it runs perl in, in the array cfg_env
+config_env() {
+    case $1 in
+    base | base2) cfg_env=() ;;
+    shim_checks) cfg_env=(LD_PRELOAD="$T/shimc.so") ;;
+    thread) cfg_env=(LD_PRELOAD="$T/thread.so") ;;
+    ours_noserver) cfg_env=(LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=warn) ;;
+    ours_off) cfg_env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn PROFEP_HEAP_RATE=0) ;;
+    ours) cfg_env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn) ;;
     esac
-    /usr/bin/time -f "%U %S" env "${env[@]}" perl -e "$pl" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
+}
+run() { # CONFIG: process CPU seconds (user + sys)
+    config_env "$1"
+    /usr/bin/time -f "%U %S" env "${cfg_env[@]}" perl -e "$PL" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
 }
 CONFIGS="base base2 shim_checks thread ours_noserver ours_off ours"
-[ "$ROUNDS" -gt 0 ] &&
+if [ "$ROUNDS" -gt 0 ]; then
     echo "== perl building hashes (single-threaded, malloc-heavy), process CPU, $ROUNDS rounds (order rotated); $(load)"
-set -- $CONFIGS
-n=$#
-for r in $(seq "$ROUNDS"); do
-    order=
-    for i in $(seq 0 $((n - 1))); do
-        j=$(((i + r) % n + 1))
-        order="$order ${!j}"
+    set -- $CONFIGS
+    n=$#
+    for r in $(seq "$ROUNDS"); do
+        order=
+        for i in $(seq 0 $((n - 1))); do
+            j=$(((i + r) % n + 1))
+            order="$order ${!j}"
+        done
+        for c in $order; do run "$c" >"$T/$c.now"; done
+        b=$(cat "$T/base.now")
+        for c in $CONFIGS; do
+            cat "$T/$c.now" >>"$T/$c.s"
+            awk -v a="$(cat "$T/$c.now")" -v b="$b" 'BEGIN { printf "%.5f\n", a / b }' >>"$T/$c.r"
+        done
     done
-    for c in $order; do run "$c" >"$T/$c.now"; done
-    b=$(cat "$T/base.now")
+    # median, 25th and 75th percentile, min, max of a column of numbers
+    q() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s %s %s", v[int((NR + 1) / 2)], v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)], v[1], v[NR] }'; }
     for c in $CONFIGS; do
-        cat "$T/$c.now" >>"$T/$c.s"
-        awk -v a="$(cat "$T/$c.now")" -v b="$b" 'BEGIN { printf "%.5f\n", a / b }' >>"$T/$c.r"
+        read -r sm _ _ slo shi <<<"$(q "$T/$c.s")"
+        read -r m p25 p75 lo hi <<<"$(q "$T/$c.r")"
+        awk -v c=$c -v s=$sm -v m=$m -v a=$p25 -v b=$p75 -v lo=$lo -v hi=$hi 'BEGIN {
+            printf "  %-14s %.3f s   vs base %+6.2f%%   spread 25-75%% [%+.2f%%, %+.2f%%], min-max [%+.2f%%, %+.2f%%]\n",
+                c, s, (m - 1) * 100, (a - 1) * 100, (b - 1) * 100, (lo - 1) * 100, (hi - 1) * 100 }'
     done
-done
-# median, 25th and 75th percentile, min, max of a column of numbers
-q() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s %s %s", v[int((NR + 1) / 2)], v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)], v[1], v[NR] }'; }
-[ "$ROUNDS" -gt 0 ] && for c in $CONFIGS; do
-    read -r sm _ _ slo shi <<<"$(q "$T/$c.s")"
-    read -r m p25 p75 lo hi <<<"$(q "$T/$c.r")"
-    awk -v c=$c -v s=$sm -v m=$m -v a=$p25 -v b=$p75 -v lo=$lo -v hi=$hi 'BEGIN {
-        printf "  %-14s %.3f s   vs base %+6.2f%%   spread 25-75%% [%+.2f%%, %+.2f%%], min-max [%+.2f%%, %+.2f%%]\n",
-            c, s, (m - 1) * 100, (a - 1) * 100, (b - 1) * 100, (lo - 1) * 100, (hi - 1) * 100 }'
-done
-[ "$ROUNDS" -gt 0 ] && echo "  ($(load))"
+    echo "  ($(load))"
+fi
 
 echo "== the same under callgrind (1 round of 100000 keys): instructions, load-independent"
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
     PLS='my $t = 0; for my $r (1..1) { my %h; for my $i (1..100000) { $h{"k$i"} = [$i, "v$i" x 3, {a => $i}]; } $t += keys %h; } print "$t\n";'
     cg() { # CONFIG: total instructions; the run's data in $T/cg.CONFIG
-        local c=$1 env=()
-        case $c in
-        base) ;;
-        shim_checks) env=(LD_PRELOAD="$T/shimc.so") ;;
-        thread) env=(LD_PRELOAD="$T/thread.so") ;;
-        ours_noserver) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=warn) ;;
-        ours) env=(LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_LOG=warn) ;;
-        esac
-        env "${env[@]}" PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 valgrind --tool=callgrind --callgrind-out-file="$T/cg.$c" perl -e "$PLS" >/dev/null 2>&1
-        awk '/^summary:|^totals:/ { print $2; exit }' "$T/cg.$c"
+        config_env "$1"
+        env "${cfg_env[@]}" PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 valgrind --tool=callgrind \
+            --callgrind-out-file="$T/cg.$1" perl -e "$PLS" >/dev/null 2>&1
+        awk '/^summary:|^totals:/ { print $2; exit }' "$T/cg.$1"
     }
     ib=$(cg base)
     for c in shim_checks thread ours_noserver ours; do
@@ -95,13 +93,12 @@ if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; t
     awk -v b="$ib" 'BEGIN { printf "  %-14s %d Ir\n", "base", b }'
     # by object (exclusive instructions): ours against base, so that each
     # object's share of the difference shows (libc's: its multi-threaded paths)
-    byobj() { callgrind_annotate --inclusive=no --threshold=100 "$1" 2>/dev/null |
+    for c in base ours; do
+        callgrind_annotate --inclusive=no --threshold=100 "$T/cg.$c" 2>/dev/null >"$T/$c.txt"
         awk '/\[.*\]$/ { n = $1; gsub(",", "", n); if (n !~ /^[0-9]+$/) next
                          o = $NF; gsub(/[\[\]]/, "", o); sub(/.*\//, "", o); by[o] += n }
-             END { for (o in by) print o, by[o] }'; }
-    byobj "$T/cg.base" >"$T/base.obj"
-    byobj "$T/cg.ours" >"$T/ours.obj"
-    callgrind_annotate --inclusive=no --threshold=100 "$T/cg.ours" 2>/dev/null >"$T/ours.txt"
+             END { for (o in by) print o, by[o] }' "$T/$c.txt" >"$T/$c.obj"
+    done
     echo "  by object, exclusive instructions, ours minus base, against base's total:"
     awk -v b="$ib" 'NR == FNR { base[$1] = $2; next } { ours[$1] = $2 }
         END { for (o in ours) printf "    %-28s %+12d Ir  %+6.2f%%\n", o, ours[o] - base[o], (ours[o] - base[o]) / b * 100
