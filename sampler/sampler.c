@@ -126,6 +126,10 @@ static struct {
     unsigned mark;
 } timers[TIMERS_MAX];
 static int ntimers_hi; /* entries [0, ntimers_hi) may be in use */
+/* The current scan's mark (under tlock).  A thread's start hook arms with it:
+   if that scan listed the tasks before the thread began, its sweep must not
+   take the new timer for a gone thread's. */
+static unsigned scan_mark;
 
 /* Application threads seen by the last scan, for the wall ticks (collector only). */
 static pid_t wall_tids[WALL_TIDS_MAX];
@@ -207,13 +211,17 @@ timers_disarm_all(void)
 static void
 scan_threads(void)
 {
-    static unsigned mark;
     pid_t tids[1024];
     int n = 0, total = 0, events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
+    unsigned mark;
     DIR *d;
     struct dirent *e;
 
-    mark++;
+    /* A hook that armed before this is on a thread that exists now: the
+       listing below finds it.  One that arms after takes this mark. */
+    pe_spin_lock(&tlock);
+    mark = ++scan_mark;
+    pe_spin_unlock(&tlock);
     d = opendir("/proc/self/task");
     if (!d)
         return;
@@ -831,7 +839,7 @@ pe_sampler_thread_started(void)
         return;
     /* armed here, from its first instruction on: no scan needed to find it */
     pe_spin_lock(&tlock);
-    timer_arm(pe_gettid(), 0, 1);
+    timer_arm(pe_gettid(), scan_mark, 1);
     pe_spin_unlock(&tlock);
 }
 
