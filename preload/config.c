@@ -484,10 +484,27 @@ load_seconds(const pe_cfg_row_t *row, const char *s, void *field)
     return 0;
 }
 
+/* Whole seconds: the heap history ticks once a second, so 1.5 could only
+   be kept as 1 while the since= comment said 1.5. */
+static int
+load_whole_seconds(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    double v;
+
+    if (load_seconds(row, s, &v) || v != (double)(int64_t)v)
+        return -EINVAL;
+    *(double *)field = v;
+    return 0;
+}
+
 static int
 load_signal(const pe_cfg_row_t *row, const char *s, void *field)
 {
     (void)row;
+    if (!strcasecmp(s, "off")) { /* said outright: no bad-value line */
+        *(int *)field = 0;
+        return 0;
+    }
     return pe_cfg_parse_signal(s, field);
 }
 
@@ -567,11 +584,11 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      .help = "mean bytes between heap samples; 0 turns heap sampling off"},
     {.name = "PROFEP_HEAP_CHECKPOINT",
      .def = "60",
-     .parse = load_seconds,
+     .parse = load_whole_seconds,
      FIELD(ckpt_seconds),
      .lo = 1,
      .hi = 3600,
-     .allowed = "seconds in [1, 3600]",
+     .allowed = "whole seconds in [1, 3600]",
      .help = "seconds between checkpoints of the live heap (heap?since=)"},
     {.name = "PROFEP_MAX_SECONDS",
      .def = "600",
@@ -586,7 +603,7 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      .parse = load_signal,
      FIELD(peek_signal),
      .flags = PE_CFG_EMPTY_UNSET,
-     .allowed = "a signal name such as USR1 or a number",
+     .allowed = "a signal name such as USR1, a number, or off",
      .help = "e.g. USR1: on that signal print stacks and a CPU report to stderr"},
     {.name = "PROFEP_PEEK_SECONDS",
      .def = "1",

@@ -143,20 +143,24 @@ check_bad_values(void)
     CHECK(pe_cfg.heap_rate == 524288);
 
     LOAD("PROFEP_HEAP_CHECKPOINT=0.5");
-    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=0.5 is not valid (seconds in [1, 3600]); using "
-         "60\n");
+    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=0.5 is not valid (whole seconds in [1, 3600]); "
+         "using 60\n");
     CHECK(pe_cfg.ckpt_seconds == 60);
     LOAD("PROFEP_HEAP_CHECKPOINT=3601");
-    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=3601 is not valid (seconds in [1, 3600]); using "
-         "60\n");
+    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=3601 is not valid (whole seconds in [1, 3600]); "
+         "using 60\n");
+    LOAD("PROFEP_HEAP_CHECKPOINT=1.5"); /* the history ticks once a second */
+    SAID("profendpoints: PROFEP_HEAP_CHECKPOINT=1.5 is not valid (whole seconds in [1, 3600]); "
+         "using 60\n");
+    CHECK(pe_cfg.ckpt_seconds == 60);
 
     LOAD("PROFEP_MAX_SECONDS=0");
     SAID("profendpoints: PROFEP_MAX_SECONDS=0 is not valid (seconds > 0); using 600\n");
     CHECK(pe_cfg.max_seconds == 600);
 
     LOAD("PROFEP_PEEK_SIGNAL=KILL");
-    SAID("profendpoints: PROFEP_PEEK_SIGNAL=KILL is not valid (a signal name such as USR1 or a "
-         "number); using off\n");
+    SAID("profendpoints: PROFEP_PEEK_SIGNAL=KILL is not valid (a signal name such as USR1, a "
+         "number, or off); using off\n");
     CHECK(pe_cfg.peek_signal == 0);
 
     LOAD("PROFEP_PEEK_SECONDS=601");
@@ -214,6 +218,10 @@ check_good_values(void)
     QUIET();
     CHECK(pe_cfg.peek_signal == 0 && !pe_cfg.port_file[0] && !pe_cfg.tls_cert[0]);
     CHECK(!strcmp(pe_cfg.stage_dir, "/var/tmp") && !pe_cfg.match[0] && !pe_cfg.refuse);
+    LOAD("PROFEP_PEEK_SIGNAL=USR1");
+    LOAD("PROFEP_PEEK_SIGNAL=off"); /* off said outright: no bad-value line */
+    QUIET();
+    CHECK(pe_cfg.peek_signal == 0);
 
     LOAD("PROFEP_STAGE_DIR=/srv/stage", "PROFEP_PORT_FILE=/run/pe.%p");
     QUIET();
