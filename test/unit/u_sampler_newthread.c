@@ -69,6 +69,18 @@ waiter(void *arg)
     return NULL;
 }
 
+/* Set *flag under the lock, wake the waiters, and join the n threads. */
+static void
+release(int *flag, pthread_t *th, int n)
+{
+    pthread_mutex_lock(&lock);
+    *flag = 1;
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
 /* Has tid a timer that signals it?  /proc/self/timers: "notify: signal/tid.N". */
 static int
 has_timer(pid_t tid)
@@ -132,20 +144,10 @@ main(void)
             missed += t == 0;
             checked += t >= 0;
         }
-        pthread_mutex_lock(&lock);
-        round_over = 1;
-        pthread_cond_broadcast(&cond);
-        pthread_mutex_unlock(&lock);
-        for (int i = 0; i < THREADS; i++)
-            pthread_join(th[i], NULL);
+        release(&round_over, th, THREADS);
         pe_prof_free(pe_sampler_close(w));
     }
-    pthread_mutex_lock(&lock);
-    idle_stop = 1;
-    pthread_cond_broadcast(&cond);
-    pthread_mutex_unlock(&lock);
-    for (int i = 0; i < IDLE; i++)
-        pthread_join(idle[i], NULL);
+    release(&idle_stop, idle, IDLE);
     CHECKF(checked == ROUNDS * THREADS, "%d of %d threads checked", checked, ROUNDS * THREADS);
     CHECKF(missed == 0, "%d of %d threads that started with their session have no timer", missed,
            ROUNDS * THREADS);
