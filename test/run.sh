@@ -36,6 +36,8 @@ run_one() { # name, timeout, command...
     77) skipped=$((skipped + 1)); printf 'SKIP  %-36s %s\n' "$name" "$(tail -n 1 "$logdir/${name//\//_}.log")" ;;
     *) failed=$((failed + 1)); failures+=("$name")
        printf 'FAIL  %-36s (exit %d)\n' "$name" "$rc"
+       # the failed checks first (they may lie above the tail), then the tail
+       grep -E '^FAIL |CHECK failed' "$logdir/${name//\//_}.log" | head -n 20 | sed 's/^/      ! /'
        sed 's/^/      | /' "$logdir/${name//\//_}.log" | tail -n 40 ;;
     esac
 }
