@@ -43,6 +43,8 @@ spin_us(long us)
     while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
+/* Threads that only wait: each scan lists them and arms each a timer, which
+   keeps the scan long enough for new threads to start inside it. */
 static void *
 idler(void *arg)
 {
@@ -123,9 +125,9 @@ main(void)
         memset(tids, 0, sizeof(tids));
         round_over = 0;
         CHECK(pe_sampler_open(0.01, 100000, &w, &running) == 0);
-        /* spread over the collector's first scans (here: the second ends
-           about 100 us after open returns, and takes some 40 us): some
-           threads start during one */
+        /* spread over the collector's first scans (without the idle threads
+           the second ended ~100 us after open returned and took ~40 us):
+           some threads start during one */
         spin_us(10 * (r % 16));
         for (int i = 0; i < THREADS; i++) {
             CHECK(pthread_create(&th[i], NULL, waiter, &tids[i]) == 0);
