@@ -70,6 +70,9 @@ enum { K_CPU = 0, K_WALL = 1 };
 
 /* ---- data ----------------------------------------------------------------------- */
 
+/* Why a wall sample took a signal: the profile's comment counts each. */
+enum { WHY_ASKED, WHY_RUNNING, WHY_WOKE, WHY_CANNOT, WHY_N };
+
 struct pe_sampler_win_s {
     struct pe_sampler_win_s *next;
     int kind; /* K_CPU or K_WALL */
@@ -83,6 +86,7 @@ struct pe_sampler_win_s {
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     uint64_t ticks0;          /* wall_ticks at open */
     uint64_t quiet0, sigs0;   /* wall_quiet, wall_sigs at open */
+    uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
 };
 
@@ -99,6 +103,7 @@ static int want_scan;       /* writer: open (a CPU session began); reader: colle
 static uint64_t wall_ticks; /* ticks sent (collector), read by close */
 /* Wall samples taken from /proc without a signal, and wall signals sent (collector). */
 static uint64_t wall_quiet, wall_sigs;
+static uint64_t wall_why[WHY_N]; /* wall signals sent, by reason (collector) */
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 
 static pthread_t collector;
@@ -340,10 +345,11 @@ state_code_of(const char *st)
 /*
  * A wall sample of a thread that is off the CPU, read from /proc without a
  * signal (quiet.h), straight into the ring.  1 when taken (or the thread is
- * gone), 0 when it must be signalled; *state gets its state code.
+ * gone), 0 when it must be signalled (*reason says why); *state gets its
+ * state code.
  */
 static int
-wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state)
+wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
 {
     uintptr_t pcs[PE_MAX_FRAMES];
     const char *st, *why;
@@ -353,8 +359,12 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state)
     *state = state_code_of(st);
     if (n == -ESRCH)
         return 1;
-    if (n <= 0)
+    if (n <= 0) {
+        *reason = n != -EAGAIN                                ? WHY_CANNOT
+                  : why && !strcmp(why, PE_QUIET_WHY_RUNNING) ? WHY_RUNNING
+                                                              : WHY_WOKE;
         return 0;
+    }
     n = pe_py_interleave_tid(tid, pcs, n, PE_MAX_FRAMES); /* CPython (pyframes.h) */
     __atomic_add_fetch(&wall_quiet, 1, __ATOMIC_RELAXED);
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
@@ -391,16 +401,19 @@ wall_tick(uint32_t gen, int64_t periods)
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         unsigned st;
+        int reason = WHY_ASKED;
 
         if (quiet) {
-            if (wall_quiet_sample(tid, (uint32_t)weight, &st))
+            if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
                 continue;
         } else {
             st = state_code(tid); /* the state before our signal wakes it */
         }
         /* a vanished thread answers ESRCH */
-        if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
+        if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0) {
             __atomic_add_fetch(&wall_sigs, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&wall_why[reason], 1, __ATOMIC_RELAXED);
+        }
     }
     if (n)
         wall_rot = (wall_rot + k) % n;
@@ -686,6 +699,8 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
     w->sigs0 = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED);
+    for (int i = 0; i < WHY_N; i++)
+        w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
     drain(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
@@ -735,7 +750,7 @@ pe_sampler_close(pe_sampler_win_t *w)
 {
     pe_sampler_win_t **pp;
     pe_prof_t *p;
-    uint64_t ring_dropped, ticks, quiet, sigs;
+    uint64_t ring_dropped, ticks, quiet, sigs, why[WHY_N];
     int64_t period;
     int kind;
 
@@ -759,6 +774,8 @@ pe_sampler_close(pe_sampler_win_t *w)
     ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
     quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
     sigs = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED) - w->sigs0;
+    for (int i = 0; i < WHY_N; i++)
+        why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
     pthread_mutex_lock(&wlock);
     drain();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
@@ -788,8 +805,11 @@ pe_sampler_close(pe_sampler_win_t *w)
     if (kind == K_WALL)
         pe_prof_comment(p,
                         "capture: %llu samples from /proc without a signal, %llu signals sent "
-                        "(running threads, or stacks /proc cannot give)",
-                        (unsigned long long)quiet, (unsigned long long)sigs);
+                        "(%llu asked for, %llu to running threads, %llu woke during the walk, "
+                        "%llu stacks /proc cannot give)",
+                        (unsigned long long)quiet, (unsigned long long)sigs,
+                        (unsigned long long)why[WHY_ASKED], (unsigned long long)why[WHY_RUNNING],
+                        (unsigned long long)why[WHY_WOKE], (unsigned long long)why[WHY_CANNOT]);
     else
         pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
                         (unsigned long long)w->samples, (unsigned long long)w->weight,
