@@ -394,21 +394,84 @@ after_call(walk_t *w, uintptr_t ret)
 }
 
 /*
+ * Length of one prologue instruction that leaves %rsp alone, or 0 when it is
+ * not one we know (or it writes %rsp).  Compilers schedule register moves,
+ * loads (GOT, %fs:0x28), lea, movsxd, ALU and shifts, stores and SSE moves in
+ * among the pushes and before `sub $N,%rsp`; those are the ones decoded:
+ * prefixes 66/f2/f3/64, a REX byte, a ModRM-form opcode below or
+ * `mov $imm,%reg`.
+ */
+static size_t
+prologue_insn_len(const unsigned char *b, size_t avail)
+{
+    /* ModRM opcodes by what they write: r/m, the register, nothing; 0f xx SSE moves */
+    static const unsigned char to_rm[] = {0x01, 0x09, 0x21, 0x29, 0x31, 0x88,
+                                          0x89, 0xc7, 0x83, 0x81, 0xc1},
+                               to_reg[] = {0x03, 0x0b, 0x23, 0x2b, 0x33, 0x8a, 0x8b, 0x8d, 0x63},
+                               none[] = {0x84, 0x85, 0x38, 0x39, 0x3a, 0x3b},
+                               sse[] = {0x10, 0x11, 0x28, 0x29, 0x57, 0x6e,
+                                        0x6f, 0x7e, 0x7f, 0xd6, 0xef};
+    size_t i = 0, imm = 0;
+    unsigned op, modrm, mod, reg, rm, rex = 0, writes_rm, writes_reg;
+
+    while (i < 4 && (b[i] == 0x66 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x64))
+        i++;
+    if ((b[i] & 0xf0) == 0x40)
+        rex = b[i++];
+    op = b[i++];
+    if (op >= 0xb8 && op <= 0xbf) { /* mov $imm32/64,%reg */
+        if ((op & 7) == 4 && !(rex & 1))
+            return 0;
+        i += (rex & 8) ? 8 : 4;
+        return i <= avail ? i : 0;
+    }
+    if (op == 0x0f) {
+        op = b[i++];
+        if (!memchr(sse, (int)op, sizeof(sse)))
+            return 0;
+        writes_rm = op == 0x7e; /* movd/movq %xmm,r/m: the rest write an xmm or memory */
+        writes_reg = 0;
+    } else {
+        writes_rm = memchr(to_rm, (int)op, sizeof(to_rm)) != NULL;
+        writes_reg = memchr(to_reg, (int)op, sizeof(to_reg)) != NULL;
+        if (!writes_rm && !writes_reg && !memchr(none, (int)op, sizeof(none)))
+            return 0;
+        imm = op == 0xc7 || op == 0x81 ? 4 : op == 0x83 || op == 0xc1 ? 1 : 0;
+    }
+    modrm = b[i++];
+    mod = modrm >> 6;
+    reg = ((modrm >> 3) & 7) | ((rex & 4) << 1);
+    rm = (modrm & 7) | ((rex & 1) << 3);
+    if ((writes_reg && reg == 4) || (writes_rm && mod == 3 && rm == 4))
+        return 0;                       /* it moves %rsp: the frame is not what the pushes say */
+    if (mod != 3 && (modrm & 7) == 4) { /* SIB */
+        unsigned sib = b[i++];
+        if (mod == 0 && (sib & 7) == 5)
+            i += 4;
+    } else if (mod == 0 && (modrm & 7) == 5) {
+        i += 4; /* %rip + disp32 */
+    }
+    i += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+    i += imm;
+    return i <= avail ? i : 0;
+}
+
+/*
  * The live %rbp when frame k (SP sp_k, in the function starting at `start`)
  * is the first frame whose CFA is %rbp-based (a frame-pointer build calling
  * into code that never saved %rbp): from its prologue, `push %rbp; mov
- * %rsp,%rbp; push <callee-saved>*; [sub $N,%rsp]` (register moves and
- * `lea d8(%rbp)` in between skipped) within its first 32 bytes
- * (after endbr64 or an early-exit test), %rbp = sp_k + 8 *
- * pushes + N, provided the return address above it follows a call.  1 with
- * *rbp, else 0.
+ * %rsp,%rbp; push <callee-saved>*; [sub $N,%rsp]`, with the instructions a
+ * compiler schedules in between skipped (prologue_insn_len), within its first
+ * 32 bytes (after endbr64 or an early-exit test), %rbp = sp_k + 8 * pushes +
+ * N, provided the return address above it follows a call.  1 with *rbp,
+ * else 0.
  */
 static int
 frame_pointer_rbp(walk_t *w, uintptr_t start, uintptr_t sp_k, uintptr_t *rbp)
 {
-    unsigned char b[64];
+    unsigned char b[96];
     uintptr_t size = 0, x, ret;
-    size_t i;
+    size_t i, len;
 
     if (read_bytes(w, start, b, sizeof(b)) < 0)
         return 0;
@@ -420,15 +483,11 @@ frame_pointer_rbp(walk_t *w, uintptr_t start, uintptr_t sp_k, uintptr_t *rbp)
             break;
     if (i == 32)
         return 0;
-    for (i += 4; i + 7 < sizeof(b);) {
+    for (i += 4; i + 16 < sizeof(b);) {
         if (b[i] >= 0x50 && b[i] <= 0x57 && b[i] != 0x54 && b[i] != 0x55) {
             size += 8, i += 1;
         } else if (b[i] == 0x41 && b[i + 1] >= 0x50 && b[i + 1] <= 0x57) {
             size += 8, i += 2;
-        } else if ((b[i] & 0xf0) == 0x40 && b[i + 1] == 0x89 && (b[i + 2] & 0xc0) == 0xc0) {
-            i += 3; /* mov %reg,%reg: the compiler interleaves it with the prologue */
-        } else if ((b[i] & 0xf0) == 0x40 && b[i + 1] == 0x8d && (b[i + 2] & 0xc7) == 0x45) {
-            i += 4; /* lea d8(%rbp),%reg */
         } else if (b[i] == 0x48 && b[i + 1] == 0x83 && b[i + 2] == 0xec) {
             size += b[i + 3];
             break;
@@ -436,8 +495,10 @@ frame_pointer_rbp(walk_t *w, uintptr_t start, uintptr_t sp_k, uintptr_t *rbp)
             size += (uint32_t)b[i + 3] | (uint32_t)b[i + 4] << 8 | (uint32_t)b[i + 5] << 16 |
                     (uint32_t)b[i + 6] << 24;
             break;
+        } else if ((len = prologue_insn_len(b + i, sizeof(b) - i))) {
+            i += len;
         } else {
-            break; /* no sub: the frame is the pushes alone */
+            break; /* a branch, a call...: no sub, the frame is the pushes alone */
         }
     }
     x = sp_k + size;

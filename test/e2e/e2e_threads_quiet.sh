@@ -7,7 +7,8 @@
 #     (the leaf by function: a restarted syscall's signal PC is 2 bytes back);
 #     every form says how (debug=0 label and comment, debug=1 labels line,
 #     debug=2 note, /task_backtraces, the peek); a thread that blocks SIGPROF
-#     is read from /proc all the same.
+#     is read from /proc all the same; so is one waiting inside our own lock
+#     hook (PROFEP_MUTEX_RATE=1), a frame-pointer frame.
 # (b) p_quiet_park strict (any EINTR exits 3) survives 100 dumps and a 10 s
 #     wall-clock profile at delay=0.01, exit 0; the wall samples are all /proc.
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
@@ -54,6 +55,12 @@ many() { # N path...: fetch the paths in turn N times over one connection; print
         i=$((i + 1))
     done
     curl -s --max-time 200 -w '%{http_code}\n' "${args[@]}" | grep -vc '^200$'
+}
+signalled() { # raw: the samples taken by signal, by thread and state (a failure's clue)
+    awk '/^ *[0-9]+ [0-9]+: / { n = $1; next }
+         n && /capture:\[signal\]/ { k = $0 }
+         n && /thread:\[/ { if (k != "") c[k " " $0] += n; k = ""; n = 0 }
+         END { for (x in c) printf "  signalled %d: %s\n", c[x], x }' "$1" | sed 's/  */ /g' | head -20
 }
 wait_ready() { for _ in $(seq 100); do grep -q ready "$PE_OUT" && return 0; sleep 0.05; done; return 1; }
 
@@ -107,6 +114,17 @@ check "SIGPROF blocked: its stack from /proc (park_blocked)" [ -n "$got" ]
 check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(block "$txt" p-blocked)"
 pe_stop
 
+# ---- a frame of ours on the stack: every lock sampled, q-mutex waits inside pe_mutex_sampled,
+#      whose frame-pointer prologue mixes pushes with moves (its %rbp found all the same) ----------
+PE_ENV="PROFEP_MUTEX_RATE=1" pe_start $P/p_quiet_park || exit 1
+PE_ENV=
+check "our hook: ready" wait_ready
+txt=$(pe_get '/debug/pprof/goroutine?debug=2')
+check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '	pe_mutex_sampled+' <<<"$(block "$txt" q-mutex)"
+check "our hook: all 10 threads from /proc" grep -q ' 10 from /proc without a signal ([0-9]* unchanged), 0 by signal$' <<<"$txt" ||
+    block "$txt" q-mutex
+pe_stop
+
 # ---- the peek prints the same capture ------------------------------------------------------
 PE_ENV="PROFEP_PEEK_SIGNAL=USR1 PROFEP_PEEK_SECONDS=0.2" pe_start $P/p_quiet_park || exit 1
 PE_ENV=
@@ -128,7 +146,8 @@ pe_get '/profile_wall?duration=10&delay=0.01' -o $T/w.pb.gz
 go tool pprof -raw $T/w.pb.gz >$T/w.raw 2>&1
 grep '^Comment: capture' $T/w.raw | sed 's/^/  /'
 check "strict: wall samples from /proc, no signal" \
-    bash -c "grep -q 'capture:\[proc\]' $T/w.raw && grep -q 'capture: [0-9]* samples from /proc without a signal, 0 signals sent' $T/w.raw"
+    bash -c "grep -q 'capture:\[proc\]' $T/w.raw && grep -q 'capture: [0-9]* samples from /proc without a signal, 0 signals sent' $T/w.raw" ||
+    signalled $T/w.raw
 check "strict: each parked thread in the wall profile" \
     bash -c "for f in park_sleep park_poll park_epoll park_read park_cond park_mutex park_sem park_accept park_wait; do go tool pprof -top $T/w.pb.gz 2>/dev/null | grep -q \$f || exit 1; done"
 kill -TERM $PE_PID
