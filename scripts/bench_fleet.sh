@@ -20,6 +20,7 @@
 # Usage: scripts/bench_fleet.sh BUILD   (BENCH_FLEET_ROUNDS, default 3;
 # BENCH_FLEET_ITERS, the workload's size; BENCH_FLEET_REDIS_N; BENCH_FLEET_ONLY=workload|redis|parts)
 set -u
+source "${BASH_SOURCE%/*}/bench_lib.sh"
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 LIB=$BUILD/libprofendpoints.so
@@ -43,7 +44,6 @@ CORE_S=0 CORE_C=$((NCPU > 1 ? 1 : 0))
 HZ=$(getconf CLK_TCK)
 PATHS="allocs goroutine mutex block delta_heap delta_mutex delta_block"
 
-load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
 scraper() { # ADDR WHAT(all|cpu|paths): Alloy's default schedule until killed
     local addr=$1 what=$2 p t0
     if [ "$what" != paths ]; then
@@ -99,19 +99,10 @@ watch_threads() { # PID FILE: FILE holds the last threads() line while PID lives
         sleep 0.5
     done
 }
-rotate() {
-    local r=$1; shift
-    local a=("$@") n=$#
-    for i in $(seq 0 $((n - 1))); do printf '%s ' "${a[$(((i + r) % n))]}"; done
-}
 stat3() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 med() { stat3 "$1" | cut -d' ' -f1; }
 # BENCH_FLEET_ONLY=workload|redis|parts runs that part alone
 want() { [ -z "${BENCH_FLEET_ONLY:-}" ] || [ "$BENCH_FLEET_ONLY" = "$1" ]; }
-ratios() { # FILE BASEFILE: per-round ratios, "median [min-max]"
-    paste "$1" "$2" | awk '$2 > 0 { print $1 / $2 }' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) printf "%.4f [%.4f-%.4f]", v[int((NR + 1) / 2)], v[1], v[NR]; else printf "n/a" }'
-}
 
 # ---- 1. the busy workload ---------------------------------------------------
 if want workload; then
@@ -162,17 +153,6 @@ echo "  ($(load))"
 fi
 
 # ---- 2. redis ---------------------------------------------------------------
-redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECONDS
-    local port=$((20000 + RANDOM % 20000)) pid rps
-    taskset -c $CORE_S redis-server --port $port --save "" --appendonly no --daemonize no >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.05; done
-    rps=$(taskset -c $CORE_C redis-benchmark -p $port -t set,get -n 20000 -c 50 -q 2>/dev/null | tr '\r' '\n' |
-        awk 'match($0, /[0-9.]+ requests per second/) { s += substr($0, RSTART, RLENGTH) + 0; n++ }
-             END { printf "%.0f", n ? s / n : 10000 }')
-    kill $pid; wait $pid 2>/dev/null
-    echo $((rps * $1 / 2 / 1000 * 1000 + 1000))
-}
 echo
 if ! want redis; then
     :

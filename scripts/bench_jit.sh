@@ -8,6 +8,7 @@
 #      with the index's size (test/unit/u_jitmap prints them).
 # Usage: scripts/bench_jit.sh BUILD
 set -u
+source "${BASH_SOURCE%/*}/bench_lib.sh"
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 LIB=$BUILD/libprofendpoints.so
@@ -19,7 +20,6 @@ cd $T # node --perf-basic-prof writes isolate-*-v8.log into its cwd
 ROUNDS=${BENCH_JIT_ROUNDS:-1500}
 WAIT=600
 RUNS=${BENCH_JIT_RUNS:-5}
-med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
 
 if command -v node >/dev/null; then
     echo "== node --perf-basic-prof busy.js ($ROUNDS rounds): wall s and CPU s, median of $RUNS interleaved runs"
@@ -45,13 +45,13 @@ if command -v node >/dev/null; then
         fi
     done
     rm -f $(for p in "${pids[@]}"; do echo /tmp/perf-$p.map; done) # node leaves its maps
-    mn=$(med "${none[@]}"); mo=$(med "${ours[@]}"); cn=$(med "${nonec[@]}"); co=$(med "${oursc[@]}")
+    mn=$(median "${none[@]}"); mo=$(median "${ours[@]}"); cn=$(median "${nonec[@]}"); co=$(median "${oursc[@]}")
     awk -v n=$mn -v o=$mo -v cn=$cn -v co=$co 'BEGIN {
         printf "  none        wall %.3f s  cpu %.3f s\n", n, cn
         printf "  ours@100Hz  wall %.3f s  cpu %.3f s   wall ratio %.4f (%+.2f%%), cpu ratio %.4f (%+.2f%%)\n",
             o, co, o / n, 100 * (o / n - 1), co / cn, 100 * (co / cn - 1) }'
     if [ -n "$GPERF" ]; then
-        mg=$(med "${gp[@]}"); cg=$(med "${gpc[@]}")
+        mg=$(median "${gp[@]}"); cg=$(median "${gpc[@]}")
         awk -v n=$mn -v g=$mg -v o=$mo -v cn=$cn -v cg=$cg -v co=$co 'BEGIN {
             printf "  gperftools  wall %.3f s  cpu %.3f s   wall ratio %.4f (%+.2f%%), cpu ratio %.4f (%+.2f%%)\n",
                 g, cg, g / n, 100 * (g / n - 1), cg / cn, 100 * (cg / cn - 1)

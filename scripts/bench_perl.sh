@@ -17,6 +17,7 @@
 #      hash seed fixed, so that every run does the same work).
 # Usage: scripts/bench_perl.sh BUILD   (BENCH_PERL_ROUNDS, default 11)
 set -u
+source "${BASH_SOURCE%/*}/bench_lib.sh"
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 LIB=$BUILD/libprofendpoints.so
@@ -28,7 +29,6 @@ command -v perl >/dev/null || { echo "bench_perl: perl not installed"; exit 0; }
 cc -O2 -shared -fPIC -DSHIM_CHECKS -o "$T/shimc.so" test/bench/bench_heap_shim.c || exit 1
 cc -O2 -shared -fPIC -pthread -o "$T/thread.so" test/bench/bench_thread_shim.c || exit 1
 ROUNDS=${BENCH_PERL_ROUNDS:-11}
-load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 PL='my $t = 0; for my $r (1..2) { my %h; for my $i (1..300000) { $h{"k$i"} = [$i, "v$i" x 3, {a => $i}]; } $t += keys %h; } print "$t\n";'
 # CONFIG -> the environment it runs perl in, in the array cfg_env

@@ -11,6 +11,7 @@
 # adds (names), beside the cost of one process_vm_readv on this machine.
 # Usage: scripts/bench_python.sh BUILD
 set -u
+source "${BASH_SOURCE%/*}/bench_lib.sh"
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 LIB=$BUILD/libprofendpoints.so
@@ -49,7 +50,6 @@ run_ours() { # delay
     cat $T/out
 }
 
-med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
 compare() { # delay hz
     local none=() ours=() gp=() nonec=() oursc=() gpc=() w c mn mo cn co mg cg
     echo "== python3 fib($N) under 4 more frames at $2 Hz: wall s and CPU s of the Python work (median of $RUNS interleaved runs)"
@@ -62,13 +62,13 @@ compare() { # delay hz
             gp+=($w); gpc+=($c)
         fi
     done
-    mn=$(med "${none[@]}"); mo=$(med "${ours[@]}"); cn=$(med "${nonec[@]}"); co=$(med "${oursc[@]}")
+    mn=$(median "${none[@]}"); mo=$(median "${ours[@]}"); cn=$(median "${nonec[@]}"); co=$(median "${oursc[@]}")
     awk -v n=$mn -v o=$mo -v cn=$cn -v co=$co -v hz=$2 'BEGIN {
         printf "  none        wall %.3f s  cpu %.3f s\n", n, cn
         printf "  ours        wall %.3f s  cpu %.3f s   wall ratio %.4f (%+.2f%%), cpu ratio %.4f (%+.2f%%)\n",
             o, co, o / n, 100 * (o / n - 1), co / cn, 100 * (co / cn - 1) }'
     if [ -n "$GPERF" ]; then
-        mg=$(med "${gp[@]}"); cg=$(med "${gpc[@]}")
+        mg=$(median "${gp[@]}"); cg=$(median "${gpc[@]}")
         awk -v n=$mn -v g=$mg -v o=$mo -v cn=$cn -v cg=$cg -v co=$co 'BEGIN {
             printf "  gperftools  wall %.3f s  cpu %.3f s   wall ratio %.4f (%+.2f%%), cpu ratio %.4f (%+.2f%%)\n",
                 g, cg, g / n, 100 * (g / n - 1), cg / cn, 100 * (cg / cn - 1)

@@ -21,6 +21,7 @@
 # Usage: scripts/bench_real.sh BUILD   (BENCH_REAL_ROUNDS, default 5; smaller runs on a busy
 # machine: BENCH_REAL_PY_ROUNDS, default 80, BENCH_REAL_GZIP_CHUNKS of 8 MB, default 25)
 set -u
+source "${BASH_SOURCE%/*}/bench_lib.sh"
 BUILD=${1:-build}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 LIB=$BUILD/libprofendpoints.so
@@ -39,17 +40,7 @@ trap cleanup EXIT
 NCPU=$(nproc)
 CORE_S=0 CORE_C=$((NCPU > 1 ? 1 : 0)) # server (or program) core, client core
 
-load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
-rotate() { # ROUND WORDS...: the words rotated by ROUND, so no configuration always runs first
-    local r=$1; shift
-    local a=("$@") n=$#
-    for i in $(seq 0 $((n - 1))); do printf '%s ' "${a[$(((i + r) % n))]}"; done
-}
 stat3() { sort -g "$1" | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
-ratios() { # FILE BASEFILE: per-round ratios, "median [min-max]"
-    paste "$1" "$2" | awk '$2 > 0 { print $1 / $2 }' | sort -g |
-        awk '{ v[NR] = $1 } END { if (NR) printf "%.4f [%.4f-%.4f]", v[int((NR + 1) / 2)], v[1], v[NR]; else printf "n/a" }'
-}
 report() { # GROUP UNIT FMT CONFIGS...: one line per configuration
     local g=$1 unit=$2 fmt=$3 c m lo hi
     shift 3
@@ -70,17 +61,6 @@ waitport() { # PORTFILE: prints host:port once written (5 s at most)
 }
 
 # ---- 1. redis ---------------------------------------------------------------
-redis_calibrate() { # SECONDS: SET,GET requests (each) for a run of about SECONDS at today's speed
-    local port=$((20000 + RANDOM % 20000)) pid rps
-    taskset -c $CORE_S redis-server --port $port --save "" --appendonly no --daemonize no >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.05; done
-    rps=$(taskset -c $CORE_C redis-benchmark -p $port -t set,get -n 20000 -c 50 -q 2>/dev/null | tr '\r' '\n' |
-        awk 'match($0, /[0-9.]+ requests per second/) { s += substr($0, RSTART, RLENGTH) + 0; n++ }
-             END { printf "%.0f", n ? s / n : 10000 }')
-    kill $pid; wait $pid 2>/dev/null
-    echo $((rps * $1 / 2 / 1000 * 1000 + 1000))
-}
 redis_round() { # CONFIG -> requests/s (mean of SET and GET)
     local c=$1 pf=$T/port.$RANDOM port=$((20000 + RANDOM % 20000)) addr=
     local args=(--port "$port" --save "" --appendonly no --daemonize no)
