@@ -33,7 +33,7 @@ awk -v a=$r0 -v b=$r1 'BEGIN { printf "  VmRSS: %d KiB without, %d KiB with; rat
 wait $p0 $p1
 
 for b in scripts/bench_*.sh; do
-    [ -f "$b" ] || continue
+    [ -f "$b" ] && [ "$b" != scripts/bench_lib.sh ] || continue # (the helpers they source)
     echo
     echo "== $b (load average $(cut -d' ' -f1-3 /proc/loadavg): the machine may be shared; see each A/A floor)"
     bash "$b" "$BUILD"
