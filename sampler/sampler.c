@@ -85,7 +85,7 @@ struct pe_sampler_win_s {
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     uint64_t ticks0;          /* wall_ticks at open */
-    uint64_t quiet0, sigs0;   /* wall_quiet, wall_sigs at open */
+    uint64_t quiet0;          /* wall_quiet at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
 };
@@ -101,9 +101,9 @@ static uint64_t session_gen;
 static uint32_t wall_gen_next;
 static int want_scan;       /* writer: open (a CPU session began); reader: collector */
 static uint64_t wall_ticks; /* ticks sent (collector), read by close */
-/* Wall samples taken from /proc without a signal, and wall signals sent (collector). */
-static uint64_t wall_quiet, wall_sigs;
-static uint64_t wall_why[WHY_N]; /* wall signals sent, by reason (collector) */
+/* Wall samples taken from /proc without a signal, and wall signals sent by
+   reason (collector). */
+static uint64_t wall_quiet, wall_why[WHY_N];
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 
 static pthread_t collector;
@@ -410,10 +410,8 @@ wall_tick(uint32_t gen, int64_t periods)
             st = state_code(tid); /* the state before our signal wakes it */
         }
         /* a vanished thread answers ESRCH */
-        if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0) {
-            __atomic_add_fetch(&wall_sigs, 1, __ATOMIC_RELAXED);
+        if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
             __atomic_add_fetch(&wall_why[reason], 1, __ATOMIC_RELAXED);
-        }
     }
     if (n)
         wall_rot = (wall_rot + k) % n;
@@ -698,7 +696,6 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
     w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
-    w->sigs0 = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED);
     for (int i = 0; i < WHY_N; i++)
         w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
@@ -750,7 +747,7 @@ pe_sampler_close(pe_sampler_win_t *w)
 {
     pe_sampler_win_t **pp;
     pe_prof_t *p;
-    uint64_t ring_dropped, ticks, quiet, sigs, why[WHY_N];
+    uint64_t ring_dropped, ticks, quiet, sigs = 0, why[WHY_N];
     int64_t period;
     int kind;
 
@@ -773,9 +770,10 @@ pe_sampler_close(pe_sampler_win_t *w)
     }
     ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
     quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
-    sigs = __atomic_load_n(&wall_sigs, __ATOMIC_RELAXED) - w->sigs0;
-    for (int i = 0; i < WHY_N; i++)
+    for (int i = 0; i < WHY_N; i++) {
         why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
+        sigs += why[i];
+    }
     pthread_mutex_lock(&wlock);
     drain();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;

@@ -97,6 +97,8 @@ check "capture=bogus: 400" [ "$(pe_status '/debug/pprof/goroutine?capture=bogus'
 pe_get '/profile_wall?duration=1&delay=0.01&capture=signal' -o $T/ws.pb.gz
 go tool pprof -raw $T/ws.pb.gz >$T/ws.raw 2>&1
 check "wall capture=signal: signals only" bash -c "grep -q 'capture:\[signal\]' $T/ws.raw && ! grep -q 'capture:\[proc\]' $T/ws.raw"
+check "wall capture=signal: the comment counts every signal as asked for" \
+    grep -Eq 'capture: 0 samples from /proc without a signal, ([1-9][0-9]*) signals sent \(\1 asked for, 0 to running threads, 0 woke during the walk, 0 stacks /proc cannot give\)' $T/ws.raw
 pe_stop
 done
 
