@@ -294,7 +294,7 @@ test_live(void)
             if (!(slot[j] = pe_heap_live_insert(live[j], 64, 3, PE_HEAP_CNT_ONE)))
                 ok = 0;
             step = pe_tls.heap_live_cursor - before;
-            if (step > 64)
+            if (step > 64) /* more than one run of probes (live.c) */
                 jumps++;
             else
                 tried += step;
