@@ -104,6 +104,12 @@ exp_neg(double x)
     return e * scale;
 }
 
+/* B(2k) / (2k)!, k = 1..7 (Bernoulli numbers). */
+static const double laurent[7] = {1.0 / 12,         -1.0 / 720,
+                                  1.0 / 30240,      -1.0 / 1209600,
+                                  1.0 / 47900160,   -691.0 / 1307674368000.0,
+                                  1.0 / 74724249600.0};
+
 PE_SIGSAFE uint64_t
 pe_heap_weight_fx(uint64_t size, int64_t rate)
 {
@@ -114,19 +120,20 @@ pe_heap_weight_fx(uint64_t size, int64_t rate)
     x = (double)size / (double)rate;
     if (x > 40.0)
         return PE_HEAP_CNT_ONE;
-    /* p = 1 - exp(-x), accurate for small x: its series while x < 1/16 (the
-       usual case; the error is below x^8/8!), else 1 - exp_neg(x).  No libm
-       call: half the samples of a workload with big blocks came here, and
-       libm's code was cold by then. */
-    if (x < 0.0625) {
-        /* 1 - exp(-x) = x (1 - x/2! + x^2/3! - ... + x^6/7!) */
-        double q = inv_fact[7];
-        for (int i = 6; i >= 1; i--)
-            q = q * -x + inv_fact[i];
-        p = x * q;
-    } else
+    /* w = 1 / (1 - exp(-x)).  For x < 1 (blocks under the rate: nearly
+       every sample) its Laurent series 1/x + 1/2 + sum B(2k) x^(2k-1) / (2k)!
+       to k = 7 (the next term is below 4e-13); else 1 / (1 - exp_neg(x)).
+       No libm call: half the samples of a workload with big blocks came
+       here, and libm's code was cold by then. */
+    if (x < 1.0) {
+        double x2 = x * x, q = laurent[6];
+        for (int i = 5; i >= 0; i--)
+            q = q * x2 + laurent[i];
+        w = 1.0 / x + 0.5 + x * q;
+    } else {
         p = 1.0 - exp_neg(x);
-    w = 1.0 / p;
+        w = 1.0 / p;
+    }
     return (uint64_t)(w * PE_HEAP_CNT_ONE + 0.5);
 }
 
@@ -162,9 +169,10 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
 }
 
 /* Inlined into its callers: each frame of ours is one more step for the
-   unwinder on every sample.  unw_backtrace is called from this frame into
-   this buffer (pe_unwind_heap_begin: no frame of the wrapper, no copy);
-   pe_heap_trim drops our frames, the first of which is this one. */
+   unwinder on every sample.  The walk by cached rules starts at our caller;
+   when it gives up, unw_backtrace is called from this frame into this buffer
+   (pe_unwind_heap_begin: no frame of the wrapper, no copy).  pe_heap_trim
+   drops our frames. */
 #define TAKE_FRAMES (PE_HEAP_MAX_FRAMES + 8)
 static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
@@ -177,6 +185,19 @@ take_stack(void)
        into the guard page (test/progs/p_host_smallstack) */
     if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
         return PE_HEAP_NO_STACK;
+#ifndef PE_HEAP_NO_CFI /* (bench_heap_cg.sh builds without it, to compare) */
+    {
+        /* by the unwind tables' rules (sampler/cfi.h), from our caller's
+           frame: ours has a frame pointer (the Makefile builds with
+           -fno-omit-frame-pointer), so its record gives the caller's pc,
+           stack pointer and rbp exactly */
+        uintptr_t *rec = __builtin_frame_address(0);
+        n = pe_unwind_heap_fast(rec[1], (uintptr_t)(rec + 2), rec[0], pcs, TAKE_FRAMES);
+        if (PE_LIKELY(n > 0))
+            goto walked;
+        n = 0;
+    }
+#endif
     if (PE_LIKELY((bt = pe_unwind_heap_begin()) != NULL)) {
         n = bt((void **)pcs, TAKE_FRAMES);
         if (PE_UNLIKELY(!pe_unwind_heap_end(pcs, n, TAKE_FRAMES)))
@@ -186,6 +207,9 @@ take_stack(void)
         n = pe_unwind_here(pcs, PE_HEAP_MAX_FRAMES, 0);
     if (n <= 0)
         return PE_HEAP_NO_STACK;
+#ifndef PE_HEAP_NO_CFI
+walked:
+#endif
     start = pe_heap_trim(pcs, n);
     return pe_heap_stacks_intern(pcs + start, n - start);
 }

@@ -30,6 +30,7 @@
 #include "../preload/guard.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
+#include "cfi.h"
 #include "unwind.h"
 
 /* ---- data ----------------------------------------------------------------------- */
@@ -253,6 +254,26 @@ snap_rebuild(void)
     pe_spin_unlock(&snap_lock);
 }
 
+PE_SIGSAFE int
+pe_unwind_eh_frame_hdr(uintptr_t pc, const uint8_t **hdr)
+{
+    const snap_buf_t *b = snap[snap_pin - 1];
+
+    for (int i = 0; i < b->n; i++) {
+        const struct dl_phdr_info *info = &b->info[i];
+        if (pc < b->lo[i] || pc >= b->hi[i])
+            continue;
+        for (int j = 0; j < info->dlpi_phnum; j++) {
+            if (info->dlpi_phdr[j].p_type == PT_GNU_EH_FRAME) {
+                *hdr = (const uint8_t *)(info->dlpi_addr + info->dlpi_phdr[j].p_vaddr);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return -1;
+}
+
 /* Probe whether 8 bytes at addr are readable: the kernel copies the "set"
    argument before checking `how`, so an unmapped address gives EFAULT. */
 PE_SIGSAFE static int
@@ -461,6 +482,7 @@ pe_unwind_init(void)
     pe_unwind_prime_thread();
     if (unw_bt)
         return 0;
+    (void)pe_cfi_init(); /* without it the heap walks use libunwind */
     /* Hold a low pthread key index for libunwind's own key (pe_unwind_warm). */
     if (!key_reserved && pthread_key_create(&reserved_key, NULL) == 0)
         key_reserved = 1;
@@ -721,6 +743,37 @@ pe_unwind_heap_begin(void)
     return NULL;
 }
 
+/* (heap/sample.c's walk; see unwind.h).  No pin: a walk that finds its
+   rules in the table reads only the stack; reading a rule pins (below). */
+PE_SIGSAFE int
+pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, int max)
+{
+    int n;
+
+    if (pe_tls.in_unwind || pe_tls.in_loader || !stack_hi || sp < stack_lo || sp >= stack_hi)
+        return -1; /* (an alternate signal stack, a coroutine's: not ours to bound) */
+    pe_tls.in_unwind = 1;
+    n = pe_cfi_walk(pc, sp, bp, stack_hi, pcs, max);
+    pe_tls.in_unwind = 0;
+    return n;
+}
+
+PE_SIGSAFE int
+pe_unwind_tables_pin(void)
+{
+    snap_pin_enter();
+    if (__atomic_load_n(&pe_unwind_dlclose_busy, __ATOMIC_SEQ_CST) == 0)
+        return 1;
+    snap_pin_exit();
+    return 0;
+}
+
+PE_SIGSAFE void
+pe_unwind_tables_unpin(void)
+{
+    snap_pin_exit();
+}
+
 /* The outermost frame of this thread's last heap walk, found in an object:
    the next walk ending there is not asked again (a malloc-heavy thread
    samples every few microseconds, and the snapshot's lines are cold).  Were
@@ -748,6 +801,7 @@ void
 pe_unwind_objects_changed(void)
 {
     snap_rebuild();
+    pe_cfi_flush();
     if (unw_flush && unw_local_as)
         unw_flush(*unw_local_as, 0, 0);
 }

@@ -60,6 +60,13 @@ PE_SIGSAFE int pe_unwind_here(uintptr_t *pcs, int max, int skip);
 typedef int (*pe_unwind_bt_fn)(void **, int);
 PE_SIGSAFE pe_unwind_bt_fn pe_unwind_heap_begin(void);
 PE_SIGSAFE int pe_unwind_heap_end(const uintptr_t *pcs, int n, int max);
+/* Tried first, instead of begin and end: the walk by cached unwind-table
+   rules (sampler/cfi.h) from the frame of pc, whose stack pointer (the CFA
+   of its callee) and rbp are sp and bp.  -1 when it gave up or cannot run
+   now (this thread's stack bounds unknown, sp outside them, already inside
+   an unwinder or the loader): then begin. */
+PE_SIGSAFE int pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
+                                   int max);
 
 /* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */

@@ -102,6 +102,17 @@ test_sampling_math(void)
     CHECKF(fabs((double)pe_heap_weight_fx(R, R) / PE_HEAP_CNT_ONE - 1 / (1 - exp(-1))) < 1e-4,
            "w(R)");
     CHECKF(fabs((double)pe_heap_weight_fx(16, R) / PE_HEAP_CNT_ONE - R / 16.0) < 1.0, "w(16)");
+    /* against libm from 1 byte to 40 rates, across the series' switch at R/16:
+       within the fixed point's rounding (1/2 unit) */
+    {
+        double worst = 0;
+        for (uint64_t s = 1; s < 40ull * R; s = s + 1 + s / 97) {
+            double want = PE_HEAP_CNT_ONE / -expm1(-(double)s / R);
+            double err = fabs((double)pe_heap_weight_fx(s, R) - want);
+            worst = err > worst ? err : worst;
+        }
+        CHECKF(worst <= 0.5 + 1e-6, "weights vs libm: worst %.3f units", worst);
+    }
 
     /* Unbiased totals on synthetic streams (4 GiB each: ~8k samples, ~1% std). */
     simulate(size_loguniform, 4ull << 30, &tb, &tn, &eb, &en, &samples);

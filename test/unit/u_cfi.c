@@ -1,0 +1,279 @@
+/*
+ * u_cfi.c: the heap sampler's walk by cached unwind-table rules
+ * (sampler/cfi.c) gives the same stacks as libunwind's unw_backtrace, or
+ * gives up, through every kind of frame a program has: frame-pointer
+ * frames, frames without one (this file's "nofp" functions and libc's
+ * qsort), alloca, realigned frames, a signal handler's frame, threads; it
+ * reads each rule once and again after a flush; and made-up frames
+ * never make it fault.
+ */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../preload/guard.h"
+#include "../../sampler/cfi.h"
+#include "../../sampler/unwind.h"
+#include "pe_test.h"
+
+#define MAXF 64
+#define NOFP __attribute__((noinline, optimize("omit-frame-pointer")))
+
+typedef struct cap_s {
+    uintptr_t fast[MAXF], ref[MAXF];
+    int nfast, nref;
+} cap_t;
+
+static volatile long sink;
+
+/* Both walks from here: the fast one from this frame's caller, as
+   heap/sample.c calls it; libunwind's from this frame (its pcs[0] is in it). */
+__attribute__((noinline)) static void
+capture(cap_t *c)
+{
+    uintptr_t *rec = __builtin_frame_address(0);
+    pe_unwind_bt_fn bt;
+
+    c->nfast = pe_unwind_heap_fast(rec[1], (uintptr_t)(rec + 2), rec[0], c->fast, MAXF);
+    c->nref = 0;
+    if ((bt = pe_unwind_heap_begin()) != NULL) {
+        c->nref = bt((void **)c->ref, MAXF);
+        pe_unwind_heap_end(c->ref, c->nref, MAXF);
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+/* The fast stack equals libunwind's from libunwind's second frame on. */
+static int
+same(const cap_t *c)
+{
+    if (c->nfast <= 0 || c->nref < 2 || c->nfast != c->nref - 1)
+        return 0;
+    return memcmp(c->fast, c->ref + 1, (size_t)c->nfast * sizeof(uintptr_t)) == 0;
+}
+
+static void
+show(const char *what, const cap_t *c)
+{
+    printf("  %s: fast %d frames, libunwind %d\n", what, c->nfast, c->nref);
+    for (int i = 0; i < MAXF && (i < c->nfast || i + 1 < c->nref); i++) {
+        Dl_info a = {0}, b = {0};
+        uintptr_t f = i < c->nfast ? c->fast[i] : 0, r = i + 1 < c->nref ? c->ref[i + 1] : 0;
+        dladdr((void *)f, &a);
+        dladdr((void *)r, &b);
+        printf("    %2d %#14lx %-24s %#14lx %s\n", i, (unsigned long)f,
+               a.dli_sname ? a.dli_sname : "?", (unsigned long)r, b.dli_sname ? b.dli_sname : "?");
+    }
+}
+
+/* ---- frames of every kind ------------------------------------------------------ */
+
+static cap_t *target;
+
+NOFP static void leaf_nofp(int d);
+
+__attribute__((noinline)) static void
+fp_frame(int d)
+{
+    volatile char pad[40];
+    pad[(unsigned)d % 40] = 1;
+    leaf_nofp(d - 1);
+    sink += pad[0];
+}
+
+NOFP static void
+big_nofp(int d)
+{
+    volatile char pad[3000]; /* a large rsp offset */
+    pad[(unsigned)d % 3000] = 1;
+    fp_frame(d - 1);
+    sink += pad[7];
+}
+
+NOFP static void
+alloca_nofp(int d)
+{
+    volatile char *p = alloca(16 + (size_t)(sink & 7) * 64 + (unsigned)d % 16 * 8);
+    p[0] = 1;
+    big_nofp(d - 1);
+    sink += p[0];
+}
+
+NOFP static void
+leaf_nofp(int d)
+{
+    if (d <= 0) {
+        capture(target);
+        return;
+    }
+    alloca_nofp(d - 1);
+    sink++;
+}
+
+/* 30 frames of four kinds, then the capture */
+static void
+mixed(cap_t *c)
+{
+    target = c;
+    leaf_nofp(30);
+}
+
+/* libc's qsort (no frame pointers) calling back into us */
+static int
+cmp_capture(const void *a, const void *b)
+{
+    if (!target->nfast && !target->nref)
+        capture(target);
+    return *(const int *)a - *(const int *)b;
+}
+
+static void
+through_qsort(cap_t *c)
+{
+    int v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = (i * 37) % 64;
+    target = c;
+    c->nfast = c->nref = 0;
+    qsort(v, 64, sizeof(v[0]), cmp_capture);
+}
+
+/* a realigned frame without a frame pointer: its CFA is an expression */
+NOFP static void
+realigned_nofp(cap_t *c)
+{
+    volatile char buf[64] __attribute__((aligned(64)));
+    buf[0] = 1;
+    capture(c);
+    sink += buf[0];
+}
+
+static cap_t sig_cap;
+
+static void
+on_usr1(int sig)
+{
+    capture(&sig_cap);
+}
+
+static void *
+thread_main(void *arg)
+{
+    pe_unwind_prime_thread(); /* (the pthread_create hook does this in the library) */
+    mixed(arg);
+    return NULL;
+}
+
+static volatile int churn_stop;
+
+static void *
+churn(void *arg)
+{
+    while (!churn_stop) {
+        void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            dlclose(h);
+    }
+    return NULL;
+}
+
+int
+main(void)
+{
+    static cap_t c;
+    uint64_t read0, read1;
+    pthread_t th;
+
+    CHECK(pe_unwind_init() == 0);
+    pe_unwind_warm();
+
+    mixed(&c);
+    CHECKF(same(&c), "30 frames of four kinds (fp, no fp, 3000-byte frame, alloca)");
+    if (!same(&c))
+        show("mixed", &c);
+    CHECKF(c.nfast > 32, "the walk reached the outermost frame (%d frames)", c.nfast);
+
+    /* a rule is read once: the same stack again reads none */
+    read0 = 0;
+    for (volatile int i = 0; i < 2; i++) { /* (one call site: one return address in main) */
+        if (i == 1)
+            read0 = pe_cfi_rules_read();
+        mixed(&c);
+    }
+    read1 = pe_cfi_rules_read();
+    CHECKF(same(&c) && read1 == read0, "again from the table: %llu rules read",
+           (unsigned long long)(read1 - read0));
+
+    /* after a flush (objects changed) the rules are read again, to the same stack */
+    pe_unwind_objects_changed();
+    mixed(&c);
+    CHECKF(same(&c) && pe_cfi_rules_read() > read1, "after a flush: rules read again, same stack");
+
+    through_qsort(&c);
+    CHECKF(same(&c), "through libc's qsort");
+    if (!same(&c))
+        show("qsort", &c);
+
+    /* a realigned frame: libunwind's stack or none */
+    realigned_nofp(&c);
+    CHECKF(c.nfast < 0 || same(&c), "realigned frame: %s",
+           c.nfast < 0 ? "gave up" : "same stack");
+
+    /* a signal handler's frame: the trampoline's CIE says "S": give up */
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_usr1;
+        sigaction(SIGUSR1, &sa, NULL);
+        raise(SIGUSR1);
+        CHECKF(sig_cap.nfast == -1 && sig_cap.nref > 3, "signal frame: gave up (%d), libunwind %d",
+               sig_cap.nfast, sig_cap.nref);
+    }
+
+    /* a thread: ends in clone3's frame, whose return address is undefined */
+    {
+        static cap_t tc;
+        CHECK(pthread_create(&th, NULL, thread_main, &tc) == 0);
+        pthread_join(th, NULL);
+        CHECKF(same(&tc), "in a thread");
+        if (!same(&tc))
+            show("thread", &tc);
+    }
+
+    /* while another thread dlopens and dlcloses (each dlclose flushes) */
+    {
+        int ok = 0, fast = 0;
+        CHECK(pthread_create(&th, NULL, churn, NULL) == 0);
+        for (int i = 0; i < 3000; i++) {
+            mixed(&c);
+            ok += c.nfast < 0 || same(&c);
+            fast += c.nfast > 0;
+        }
+        churn_stop = 1;
+        pthread_join(th, NULL);
+        CHECKF(ok == 3000 && fast > 0, "under dlopen/dlclose churn: %d of 3000 agree (%d fast)", ok,
+               fast);
+    }
+
+    /* made-up frames: any pc, sp anywhere in the stack above us, any rbp */
+    {
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0), out[MAXF];
+        int gave_up = 0;
+        mixed(&c);
+        for (int i = 0; i < 100000; i++) {
+            uintptr_t pc, sp, bp;
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            pc = (x & 1) ? c.fast[(x >> 1) % (uint64_t)c.nfast] : (uintptr_t)(x >> 8);
+            sp = here + ((x >> 20) % 16384);
+            bp = (x & 2) ? here + ((x >> 34) % 16384) : (uintptr_t)(x * 3);
+            gave_up += pe_unwind_heap_fast(pc, sp & ~(uintptr_t)7, bp, out, MAXF) < 0;
+        }
+        CHECKF(1, "100000 made-up frames walked without a fault (%d gave up)", gave_up);
+    }
+    return pe_test_done();
+}
