@@ -36,8 +36,8 @@
 
 enum { K_SP = 0, K_BP = 1, K_END = 2, K_GIVE_UP = 3 };
 
-#define RULE(pc, kind, off8, slot)                                                                  \
-    (((uint64_t)(pc) & PC_MASK) | ((uint64_t)(kind) << KIND_SHIFT) |                                \
+#define RULE(pc, kind, off8, slot)                                                                 \
+    (((uint64_t)(pc)&PC_MASK) | ((uint64_t)(kind) << KIND_SHIFT) |                                 \
      ((uint64_t)(off8) << OFF_SHIFT) | ((uint64_t)(slot) << SLOT_SHIFT))
 #define RULE_KIND(w) ((int)(((w) >> KIND_SHIFT) & 3))
 #define RULE_OFF(w) ((uintptr_t)(((w) >> OFF_SHIFT) & OFF_MAX) * 8)
@@ -248,9 +248,7 @@ run(prog_t *pr, rd_t *r)
         case 0x80: /* offset */
             set_rule(pr, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(r) * da);
             continue;
-        case 0xc0: /* restore */
-            restore_rule(pr, op & 0x3f);
-            continue;
+        case 0xc0: /* restore */ restore_rule(pr, op & 0x3f); continue;
         }
         switch (op) {
         case 0x00: break; /* nop */
@@ -324,7 +322,7 @@ run(prog_t *pr, rd_t *r)
             pr->st.cfa_off = rd_sleb(r) * da;
             break;
         case 0x13: pr->st.cfa_off = rd_sleb(r) * da; break; /* def_cfa_offset_sf */
-        case 0x14:                                         /* val_offset */
+        case 0x14:                                          /* val_offset */
             reg = rd_uleb(r);
             (void)rd_uleb(r);
             set_rule(pr, reg, R_OTHER, 0);

@@ -220,8 +220,7 @@ main(void)
 
     /* a realigned frame: libunwind's stack or none */
     realigned_nofp(&c);
-    CHECKF(c.nfast < 0 || same(&c), "realigned frame: %s",
-           c.nfast < 0 ? "gave up" : "same stack");
+    CHECKF(c.nfast < 0 || same(&c), "realigned frame: %s", c.nfast < 0 ? "gave up" : "same stack");
 
     /* a signal handler's frame: the trampoline's CIE says "S": give up */
     {
