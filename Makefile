@@ -78,6 +78,18 @@ $(LIB): $(OBJS) preload/exports.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
 
+# The heap walk's check build (test/e2e/e2e_heap_cfi.sh): heap/sample.c with
+# PE_HEAP_CFI_VERIFY, every other object as built.
+VFY_LIB := $(BUILD)/libprofendpoints-cfiverify.so
+$(BUILD)/verify/sample.o: heap/sample.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(call msg,CC,$< (verify))
+	$(Q)$(CC) $(ALL_CFLAGS) -DPE_HEAP_CFI_VERIFY -c -o $@ $<
+
+$(VFY_LIB): $(filter-out $(BUILD)/heap/sample.o,$(OBJS)) $(BUILD)/verify/sample.o preload/exports.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
 $(CORE_AR): $(CORE_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $(CORE_OBJS)
@@ -137,7 +149,7 @@ $(BUILD)/test/p_%: test/progs/p_%.cc
 	$(call msg,CXXLD,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
 
-tests: $(LIB) $(TLS_SHIMS) $(UNIT_BINS) $(PROG_BINS)
+tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
 
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.

@@ -32,6 +32,9 @@
 #include "../preload/real.h"
 #include "../sampler/unwind.h"
 #include "heap_int.h"
+#ifdef PE_HEAP_CFI_VERIFY
+#include <stdio.h>
+#endif
 
 /* ---- the interval ------------------------------------------------------------ */
 
@@ -167,6 +170,63 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
     t->heap_countdown = c;
 }
 
+#ifdef PE_HEAP_CFI_VERIFY
+/*
+ * The check build (Makefile: libprofendpoints-cfiverify.so, used by
+ * test/e2e/e2e_heap_cfi.sh): every sample the rules walked is walked by
+ * libunwind too, and the frames a profile keeps (ours trimmed, at most
+ * PE_HEAP_MAX_FRAMES) must be the same.  The counts go to stderr at exit,
+ * after the first few differences.
+ */
+static unsigned long vfy_same, vfy_differ, vfy_gave_up;
+
+static void
+vfy_put(const char *what, const uintptr_t *pcs, int n)
+{
+    char line[2048];
+    int k = snprintf(line, sizeof(line), "cfi verify: %s", what);
+
+    for (int i = 0; i < n && k < (int)sizeof(line) - 24; i++)
+        k += snprintf(line + k, sizeof(line) - (size_t)k, " %#lx", (unsigned long)pcs[i]);
+    line[k++] = '\n';
+    (void)!write(2, line, (size_t)k);
+}
+
+static __attribute__((noinline)) void
+vfy_compare(const uintptr_t *pcs, int n)
+{
+    uintptr_t ref[PE_HEAP_MAX_FRAMES + 8];
+    pe_unwind_bt_fn bt = pe_unwind_heap_begin();
+    int m, a, b, la, lb, same;
+
+    if (!bt)
+        return;
+    m = bt((void **)ref, (int)PE_ARRAY_SIZE(ref));
+    pe_unwind_heap_end(ref, m, (int)PE_ARRAY_SIZE(ref));
+    a = pe_heap_trim(pcs, n);
+    b = pe_heap_trim(ref, m);
+    la = n - a < PE_HEAP_MAX_FRAMES ? n - a : PE_HEAP_MAX_FRAMES;
+    lb = m - b < PE_HEAP_MAX_FRAMES ? m - b : PE_HEAP_MAX_FRAMES;
+    same = la == lb && !memcmp(pcs + a, ref + b, (size_t)la * sizeof(*pcs));
+    if (same) {
+        __atomic_add_fetch(&vfy_same, 1, __ATOMIC_RELAXED);
+    } else if (__atomic_add_fetch(&vfy_differ, 1, __ATOMIC_RELAXED) <= 3) {
+        vfy_put("rules    ", pcs + a, la);
+        vfy_put("libunwind", ref + b, lb);
+    }
+}
+
+__attribute__((destructor)) static void
+vfy_report(void)
+{
+    char line[160];
+    int k = snprintf(line, sizeof(line), "cfi verify: %lu same, %lu differ, %lu gave up\n",
+                     vfy_same, vfy_differ, vfy_gave_up);
+
+    (void)!write(2, line, (size_t)k);
+}
+#endif
+
 /* Inlined into its callers: each frame of ours is one more step for the
    unwinder on every sample.  The walk by cached rules starts at our caller;
    when it gives up, unw_backtrace is called from this frame into this buffer
@@ -184,7 +244,7 @@ take_stack(void)
        into the guard page (test/progs/p_host_smallstack) */
     if (PE_UNLIKELY(lo) && (uintptr_t)__builtin_frame_address(0) - lo < PE_HEAP_STACK_NEED)
         return PE_HEAP_NO_STACK;
-#ifndef PE_HEAP_NO_CFI /* (bench_heap_cg.sh builds without it, to compare) */
+#ifndef PE_HEAP_NO_CFI /* (a build switch, to compare: libunwind for every sample) */
     {
         /* by the unwind tables' rules (sampler/cfi.h), from our caller's
            frame: ours has a frame pointer (the Makefile builds with
@@ -192,6 +252,12 @@ take_stack(void)
            stack pointer and rbp exactly */
         uintptr_t *rec = __builtin_frame_address(0);
         n = pe_unwind_heap_fast(rec[1], (uintptr_t)(rec + 2), rec[0], pcs, TAKE_FRAMES);
+#ifdef PE_HEAP_CFI_VERIFY
+        if (n > 0)
+            vfy_compare(pcs, n);
+        else
+            __atomic_add_fetch(&vfy_gave_up, 1, __ATOMIC_RELAXED);
+#endif
         if (PE_LIKELY(n > 0))
             goto walked;
         n = 0;
