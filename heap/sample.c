@@ -34,6 +34,8 @@
 #include "heap_int.h"
 #ifdef PE_HEAP_CFI_VERIFY
 #include <stdio.h>
+
+#include "../sampler/cfi.h"
 #endif
 
 /* ---- the interval ------------------------------------------------------------ */
@@ -220,8 +222,9 @@ __attribute__((destructor)) static void
 vfy_report(void)
 {
     char line[160];
-    int k = snprintf(line, sizeof(line), "cfi verify: %lu same, %lu differ, %lu gave up\n",
-                     vfy_same, vfy_differ, vfy_gave_up);
+    int k = snprintf(line, sizeof(line),
+                     "cfi verify: %lu same, %lu differ, %lu gave up; %llu rules read\n", vfy_same,
+                     vfy_differ, vfy_gave_up, (unsigned long long)pe_cfi_rules_read());
 
     (void)!write(2, line, (size_t)k);
 }

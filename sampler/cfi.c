@@ -539,9 +539,10 @@ rule_of(const uint64_t *tab, uintptr_t pc, uintptr_t at)
         if (PE_LIKELY((w & PC_MASK) == pc))
             return RULE_KIND(w) == K_GIVE_UP ? 0 : w;
         if (!w)
-            break;
+            return rule_miss(pc, at, h);
     }
-    return rule_miss(pc, at, h);
+    return 0; /* no room near h: libunwind walks this one (reading the rule
+                 each time would cost more than its walk) */
 }
 
 int

@@ -205,17 +205,20 @@ snap_find(const snap_buf_t *b, const snap_buf_t *xb, int i)
 /*
  * Rebuild the inactive buffer from the real dl_iterate_phdr and flip.  Notes
  * objects that vanished (their ranges) and bumps reuse_gen when a new object
- * lands on a range a different object used to occupy.
+ * lands on a range a different object used to occupy.  Returns how many
+ * vanished.
  */
-static void
+static int
 snap_rebuild(void)
 {
     int (*iter)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
     int cur, nxt, i;
     snap_buf_t *old, *b;
 
+    int vanished = 0;
+
     if (!snap[0])
-        return;
+        return 0;
     iter = pe_real.dl_iterate_phdr ? pe_real.dl_iterate_phdr : dl_iterate_phdr;
     pe_spin_lock(&snap_lock);
     cur = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
@@ -231,6 +234,7 @@ snap_rebuild(void)
     for (i = 0; i < old->n; i++) {
         if (snap_find(b, old, i) >= 0)
             continue;
+        vanished++;
         int g = ngone % GONE_MAX;
         gone[g].lo = old->lo[i];
         gone[g].hi = old->hi[i];
@@ -252,6 +256,7 @@ snap_rebuild(void)
     }
     __atomic_store_n(&snap_cur, nxt, __ATOMIC_SEQ_CST);
     pe_spin_unlock(&snap_lock);
+    return vanished;
 }
 
 PE_SIGSAFE int
@@ -800,8 +805,10 @@ pe_unwind_heap_end(const uintptr_t *pcs, int n, int max)
 void
 pe_unwind_objects_changed(void)
 {
-    snap_rebuild();
-    pe_cfi_flush();
+    /* rules of pcs in an unloaded object could be a new object's wrong ones
+       (a dlopen alone changes no rule already kept) */
+    if (snap_rebuild() > 0)
+        pe_cfi_flush();
     if (unw_flush && unw_local_as)
         unw_flush(*unw_local_as, 0, 0);
 }
