@@ -427,7 +427,7 @@ find_fde(const uint8_t *hdr, uintptr_t at)
     return hdr + tab[2 * lo + 1];
 }
 
-/* The rule word for return address (or exact pc) `pc`, whose code is at
+/* The rule word for return address `pc`, whose call is at
    `at` (pc - 1 for a return address); 0 when pc is in no object. */
 static uint64_t
 read_rule(uintptr_t pc, uintptr_t at)
@@ -590,7 +590,7 @@ __attribute__((no_sanitize_address)) PE_SIGSAFE int
 pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *pcs, int max)
 {
     const uint64_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    uintptr_t at = pc; /* the first pc is exact, the rest are return addresses */
+    uintptr_t at = pc - 1; /* (every pc is a return address: its call's rule) */
     int n = 0;
 
     if (PE_UNLIKELY(!tab) || sp >= hi)

@@ -31,11 +31,11 @@
 /* Map the rule table; 0 or -errno.  Before it, every walk gives up. */
 int pe_cfi_init(void);
 /*
- * Walk from a frame whose pc (exact, not a return address), stack pointer
- * and rbp are given, reading the stack no higher than `hi` (the thread's
- * stack top).  pcs[0] = pc, then return addresses, up to `max`.  Returns the
- * number of frames when it reached the outermost frame or `max`, -1 when it
- * gave up.
+ * Walk from the frame of return address pc (the rule is read for pc - 1, the
+ * call), whose stack pointer (its callee's CFA) and rbp are given, reading
+ * the stack no higher than `hi` (the thread's stack top).  pcs[0] = pc, then
+ * the return addresses above it, up to `max`.  Returns the number of frames
+ * when it reached the outermost frame or `max`, -1 when it gave up.
  */
 PE_SIGSAFE int pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *pcs,
                            int max);

@@ -23,7 +23,7 @@ run() {
     cmp -s "$T/$name.plain" "$T/$name.out" && ok "$name: output unchanged" ||
         bad "$name: output changed: $(diff "$T/$name.plain" "$T/$name.out" | head -3)"
     line=$(grep '^cfi verify: [0-9]' "$T/$name.err" | tail -1)
-    read -r same differ gave <<<"$(sed -E 's/.* ([0-9]+) same, ([0-9]+) differ, ([0-9]+) gave up/\1 \2 \3/' <<<"$line")"
+    read -r same differ gave <<<"$(sed -E 's/.* ([0-9]+) same, ([0-9]+) differ, ([0-9]+) gave up.*/\1 \2 \3/' <<<"$line")"
     if [ -z "$line" ] || [ -z "$same" ]; then
         bad "$name: no counts ($(tail -2 "$T/$name.err"))"
         return

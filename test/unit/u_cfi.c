@@ -82,7 +82,7 @@ fp_frame(int d)
     volatile char pad[40];
     pad[(unsigned)d % 40] = 1;
     leaf_nofp(d - 1);
-    sink += pad[0];
+    sink += pad[(unsigned)d % 40];
 }
 
 NOFP static void
@@ -91,7 +91,7 @@ big_nofp(int d)
     volatile char pad[3000]; /* a large rsp offset */
     pad[(unsigned)d % 3000] = 1;
     fp_frame(d - 1);
-    sink += pad[7];
+    sink += pad[(unsigned)d % 3000];
 }
 
 NOFP static void
