@@ -343,16 +343,27 @@ run(prog_t *pr, rd_t *r)
     return r->ok;
 }
 
-/* Parse the CIE at `cie` (its length word); 0 when unusable here. */
-static int
-parse_cie(const uint8_t *cie, cie_t *c)
+/* Is [p, p + n) inside the tables' segment? */
+static inline int
+inside(const pe_cfi_tables_t *t, uintptr_t p, uint64_t n)
 {
+    return p >= t->lo && p <= t->hi && n <= t->hi - p;
+}
+
+/* Parse the CIE at `at` (its length word); 0 when unusable here. */
+static int
+parse_cie(const pe_cfi_tables_t *t, uintptr_t at, cie_t *c)
+{
+    const uint8_t *cie = (const uint8_t *)at;
     rd_t r = {cie, cie + 4, 1};
     const char *aug;
-    uint64_t len = rd_fixed(&r, 4);
+    uint64_t len;
     uint8_t version;
 
-    if (len == 0 || len == 0xffffffffu)
+    if (!inside(t, at, 4))
+        return 0;
+    len = rd_fixed(&r, 4);
+    if (len == 0 || len == 0xffffffffu || !inside(t, at, 4 + len))
         return 0;
     r.end = cie + 4 + len;
     if (rd_fixed(&r, 4) != 0) /* CIE id */
@@ -397,25 +408,27 @@ parse_cie(const uint8_t *cie, cie_t *c)
     return r.ok;
 }
 
-/* The FDE covering `at`, from the sorted table of .eh_frame_hdr; NULL if none. */
-static const uint8_t *
-find_fde(const uint8_t *hdr, uintptr_t at)
+/* The FDE that may cover `at`, from the sorted table of .eh_frame_hdr (its
+   address, unchecked); 0 if none. */
+static uintptr_t
+find_fde(const pe_cfi_tables_t *t, uintptr_t at)
 {
-    rd_t r = {hdr + 4, hdr + 64, 1};
+    const uint8_t *hdr = t->hdr;
+    rd_t r = {hdr + 4, (const uint8_t *)t->hi, 1};
     const int32_t *tab;
     int64_t rel = (int64_t)(at - (uintptr_t)hdr);
     uint64_t count, lo = 0, hi;
 
     /* version 1; the table: sdata4 relative to hdr, count: udata4 */
-    if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
-        return NULL;
+    if (!inside(t, (uintptr_t)hdr, 4) || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
+        return 0;
     (void)rd_encoded(&r, hdr[1]); /* eh_frame_ptr: not needed */
     count = rd_fixed(&r, 4);
-    if (!r.ok || count == 0)
-        return NULL;
+    if (!r.ok || count == 0 || !inside(t, (uintptr_t)r.p, count * 8))
+        return 0;
     tab = (const int32_t *)r.p;
     if (rel < tab[0])
-        return NULL;
+        return 0;
     hi = count;
     while (hi - lo > 1) { /* the last entry whose start <= rel */
         uint64_t mid = lo + (hi - lo) / 2;
@@ -424,33 +437,30 @@ find_fde(const uint8_t *hdr, uintptr_t at)
         else
             hi = mid;
     }
-    return hdr + tab[2 * lo + 1];
+    return (uintptr_t)hdr + (uintptr_t)(intptr_t)tab[2 * lo + 1];
 }
 
-/* The rule word for return address `pc`, whose call is at
-   `at` (pc - 1 for a return address); 0 when pc is in no object. */
+/* The rule word for return address `pc` (its call at pc - 1) from tables t;
+   every read inside [t->lo, t->hi). */
 static uint64_t
-read_rule(uintptr_t pc, uintptr_t at)
+rule_from_tables(const pe_cfi_tables_t *t, uintptr_t pc)
 {
-    const uint8_t *hdr, *fde;
     uint64_t give_up = RULE(pc, K_GIVE_UP, 0, 0), len, cie_off;
-    uintptr_t start, range;
+    uintptr_t at = pc - 1, fde_at, start, range;
+    const uint8_t *fde;
     prog_t pr;
     cie_t cie;
     rd_t r;
-    int found = pe_unwind_eh_frame_hdr(at, &hdr);
 
-    if (found < 0)
-        return 0;
-    __atomic_add_fetch(&rules_read, 1, __ATOMIC_RELAXED);
-    if (found == 0 || !(fde = find_fde(hdr, at)))
+    if (!(fde_at = find_fde(t, at)) || !inside(t, fde_at, 8))
         return give_up;
+    fde = (const uint8_t *)fde_at;
     r = (rd_t){fde, fde + 8, 1};
     len = rd_fixed(&r, 4);
     cie_off = rd_fixed(&r, 4);
-    if (len == 0 || len == 0xffffffffu || len < 4 || cie_off == 0)
+    if (len < 4 || len == 0xffffffffu || cie_off == 0 || !inside(t, fde_at, 4 + len))
         return give_up;
-    if (!parse_cie(fde + 4 - cie_off, &cie))
+    if (!parse_cie(t, fde_at + 4 - cie_off, &cie))
         return give_up;
     r.end = fde + 4 + len;
     start = rd_encoded(&r, cie.fde_enc);
@@ -499,6 +509,34 @@ read_rule(uintptr_t pc, uintptr_t at)
     }
 }
 
+/* pc's rule word from its object's tables; 0 when pc is in no object. */
+static uint64_t
+read_rule(uintptr_t pc)
+{
+    pe_cfi_tables_t t;
+    int found = pe_unwind_eh_frame_hdr(pc - 1, &t);
+
+    if (found < 0)
+        return 0;
+    __atomic_add_fetch(&rules_read, 1, __ATOMIC_RELAXED);
+    return found ? rule_from_tables(&t, pc) : RULE(pc, K_GIVE_UP, 0, 0);
+}
+
+int
+pe_cfi_rule_from(const pe_cfi_tables_t *t, uintptr_t pc, int *cfa_reg, int *cfa_off, int *rbp_slot)
+{
+    uint64_t w = rule_from_tables(t, pc);
+
+    switch (RULE_KIND(w)) {
+    case K_GIVE_UP: return 0;
+    case K_END: *cfa_reg = -1; break;
+    default: *cfa_reg = RULE_KIND(w) == K_SP ? REG_RSP : REG_RBP; break;
+    }
+    *cfa_off = (int)RULE_OFF(w);
+    *rbp_slot = (int)RULE_SLOT(w);
+    return 1;
+}
+
 /* ---- the table -------------------------------------------------------------------- */
 
 static inline uint32_t
@@ -509,13 +547,13 @@ hash_pc(uintptr_t pc)
 
 /* A miss: read pc's rule from the tables and keep it (probing from h). */
 static __attribute__((noinline)) uint64_t
-rule_miss(uintptr_t pc, uintptr_t at, uint32_t h)
+rule_miss(uintptr_t pc, uint32_t h)
 {
     uint64_t w;
 
     if (pc >> PC_BITS || !pe_unwind_tables_pin()) /* (a pc the word cannot hold) */
         return 0;
-    w = read_rule(pc, at);
+    w = read_rule(pc);
     pe_unwind_tables_unpin();
     if (!w)
         return 0;
@@ -530,7 +568,7 @@ rule_miss(uintptr_t pc, uintptr_t at, uint32_t h)
 
 /* pc's rule; 0 = give up.  (A pc above PC_BITS never equals a kept word's.) */
 static inline uint64_t
-rule_of(const uint64_t *tab, uintptr_t pc, uintptr_t at)
+rule_of(const uint64_t *tab, uintptr_t pc)
 {
     uint32_t h = hash_pc(pc);
 
@@ -539,7 +577,7 @@ rule_of(const uint64_t *tab, uintptr_t pc, uintptr_t at)
         if (PE_LIKELY((w & PC_MASK) == pc))
             return RULE_KIND(w) == K_GIVE_UP ? 0 : w;
         if (!w)
-            return rule_miss(pc, at, h);
+            return rule_miss(pc, h);
     }
     return 0; /* no room near h: libunwind walks this one (reading the rule
                  each time would cost more than its walk) */
@@ -590,7 +628,6 @@ __attribute__((no_sanitize_address)) PE_SIGSAFE int
 pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *pcs, int max)
 {
     const uint64_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    uintptr_t at = pc - 1; /* (every pc is a return address: its call's rule) */
     int n = 0;
 
     if (PE_UNLIKELY(!tab) || sp >= hi)
@@ -599,7 +636,7 @@ pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *p
        all mapped.  A pc that is no return address (0, a stale word) finds no
        object, so no rule. */
     while (n < max) {
-        uint64_t w = rule_of(tab, pc, at);
+        uint64_t w = rule_of(tab, pc);
         uintptr_t cfa, slot;
 
         if (!w)
@@ -617,7 +654,6 @@ pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *p
         }
         pc = *(const uintptr_t *)(cfa - 8);
         sp = cfa;
-        at = pc - 1;
     }
     return n;
 give_up:

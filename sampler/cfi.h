@@ -48,10 +48,25 @@ uint64_t pe_cfi_gave_up(void);
 
 /* Supplied by sampler/unwind.c.  pin: keep the loaded objects mapped while
    their tables are read (0: an object is being unloaded, do not read);
-   eh_frame_hdr, while pinned: the .eh_frame_hdr of the object holding pc.
-   1 found, 0 pc is in an object without one, -1 pc is in no object. */
+   eh_frame_hdr, while pinned: the tables of the object holding pc.  1
+   found, 0 pc is in an object without them, -1 pc is in no object. */
 PE_SIGSAFE int pe_unwind_tables_pin(void);
 PE_SIGSAFE void pe_unwind_tables_unpin(void);
-PE_SIGSAFE int pe_unwind_eh_frame_hdr(uintptr_t pc, const uint8_t **hdr);
+/* An object's unwind tables: its .eh_frame_hdr, in the loaded segment [lo, hi). */
+typedef struct pe_cfi_tables_s {
+    const uint8_t *hdr;
+    uintptr_t lo, hi;
+} pe_cfi_tables_t;
+PE_SIGSAFE int pe_unwind_eh_frame_hdr(uintptr_t pc, pe_cfi_tables_t *t);
+
+/*
+ * The rule for return address pc from tables t, reading nothing outside
+ * [t->lo, t->hi) whatever the tables hold (tests feed it corrupted copies):
+ * 0 when they give none, else nonzero, with *cfa_reg (6 rbp, 7 rsp, -1 the
+ * outermost frame), *cfa_off and *rbp_slot (rbp saved at CFA - 8 * slot, 0
+ * unchanged) filled in.  The walk keeps the same in its table.
+ */
+int pe_cfi_rule_from(const pe_cfi_tables_t *t, uintptr_t pc, int *cfa_reg, int *cfa_off,
+                     int *rbp_slot);
 
 #endif /* PE_CFI_H */

@@ -260,17 +260,26 @@ snap_rebuild(void)
 }
 
 PE_SIGSAFE int
-pe_unwind_eh_frame_hdr(uintptr_t pc, const uint8_t **hdr)
+pe_unwind_eh_frame_hdr(uintptr_t pc, pe_cfi_tables_t *t)
 {
     const snap_buf_t *b = snap[snap_pin - 1];
 
     for (int i = 0; i < b->n; i++) {
         const struct dl_phdr_info *info = &b->info[i];
+        uintptr_t at = 0;
         if (pc < b->lo[i] || pc >= b->hi[i])
             continue;
-        for (int j = 0; j < info->dlpi_phnum; j++) {
-            if (info->dlpi_phdr[j].p_type == PT_GNU_EH_FRAME) {
-                *hdr = (const uint8_t *)(info->dlpi_addr + info->dlpi_phdr[j].p_vaddr);
+        for (int j = 0; j < info->dlpi_phnum; j++)
+            if (info->dlpi_phdr[j].p_type == PT_GNU_EH_FRAME)
+                at = info->dlpi_addr + info->dlpi_phdr[j].p_vaddr;
+        /* the loaded segment that holds it: every read of the tables stays inside */
+        for (int j = 0; at && j < info->dlpi_phnum; j++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[j];
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+            if (ph->p_type == PT_LOAD && at >= lo && at < lo + ph->p_memsz) {
+                t->hdr = (const uint8_t *)at;
+                t->lo = lo;
+                t->hi = lo + ph->p_memsz;
                 return 1;
             }
         }
