@@ -212,10 +212,8 @@ static int
 snap_rebuild(void)
 {
     int (*iter)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
-    int cur, nxt, i;
+    int cur, nxt, i, vanished = 0;
     snap_buf_t *old, *b;
-
-    int vanished = 0;
 
     if (!snap[0])
         return 0;
