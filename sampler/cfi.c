@@ -7,7 +7,9 @@
  * bisection; the FDE and its CIE hold the call-frame program, which is run
  * up to the pc (DWARF 5, section 6.4).  Only rbp's rule and the CFA matter
  * here; other registers' rules are parsed and skipped.  Encodings other than
- * the ones GCC, clang and the linkers emit give up rather than guess.
+ * the ones GCC, clang and the linkers emit give up rather than guess.  Every
+ * read stays inside the loaded segment that holds the tables, so even
+ * corrupt tables cannot fault.
  *
  * The table: 2^14 words, open addressing, each word a pc (47 bits) and its
  * rule, written once with a compare-and-swap and never changed until a
