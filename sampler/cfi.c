@@ -49,7 +49,7 @@ enum { K_SP = 0, K_BP = 1, K_END = 2, K_GIVE_UP = 3 };
 #define PROBES 16
 
 static uint64_t *table;
-static uint64_t rules_read, gave_up;
+static uint64_t rules_read;
 
 /* ---- reading the tables ---------------------------------------------------------- */
 
@@ -616,12 +616,6 @@ pe_cfi_rules_read(void)
     return __atomic_load_n(&rules_read, __ATOMIC_RELAXED);
 }
 
-uint64_t
-pe_cfi_gave_up(void)
-{
-    return __atomic_load_n(&gave_up, __ATOMIC_RELAXED);
-}
-
 /* ---- the walk ---------------------------------------------------------------------- */
 
 /* (not instrumented: it reads saved registers and return addresses, which
@@ -633,7 +627,7 @@ pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *p
     int n = 0;
 
     if (PE_UNLIKELY(!tab) || sp >= hi)
-        goto give_up;
+        return -1;
     /* Every read is in [sp, hi): the stack from the walk's start to its top,
        all mapped.  A pc that is no return address (0, a stale word) finds no
        object, so no rule. */
@@ -642,23 +636,20 @@ pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *p
         uintptr_t cfa, slot;
 
         if (!w)
-            goto give_up;
+            return -1;
         pcs[n++] = pc;
         if (RULE_KIND(w) == K_END)
             return n;
         cfa = (RULE_KIND(w) == K_SP ? sp : bp) + RULE_OFF(w);
         if (cfa <= sp || cfa > hi || (cfa & 7)) /* strictly up the stack, below its top */
-            goto give_up;
+            return -1;
         if ((slot = RULE_SLOT(w)) != 0) {
             if (cfa - sp < 8 * slot)
-                goto give_up;
+                return -1;
             bp = *(const uintptr_t *)(cfa - 8 * slot);
         }
         pc = *(const uintptr_t *)(cfa - 8);
         sp = cfa;
     }
     return n;
-give_up:
-    __atomic_add_fetch(&gave_up, 1, __ATOMIC_RELAXED);
-    return -1;
 }

@@ -42,9 +42,8 @@ PE_SIGSAFE int pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t h
 /* Forget every rule (objects were unloaded: their addresses may be reused).
    Not while a walk runs (sampler/unwind.c's dlclose handshake). */
 void pe_cfi_flush(void);
-/* Rules read from the tables since start-up, and walks given up (tests, bench). */
+/* Rules read from the tables since start-up (tests, the check build). */
 uint64_t pe_cfi_rules_read(void);
-uint64_t pe_cfi_gave_up(void);
 
 /* Supplied by sampler/unwind.c.  pin: keep the loaded objects mapped while
    their tables are read (0: an object is being unloaded, do not read);
