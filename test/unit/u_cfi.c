@@ -9,7 +9,6 @@
  */
 #include <alloca.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +16,7 @@
 #include <string.h>
 
 #include "../../preload/guard.h"
+#include "../../preload/rand.h"
 #include "../../sampler/cfi.h"
 #include "../../sampler/unwind.h"
 #include "pe_test.h"
@@ -171,43 +171,12 @@ thread_main(void *arg)
 
 /* ---- corrupted tables ----------------------------------------------------------- */
 
-typedef struct find_s {
-    uintptr_t pc;
-    pe_cfi_tables_t t;
-} find_t;
+static uint64_t rng = 88172645463325252ull; /* (a fixed seed: the same rounds each run) */
 
-static int
-find_tables(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    find_t *f = arg;
-    uintptr_t hdr = 0;
-
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && ph->p_flags & PF_X && f->pc >= lo && f->pc < lo + ph->p_memsz)
-            hdr = 1;
-    }
-    if (!hdr)
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
-            hdr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && hdr >= lo && hdr < lo + ph->p_memsz)
-            f->t = (pe_cfi_tables_t){(const uint8_t *)hdr, lo, lo + ph->p_memsz};
-    }
-    return 1;
-}
-
-static uint64_t xr = 88172645463325252ull;
 static uint64_t
 xnext(void)
 {
-    xr ^= xr << 13, xr ^= xr >> 7, xr ^= xr << 17;
-    return xr;
+    return pe_rand_next(&rng);
 }
 
 /* libc's tables, copied into a block of their exact size (under ASan a read
@@ -217,7 +186,10 @@ xnext(void)
 static void
 corrupted_tables(void)
 {
-    find_t f = {.pc = (uintptr_t)qsort};
+    struct {
+        pe_cfi_tables_t t;
+        int found;
+    } f;
     size_t size;
     uint8_t *copy;
     pe_cfi_tables_t c;
@@ -225,9 +197,12 @@ corrupted_tables(void)
     uintptr_t eh, pcs[512];
     int npcs = 0, agree = 0, ruled = 0, reg, off, slot, reg2, off2, slot2;
 
-    dl_iterate_phdr(find_tables, &f);
-    CHECKF(f.t.hdr != NULL, "libc's .eh_frame_hdr found");
-    if (!f.t.hdr || f.t.hdr[1] != 0x1b || f.t.hdr[2] != 0x03 || f.t.hdr[3] != 0x3b)
+    /* where the walk finds them (qsort is in libc) */
+    CHECK(pe_unwind_tables_pin());
+    f.found = pe_unwind_eh_frame_hdr((uintptr_t)qsort, &f.t);
+    pe_unwind_tables_unpin();
+    CHECKF(f.found == 1, "libc's .eh_frame_hdr found");
+    if (f.found != 1 || f.t.hdr[1] != 0x1b || f.t.hdr[2] != 0x03 || f.t.hdr[3] != 0x3b)
         return;
     size = f.t.hi - f.t.lo;
     copy = malloc(size);
@@ -379,13 +354,12 @@ main(void)
 
     /* made-up frames: any pc, sp anywhere in the stack above us, any rbp */
     {
-        uint64_t x = 0x9e3779b97f4a7c15ull;
         uintptr_t here = (uintptr_t)__builtin_frame_address(0), out[MAXF];
         int gave_up = 0;
         mixed(&c);
         for (int i = 0; i < 100000; i++) {
             uintptr_t pc, sp, bp;
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t x = xnext();
             pc = (x & 1) ? c.fast[(x >> 1) % (uint64_t)c.nfast] : (uintptr_t)(x >> 8);
             sp = here + ((x >> 20) % 16384);
             bp = (x & 2) ? here + ((x >> 34) % 16384) : (uintptr_t)(x * 3);
