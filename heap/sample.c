@@ -172,6 +172,9 @@ load_interval(pe_tls_t *t, int64_t left, int recording)
     t->heap_countdown = c;
 }
 
+/* Frames a heap walk takes: the profile keeps PE_HEAP_MAX_FRAMES after our own. */
+#define TAKE_FRAMES (PE_HEAP_MAX_FRAMES + 8)
+
 #ifdef PE_HEAP_CFI_VERIFY
 /*
  * The check build (Makefile: libprofendpoints-cfiverify.so, used by
@@ -197,7 +200,7 @@ vfy_put(const char *what, const uintptr_t *pcs, int n)
 static __attribute__((noinline)) void
 vfy_compare(const uintptr_t *pcs, int n)
 {
-    uintptr_t ref[PE_HEAP_MAX_FRAMES + 8];
+    uintptr_t ref[TAKE_FRAMES];
     pe_unwind_bt_fn bt = pe_unwind_heap_begin();
     int m, a, b, la, lb, same;
 
@@ -235,7 +238,6 @@ vfy_report(void)
    when it gives up, unw_backtrace is called from this frame into this buffer
    (pe_unwind_heap_begin: no frame of the wrapper, no copy).  pe_heap_trim
    drops our frames. */
-#define TAKE_FRAMES (PE_HEAP_MAX_FRAMES + 8)
 static inline __attribute__((always_inline)) uint32_t
 take_stack(void)
 {
