@@ -30,12 +30,12 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
-#include "../sampler/unwind.h"
+#include "../stack/unwind.h"
 #include "heap_int.h"
 #ifdef PE_HEAP_CFI_VERIFY
 #include <stdio.h>
 
-#include "../sampler/cfi.h"
+#include "../stack/cfi.h"
 #endif
 
 /* ---- the interval ------------------------------------------------------------ */
@@ -251,7 +251,7 @@ take_stack(void)
         return PE_HEAP_NO_STACK;
 #ifndef PE_HEAP_NO_CFI /* (a build switch, to compare: libunwind for every sample) */
     {
-        /* by the unwind tables' rules (sampler/cfi.h), from our caller's
+        /* by the unwind tables' rules (stack/cfi.h), from our caller's
            frame: ours has a frame pointer (the Makefile builds with
            -fno-omit-frame-pointer), so its record gives the caller's pc,
            stack pointer and rbp exactly */

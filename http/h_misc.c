@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../symbols/symbols.h"
 #include "http_int.h"
 
 /* ---- index ----------------------------------------------------------------------- */
@@ -137,7 +138,7 @@ pe_http_h_symbol(pe_req_t *r)
         addr = strtoull(list, &end, 0);
         if (end == list || errno)
             break;
-        if (pe_prof_symbolize((uintptr_t)addr, name, sizeof(name)))
+        if (pe_sym_symbolize((uintptr_t)addr, name, sizeof(name)))
             pe_sink_printf(&resp.sink, "%#llx %s\n", addr, name);
         list = end;
     }

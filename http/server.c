@@ -42,7 +42,8 @@
 #include "../preload/real.h"
 #include "../preload/threads.h"
 #include "../preload/tree.h"
-#include "../sampler/unwind.h"
+#include "../stack/unwind.h"
+#include "../symbols/symbols.h"
 #include "http.h"
 #include "http_int.h"
 
@@ -560,7 +561,7 @@ pe_http_atfork_child(void)
     server_stopping = 1;
     pe_http_port = 0;
     /* What the parent's workers held at the fork (a tree member serves again). */
-    pe_prof_atfork_child();
+    pe_sym_atfork_child();
     pe_http_long_atfork_child();
     pe_http_profile_atfork_child();
     pe_http_heap_atfork_child();

@@ -17,7 +17,7 @@
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../sampler/stacks.h"
-#include "../sampler/unwind.h"
+#include "../stack/unwind.h"
 #include "events.h"
 #include "guard.h"
 #include "init.h"

@@ -20,7 +20,7 @@
 
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
-#include "../sampler/unwind.h"
+#include "../stack/unwind.h"
 #include "events.h"
 #include "guard.h"
 #include "init.h"

@@ -16,7 +16,7 @@
 #include "../http/http.h"
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
-#include "../sampler/unwind.h"
+#include "../stack/unwind.h"
 #include "config.h"
 #include "events.h"
 #include "guard.h"

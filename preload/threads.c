@@ -3,7 +3,7 @@
  * stack).  Slots are claimed with a CAS on the tid, starting at a hash of it,
  * and released by storing 0; readers copy slots without any lock and tolerate
  * a slot changing under them (they re-check the tid).  The /proc reader of a
- * thread's files (name, state, and sampler/quiet.c's), and the start of the library's
+ * thread's files (name, state, and stack/quiet.c's), and the start of the library's
  * own threads, live here too.
  */
 #include <errno.h>

@@ -45,7 +45,7 @@ pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
     pe_sink_put(out, "\n");
     for (f = 0; f < n; f++) {
         uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
-        const char *s = pe_prof_symbolize(pc, name, sizeof(name));
+        const char *s = pe_sym_symbolize(pc, name, sizeof(name));
 
         if (s)
             pe_sink_printf(out, "#\t%#" PRIxPTR "\t%s\n", pc, s);

@@ -1,174 +1,21 @@
 /*
  * mappings.c: which file each address came from.  Reads /proc/self/maps
  * (executable entries only, like Go's runtime/pprof) into the profile's
- * mapping table, and snapshots the loaded objects with dl_iterate_phdr to get
- * their load bias and GNU build id from memory (the file on disk may have been
- * replaced since it was loaded).  Anonymous executable memory (JIT code) gets
- * a synthetic "[jit]" mapping.  Names are symbolize.c's business.
+ * mapping table, with each object's build id from the loader's snapshot
+ * (symbols/objects.c).  Anonymous executable memory (JIT code) gets a
+ * synthetic "[jit]" mapping.
  *
  * Signal-safe: no.
  */
-#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 
 #include "proto_int.h"
 
 #define DELETED_SUFFIX " (deleted)"
-
-/* ---- build ids ------------------------------------------------------------- */
-
-int
-pe_prof_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
-                      size_t hexlen)
-{
-    static const char digits[] = "0123456789abcdef";
-    const Elf64_Nhdr *nh;
-    size_t off = 0, namesz, descsz, i;
-    const unsigned char *desc;
-
-    if (align != 8)
-        align = 4;
-    while (off + sizeof(*nh) <= len) {
-        nh = (const Elf64_Nhdr *)(notes + off);
-        namesz = (nh->n_namesz + align - 1) & ~(align - 1);
-        descsz = (nh->n_descsz + align - 1) & ~(align - 1);
-        if (namesz > len - off - sizeof(*nh) || descsz > len - off - sizeof(*nh) - namesz)
-            return 0;
-        desc = notes + off + sizeof(*nh) + namesz;
-        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-            memcmp(notes + off + sizeof(*nh), "GNU", 4) == 0 && nh->n_descsz > 0 &&
-            nh->n_descsz <= PE_PROF_BUILDID_MAX && hexlen > 2 * nh->n_descsz) {
-            for (i = 0; i < nh->n_descsz; i++) {
-                hex[2 * i] = digits[desc[i] >> 4];
-                hex[2 * i + 1] = digits[desc[i] & 15];
-            }
-            hex[2 * i] = '\0';
-            return 1;
-        }
-        off += sizeof(*nh) + namesz + descsz;
-    }
-    return 0;
-}
-
-/* ---- loaded objects ----------------------------------------------------------- */
-
-struct objs_ctx {
-    pe_prof_obj_t *objs;
-    size_t n, cap;
-    uintptr_t vdso;
-    int err;
-};
-
-static int
-objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct objs_ctx *c = arg;
-    pe_prof_obj_t *o;
-    const ElfW(Phdr) * ph;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    int i;
-
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 64;
-        pe_prof_obj_t *n = realloc(c->objs, ncap * sizeof(*n));
-
-        if (!n) {
-            c->err = -ENOMEM;
-            return 1;
-        }
-        c->objs = n;
-        c->cap = ncap;
-    }
-    o = &c->objs[c->n];
-    memset(o, 0, sizeof(*o));
-    for (i = 0; i < info->dlpi_phnum; i++) {
-        ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD) {
-            if (info->dlpi_addr + ph->p_vaddr < lo)
-                lo = info->dlpi_addr + ph->p_vaddr;
-            if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
-                hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        } else if (ph->p_type == PT_NOTE && !o->build_id[0]) {
-            /* Notes sit in the first, read-only PT_LOAD, so they are mapped. */
-            pe_prof_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
-                                  ph->p_memsz, ph->p_align, o->build_id, sizeof(o->build_id));
-        }
-    }
-    if (hi == 0)
-        return 0; /* nothing mapped: nothing to attribute */
-    o->name = strdup(info->dlpi_name ? info->dlpi_name : "");
-    if (!o->name) {
-        c->err = -ENOMEM;
-        return 1;
-    }
-    o->bias = info->dlpi_addr;
-    o->lo = lo;
-    o->hi = hi;
-    /* glibc reports the main program first, and the vdso with its phdrs inside the vdso. */
-    o->is_main = c->n == 0;
-    o->is_vdso = c->vdso && (uintptr_t)info->dlpi_phdr >= c->vdso &&
-                 (uintptr_t)info->dlpi_phdr < c->vdso + 4096;
-    c->n++;
-    return 0;
-}
-
-static int
-obj_cmp(const void *a, const void *b)
-{
-    const pe_prof_obj_t *x = a, *y = b;
-
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-int
-pe_prof_objs_snapshot(pe_prof_obj_t **objs, size_t *n)
-{
-    struct objs_ctx c = {.vdso = getauxval(AT_SYSINFO_EHDR)};
-
-    dl_iterate_phdr(objs_cb, &c);
-    if (c.err) {
-        pe_prof_objs_free(c.objs, c.n);
-        return c.err;
-    }
-    qsort(c.objs, c.n, sizeof(*c.objs), obj_cmp);
-    *objs = c.objs;
-    *n = c.n;
-    return 0;
-}
-
-void
-pe_prof_objs_free(pe_prof_obj_t *objs, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        free(objs[i].name);
-    free(objs);
-}
-
-const pe_prof_obj_t *
-pe_prof_objs_find(const pe_prof_obj_t *objs, size_t n, uintptr_t addr)
-{
-    size_t lo = 0, hi = n, mid;
-
-    /* Last object with lo <= addr, then check its span. */
-    while (lo < hi) {
-        mid = lo + (hi - lo) / 2;
-        if (objs[mid].lo <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0 || addr >= objs[lo - 1].hi)
-        return NULL;
-    return &objs[lo - 1];
-}
 
 /* ---- /proc/self/maps ------------------------------------------------------------ */
 
@@ -208,8 +55,8 @@ maps_parse(char *line, uintptr_t *start, uintptr_t *limit, uint64_t *offset, cha
 int
 pe_prof_maps_load(pe_prof_t *p)
 {
-    pe_prof_obj_t *objs = NULL;
-    const pe_prof_obj_t *obj;
+    pe_sym_obj_t *objs = NULL;
+    const pe_sym_obj_t *obj;
     size_t nobjs = 0, cap = 0;
     uintptr_t start, limit;
     uint64_t offset;
@@ -219,7 +66,7 @@ pe_prof_maps_load(pe_prof_t *p)
     uint32_t i;
     int err;
 
-    err = pe_prof_objs_snapshot(&objs, &nobjs);
+    err = pe_sym_objs_snapshot(&objs, &nobjs);
     if (err)
         return err;
     f = fopen("/proc/self/maps", "re");
@@ -257,7 +104,7 @@ pe_prof_maps_load(pe_prof_t *p)
             m->start = start;
             m->limit = limit;
             m->offset = offset;
-            obj = pe_prof_objs_find(objs, nobjs, start);
+            obj = pe_sym_objs_find(objs, nobjs, start);
             m->path = pe_prof_intern(p, path);
             m->build_id = pe_prof_intern(p, obj ? obj->build_id : "");
             if (!m->path || !m->build_id) {
@@ -284,7 +131,7 @@ out:
     free(line);
     if (f)
         fclose(f);
-    pe_prof_objs_free(objs, nobjs);
+    pe_sym_objs_free(objs, nobjs);
     return err;
 }
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "../preload/log.h"
+#include "../symbols/pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 #include "proto_int.h"
-#include "pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -596,7 +596,7 @@ pe_prof_comment(pe_prof_t *p, const char *fmt, ...)
 int
 pe_prof_resolve(pe_prof_t *p, int no_names)
 {
-    pe_prof_syms_t *syms = NULL;
+    pe_sym_batch_t *syms = NULL;
     pe_prof_loc_t *loc;
     const char *name, *iname;
     char hex[2 + 2 * sizeof(uintptr_t) + 1];
@@ -617,7 +617,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         pe_log_debug("profile: cannot read /proc/self/maps (%d)", err);
         err = 0;
     }
-    err = pe_prof_syms_begin(&syms);
+    err = pe_sym_begin(&syms);
     if (err)
         return err;
     for (i = p->nresolved; i < p->nlocs; i++) {
@@ -630,7 +630,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
             continue;
         }
         m = pe_prof_maps_find(p, loc->frame.addr);
-        name = pe_prof_syms_lookup(syms, loc->frame.addr, &start);
+        name = pe_sym_lookup(syms, loc->frame.addr, &start);
         if (name) {
             iname = pe_prof_intern(p, name);
             if (!iname || (fi = func_get(p, iname)) < 0) {
@@ -657,7 +657,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         }
         loc->resolved = 1;
     }
-    pe_prof_syms_end(syms);
+    pe_sym_end(syms);
     if (!err)
         p->nresolved = p->nlocs;
     return err;

@@ -248,17 +248,4 @@ int pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period
    pprof's legacy heap parser reads to map addresses to binaries. */
 int pe_prof_write_go_maps(pe_sink_t *out);
 
-/*
- * Symbolize one address of this process for /debug/pprof/symbol: copies the
- * function's (mangled) name into buf[len] and returns buf, or NULL when the
- * address is in no known function.  Thread-safe (takes the symbol cache lock).
- */
-const char *pe_prof_symbolize(uintptr_t addr, char *buf, size_t len);
-
-/* Fork child (a tree member serves again): the symbol cache's lock let go. */
-void pe_prof_atfork_child(void);
-
-/* Directory of separate debug files by build id (default /usr/lib/debug/.build-id). */
-extern const char *pe_prof_debug_dir;
-
 #endif /* PE_PROFILE_H */

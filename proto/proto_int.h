@@ -16,12 +16,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../symbols/symbols.h"
 #include "profile.h"
 
 #define PE_PROF_MAX_TYPES 4
 #define PE_PROF_MAX_COMMENTS 8
-/* Longest GNU build id we keep, in bytes (sha1 ids are 20). */
-#define PE_PROF_BUILDID_MAX 64
 
 /* ---- model data (model.c) ----------------------------------------------- */
 
@@ -134,68 +133,12 @@ pe_prof_loc_of(const pe_prof_frame_t *f)
 /* Resolve a location whose address is a Python tag (pynames.h).  0 or -ENOMEM. */
 int pe_prof_py_resolve(pe_prof_t *p, pe_prof_loc_t *loc);
 
-/* ---- loaded objects (mappings.c) ---------------------------------------- */
-
-/* One object from dl_iterate_phdr, copied out so it outlives the loader lock. */
-typedef struct pe_prof_obj_s {
-    char *name;                                 /* dlpi_name copy; "" for the main program */
-    uintptr_t bias;                             /* dlpi_addr */
-    uintptr_t lo, hi;                           /* span of its PT_LOAD segments */
-    char build_id[2 * PE_PROF_BUILDID_MAX + 1]; /* lowercase hex, "" if none */
-    int is_vdso;
-    int is_main;
-} pe_prof_obj_t;
-
-/* Snapshot the loaded objects, sorted by lo.  Returns 0 or -ENOMEM. */
-int pe_prof_objs_snapshot(pe_prof_obj_t **objs, size_t *n);
-void pe_prof_objs_free(pe_prof_obj_t *objs, size_t n);
-/* The object whose PT_LOAD span holds addr, or NULL. */
-const pe_prof_obj_t *pe_prof_objs_find(const pe_prof_obj_t *objs, size_t n, uintptr_t addr);
-
-/*
- * Find NT_GNU_BUILD_ID in a buffer of ELF notes aligned to `align` (4, or 8
- * for some PT_NOTE segments) and write it as lowercase hex into hex[hexlen].
- * Returns 1 if found, else 0.
- */
-int pe_prof_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
-                          size_t hexlen);
+/* ---- mappings (mappings.c) ----------------------------------------------- */
 
 /* Re-read /proc/self/maps into p->maps (old entries kept).  0 or -errno. */
 int pe_prof_maps_load(pe_prof_t *p);
 /* Mapping index + 1 for addr among the current mappings, 0 if none. */
 uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
-
-/* ---- symbols (symbolize.c) ---------------------------------------------- */
-
-typedef struct pe_prof_syms_s pe_prof_syms_t;
-
-/*
- * Start a batch of lookups: takes the process-wide symbol cache lock and
- * snapshots the loaded objects.  Returns 0 or -ENOMEM; on success the caller
- * must call pe_prof_syms_end.
- */
-int pe_prof_syms_begin(pe_prof_syms_t **syms);
-/*
- * Name of the function holding addr and its start address, or NULL.  The name
- * lives in the cache and is valid until pe_prof_syms_end.
- */
-const char *pe_prof_syms_lookup(pe_prof_syms_t *syms, uintptr_t addr, uintptr_t *start);
-void pe_prof_syms_end(pe_prof_syms_t *syms);
-
-/* ---- JIT code names (jitmap.c) ------------------------------------------ */
-
-/* Directory of perf-PID.map files ("/tmp"; tests point it elsewhere). */
-extern const char *pe_prof_jit_dir;
-/* Index what the runtime appended to its perf map / jitdump since the last
-   call.  Called by pe_prof_syms_begin, under the symbol cache lock. */
-void pe_prof_jit_begin(void);
-/* Name of the newest JIT entry covering addr and its start, or NULL.  Valid
-   until pe_prof_jit_end. */
-const char *pe_prof_jit_lookup(uintptr_t addr, uintptr_t *start);
-/* Free the batch's names (pe_prof_syms_end). */
-void pe_prof_jit_end(void);
-/* Entries indexed, lines refused as malformed, entries dropped past the cap. */
-void pe_prof_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
 
 /* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../symbols/pynames.h"
 #include "proto_int.h"
-#include "pynames.h"
 
 static int
 grow_funcs(pe_prof_t *p)

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../stack/pyframes.h"
+#include "../stack/unwind.h"
 #include "cpu.h"
-#include "pyframes.h"
-#include "unwind.h"
 
 pe_ring_t pe_cpu_ring;
 sem_t pe_cpu_wake;

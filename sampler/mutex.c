@@ -22,8 +22,8 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/stacktab.h"
+#include "../stack/unwind.h"
 #include "mutex.h"
-#include "unwind.h"
 
 #define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
 #define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)

@@ -47,10 +47,10 @@
 #include "../preload/spin.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
+#include "../stack/pyframes.h"
+#include "../stack/quiet.h"
 #include "cpu.h"
 #include "peek.h"
-#include "pyframes.h"
-#include "quiet.h"
 #include "sampler.h"
 #include "stacks.h"
 

@@ -31,11 +31,11 @@
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/threads.h"
+#include "../stack/pyframes.h"
+#include "../stack/quiet.h"
+#include "../stack/unwind.h"
 #include "cpu.h"
-#include "pyframes.h"
-#include "quiet.h"
 #include "stacks.h"
-#include "unwind.h"
 
 #define CAP_SLOTS PE_THREADS_MAX
 #define FILLING_GRACE_NS (50 * 1000000LL)

@@ -48,7 +48,7 @@
 #include <unistd.h>
 
 #include "../../sampler/cpu.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 
 static volatile unsigned long sink;
 static long iters;

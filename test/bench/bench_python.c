@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/pynames.h"
-#include "sampler/pyframes.h"
 #include "sampler/ring.h"
+#include "stack/pyframes.h"
+#include "symbols/pynames.h"
 
 static int64_t
 now_ns(void)

@@ -5,13 +5,16 @@
 #   0 base     preload/ except the top files below: config, log, the real
 #              libc functions, TLS and the re-entrancy guard, the thread
 #              registry, fd bookkeeping, the life-cycle state (init.h)
-#   1 proto    the profile model, symbolizer and every encoder, the sinks
-#   2 sampler  CPU and wall sampling, the unwinder, stack capture, the peek,
+#   1 symbols  addresses to names: loaded objects, ELF symbols and debug
+#              files, JIT maps, CPython names
+#   2 stack    a thread to frames: the unwinder, the cached-rules walk,
+#              /proc capture of blocked threads, CPython frames
+#   3 proto    the profile model, every encoder and decoder, the sinks
+#   4 sampler  CPU and wall sampling, on-demand stack capture, the peek,
 #              lock contention
-#   3 heap     allocation sampling, the live table, its history (uses the
-#              unwinder)
-#   4 http     the server, routing, parameters, the endpoint handlers
-#   5 top      preload/init.c (the constructor), preload/events.[ch] (the
+#   5 heap     allocation sampling, the live table, its history
+#   6 http     the server, routing, parameters, the endpoint handlers
+#   7 top      preload/init.c (the constructor), preload/events.[ch] (the
 #              process events, which call every module), preload/*hooks.c
 #              (the interposers)
 # Checked: every #include "..." of a tracked C file, and, when $BUILD has the
@@ -28,9 +31,10 @@ ALLOWED=""
 # Edges as "from to how" lines, then one awk pass judges them all.
 edges() {
     local files f dir inc
-    files=$(git ls-files 'preload/*.[ch]' 'proto/*.[ch]' 'sampler/*.[ch]' 'heap/*.[ch]' \
-        'http/*.[ch]' 'http/**/*.[ch]' 2>/dev/null | sort -u)
-    [ -n "$files" ] || files=$(ls preload/*.[ch] proto/*.[ch] sampler/*.[ch] heap/*.[ch] http/*.[ch])
+    files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' \
+        'sampler/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' 2>/dev/null | sort -u)
+    [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] \
+        sampler/*.[ch] heap/*.[ch] http/*.[ch])
     for f in $files; do
         dir=${f%/*}
         sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
@@ -43,7 +47,7 @@ edges() {
     done
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
-        for o in "$BUILD"/{preload,proto,sampler,heap,http}/*.o; do
+        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http}/*.o; do
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
@@ -56,16 +60,18 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 5
+        if (p ~ /^preload\/(init\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
         if (p ~ /^preload\//) return 0
-        if (p ~ /^proto\//) return 1
-        if (p ~ /^sampler\//) return 2
-        if (p ~ /^heap\//) return 3
-        if (p ~ /^http\//) return 4
+        if (p ~ /^symbols\//) return 1
+        if (p ~ /^stack\//) return 2
+        if (p ~ /^proto\//) return 3
+        if (p ~ /^sampler\//) return 4
+        if (p ~ /^heap\//) return 5
+        if (p ~ /^http\//) return 6
         return -1
     }
     BEGIN {
-        split("base proto sampler heap http top", name, " ")
+        split("base symbols stack proto sampler heap http top", name, " ")
         n = split(allowed, al, "\n")
         for (i = 1; i <= n; i++) { sub(/ *#.*/, "", al[i]); if (al[i] != "") ok[al[i]] = 1 }
     }

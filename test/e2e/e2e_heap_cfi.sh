@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e_heap_cfi.sh: heap samples are walked by cached unwind-table rules
-# (sampler/cfi.c), with libunwind only where the rules give up.  The check
+# (stack/cfi.c), with libunwind only where the rules give up.  The check
 # build (libprofendpoints-cfiverify.so) walks every such sample with
 # libunwind too; in programs nobody here wrote (python3 with threads, perl,
 # redis-server under redis-benchmark, node when present) and in C++ built

@@ -1,6 +1,6 @@
 /*
  * u_cfi.c: the heap sampler's walk by cached unwind-table rules
- * (sampler/cfi.c) gives the same stacks as libunwind's unw_backtrace, or
+ * (stack/cfi.c) gives the same stacks as libunwind's unw_backtrace, or
  * gives up, through every kind of frame a program has: frame-pointer
  * frames, frames without one (this file's "nofp" functions and libc's
  * qsort), alloca, realigned frames, a signal handler's frame, threads; it
@@ -17,8 +17,8 @@
 
 #include "../../preload/guard.h"
 #include "../../preload/rand.h"
-#include "../../sampler/cfi.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/cfi.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 #define MAXF 64

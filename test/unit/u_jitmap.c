@@ -1,6 +1,6 @@
 /*
- * u_jitmap: proto/jitmap.c on maps written by hand into a directory of our
- * own (pe_prof_jit_dir): lookups, malformed lines, the newest entry winning
+ * u_jitmap: symbols/jitmap.c on maps written by hand into a directory of our
+ * own (pe_sym_jit_dir): lookups, malformed lines, the newest entry winning
  * (same start, and a newer range inside an older one), incremental reads
  * (a partial last line waits for its newline), a truncated map read again,
  * a map older than the process ignored, a mapped jitdump, and a map of 1e6
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "pe_test.h"
-#include "proto/proto_int.h"
+#include "symbols/symbols.h"
 
 static char dir[64], path[128];
 
@@ -38,7 +38,7 @@ static void
 refresh(void)
 {
     usleep(60000);
-    pe_prof_jit_begin();
+    pe_sym_jit_begin();
 }
 
 /* Name for addr from a fresh batch ("" when none); start into *start. */
@@ -47,7 +47,7 @@ name(uintptr_t addr, uintptr_t *start)
 {
     static char buf[600];
     uintptr_t s = 0;
-    const char *n = pe_prof_jit_lookup(addr, &s);
+    const char *n = pe_sym_jit_lookup(addr, &s);
 
     snprintf(buf, sizeof(buf), "%s", n ? n : "");
     if (start)
@@ -94,9 +94,9 @@ test_basic(void)
     CHECK(strcmp(name(0x3000, NULL), "") == 0);
     CHECK(strcmp(name(0x4000, NULL), "") == 0);
     CHECK(strcmp(name(0xfff, NULL), "") == 0);
-    pe_prof_jit_stats(&n, &bad, &dropped);
+    pe_sym_jit_stats(&n, &bad, &dropped);
     CHECKF(bad == 4, "malformed %llu", (unsigned long long)bad);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
 
     /* appended: a partial line is not read until its newline arrives */
     put("a", "7000 10 seven\n8000 10 eig");
@@ -104,25 +104,25 @@ test_basic(void)
     CHECK(strcmp(name(0x7000, NULL), "seven") == 0);
     CHECK(strcmp(name(0x8000, NULL), "") == 0);
     CHECK(strcmp(name(0x1000, NULL), "first") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
     put("a", "ht\n1000 100 first_again\n");
     refresh();
     CHECK(strcmp(name(0x8000, NULL), "eight") == 0);
     CHECK(strcmp(name(0x1000, NULL), "first_again") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
 
     /* truncated and rewritten (a restarted runtime): read from the start */
     put("w", "9000 10 nine\n");
     refresh();
     CHECK(strcmp(name(0x9000, NULL), "nine") == 0);
     CHECK(strcmp(name(0x7000, NULL), "") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
 
     /* removed: nothing named */
     unlink(path);
     refresh();
     CHECK(strcmp(name(0x9000, NULL), "") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
 }
 
 static void
@@ -134,7 +134,7 @@ test_stale(void)
     CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
     refresh();
     CHECK(strcmp(name(0xa000, NULL), "") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
     unlink(path);
 }
 
@@ -175,7 +175,7 @@ test_jitdump(void)
     refresh();
     CHECK(strcmp(name(0xb010, NULL), "jitdump_fn") == 0);
     CHECK(strcmp(name(0xb040, NULL), "") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
     if (m != MAP_FAILED)
         munmap(m, 4096);
     close(fd);
@@ -199,19 +199,19 @@ test_huge(void)
     fclose(f);
     usleep(60000);
     t0 = now_ms();
-    pe_prof_jit_begin();
+    pe_sym_jit_begin();
     t1 = now_ms();
     CHECK(strcmp(name(0x100000000000ul + 123456ul * 0x40 + 8, NULL),
                  "LazyCompile:~filler_123456 big.js:1") == 0);
-    pe_prof_jit_end();
+    pe_sym_jit_end();
     put("a", "c000 10 after_the_million\n");
     usleep(60000);
     t2 = now_ms();
-    pe_prof_jit_begin();
+    pe_sym_jit_begin();
     t2 = now_ms() - t2;
     CHECK(strcmp(name(0xc000, NULL), "after_the_million") == 0);
-    pe_prof_jit_end();
-    pe_prof_jit_stats(&n, &bad, &dropped);
+    pe_sym_jit_end();
+    pe_sym_jit_stats(&n, &bad, &dropped);
     CHECKF(n == (size_t)N + 1, "entries %zu", n);
     /* the index is 24 bytes an entry; names stay in the file */
     printf("1e6-entry map: first load %.0f ms CPU, one appended line %.2f ms CPU, index %.1f MiB\n",
@@ -225,7 +225,7 @@ main(void)
     snprintf(dir, sizeof(dir), "/tmp/pe-u-jitmap.XXXXXX");
     if (!mkdtemp(dir))
         return 1;
-    pe_prof_jit_dir = dir;
+    pe_sym_jit_dir = dir;
     snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)getpid());
     test_basic();
     test_stale();

@@ -18,7 +18,7 @@
 
 #include "../../preload/init.h"
 #include "../../sampler/mutex.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 /* Totals of one kind over the whole table, and of the entry whose leaf is `leaf`. */

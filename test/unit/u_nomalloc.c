@@ -16,7 +16,7 @@
 #include "pe_test.h"
 #include "preload/guard.h"
 #include "preload/real.h"
-#include "sampler/unwind.h"
+#include "stack/unwind.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* ASan owns malloc; this test must own it instead. */

@@ -26,6 +26,7 @@
 #include "pe_test.h"
 #include "profile.pb.h"
 #include "proto/profile.h"
+#include "symbols/symbols.h"
 
 #define MS 1000000LL
 
@@ -234,25 +235,25 @@ test_symbolize(void)
     uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
     void *h, *fn;
 
-    CHECK(pe_prof_symbolize((uintptr_t)mid_static + 3, buf, sizeof(buf)) == buf &&
+    CHECK(pe_sym_symbolize((uintptr_t)mid_static + 3, buf, sizeof(buf)) == buf &&
           strcmp(buf, "mid_static") == 0);
-    CHECK(pe_prof_symbolize((uintptr_t)u_prof_root, buf, sizeof(buf)) &&
+    CHECK(pe_sym_symbolize((uintptr_t)u_prof_root, buf, sizeof(buf)) &&
           strcmp(buf, "u_prof_root") == 0);
-    CHECK(pe_prof_symbolize((uintptr_t)main, buf, sizeof(buf)) && strcmp(buf, "main") == 0);
-    CHECK(pe_prof_symbolize((uintptr_t)u_prof_root, small, sizeof(small)) &&
+    CHECK(pe_sym_symbolize((uintptr_t)main, buf, sizeof(buf)) && strcmp(buf, "main") == 0);
+    CHECK(pe_sym_symbolize((uintptr_t)u_prof_root, small, sizeof(small)) &&
           strcmp(small, "u_pr") == 0);
-    CHECK(pe_prof_symbolize(0x1000, buf, sizeof(buf)) == NULL);
-    CHECK(pe_prof_symbolize((uintptr_t)&spin_sink, buf, sizeof(buf)) == NULL); /* data */
+    CHECK(pe_sym_symbolize(0x1000, buf, sizeof(buf)) == NULL);
+    CHECK(pe_sym_symbolize((uintptr_t)&spin_sink, buf, sizeof(buf)) == NULL); /* data */
 
     /* A stripped Debian library: names come from .dynsym; gone after dlclose. */
     h = dlopen("libbz2.so.1.0", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         fn = dlsym(h, "BZ2_bzCompress");
-        CHECK(fn && pe_prof_symbolize((uintptr_t)fn + 5, buf, sizeof(buf)) &&
+        CHECK(fn && pe_sym_symbolize((uintptr_t)fn + 5, buf, sizeof(buf)) &&
               strcmp(buf, "BZ2_bzCompress") == 0);
         dlclose(h);
         /* The object is unmapped now (nothing else holds libbz2 here). */
-        CHECK(pe_prof_symbolize((uintptr_t)fn + 5, buf, sizeof(buf)) == NULL);
+        CHECK(pe_sym_symbolize((uintptr_t)fn + 5, buf, sizeof(buf)) == NULL);
     } else {
         fprintf(stderr, "u_prof: no libbz2.so.1.0, dlopen case skipped\n");
     }
@@ -282,7 +283,7 @@ test_symbolize(void)
             for (k = 0; k < sh[i].sh_size / sizeof(*sym); k++) {
                 if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_size)
                     continue;
-                CHECKF(pe_prof_symbolize(bias + sym[k].st_value + 1, buf, sizeof(buf)) != NULL,
+                CHECKF(pe_sym_symbolize(bias + sym[k].st_value + 1, buf, sizeof(buf)) != NULL,
                        "vdso %s", strs + sym[k].st_name);
                 checked++;
             }

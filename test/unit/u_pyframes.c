@@ -1,5 +1,5 @@
 /*
- * u_pyframes.c: the CPython side of sampler/pyframes.c and proto/pynames.c.
+ * u_pyframes.c: the CPython side of stack/pyframes.c and symbols/pynames.c.
  *
  * - Every offset of pe_py_layout_311 (or _312, built against 3.12's headers
  *   by test/e2e/e2e_python.sh when a 3.12 is at hand) against CPython's own headers
@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "pe_test.h"
-#include "proto/pynames.h"
-#include "sampler/pyframes.h"
+#include "stack/pyframes.h"
+#include "symbols/pynames.h"
 
 #ifdef PE_HAVE_PY311_HEADERS
 #define Py_BUILD_CORE 1

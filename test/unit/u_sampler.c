@@ -14,7 +14,7 @@
 
 #include "../../proto/profile.h"
 #include "../../sampler/sampler.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 static volatile int stop;

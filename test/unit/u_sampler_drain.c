@@ -15,7 +15,7 @@
 #include "../../proto/profile.h"
 #include "../../sampler/cpu.h"
 #include "../../sampler/sampler.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 #define SIGNALS 6000

@@ -21,7 +21,7 @@
 #include "../../preload/guard.h"
 #include "../../proto/profile.h"
 #include "../../sampler/sampler.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 #define ROUNDS 40

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../../preload/guard.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
 #include "pe_test.h"
 
 #define DEPTH 30

@@ -18,7 +18,8 @@
 #include "../../proto/profile.h"
 #include "../../sampler/sampler.h"
 #include "../../sampler/stacks.h"
-#include "../../sampler/unwind.h"
+#include "../../stack/unwind.h"
+#include "../../symbols/symbols.h"
 #include "pe_test.h"
 
 static volatile int stop, unblock;
@@ -73,7 +74,7 @@ has_frame(const pe_stacks_t *s, pid_t tid, const char *fn)
             continue;
         for (int f = 0; f < s->v[i].nframes; f++) {
             uintptr_t a = s->v[i].pcs[f] - (f > 0);
-            if (pe_prof_symbolize(a, buf, sizeof(buf)) && !strcmp(buf, fn))
+            if (pe_sym_symbolize(a, buf, sizeof(buf)) && !strcmp(buf, fn))
                 return 1;
         }
     }

@@ -12,6 +12,7 @@
 #include "pe_test.h"
 #include "preload/real.h"
 #include "proto/profile.h"
+#include "symbols/symbols.h"
 
 static int
 sh(const char *cmd)
@@ -53,7 +54,7 @@ leaf_name(const char *dir, const char *name, char *buf, size_t len)
     if (!(h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
         return "(dlopen failed)";
     leaf_addr = (void *(*)(void))dlsym(h, "symdebug_leaf_addr");
-    got = leaf_addr ? pe_prof_symbolize((uintptr_t)leaf_addr() + 2, buf, len) : NULL;
+    got = leaf_addr ? pe_sym_symbolize((uintptr_t)leaf_addr() + 2, buf, len) : NULL;
     if (!got)
         snprintf(buf, len, "(unnamed)");
     else if (got != buf)
@@ -76,7 +77,7 @@ main(void)
         puts("cannot build the test libraries (cc, objcopy, strip)");
         return 77;
     }
-    pe_prof_debug_dir = dbgdir;
+    pe_sym_debug_dir = dbgdir;
     got = leaf_name(dir, "with_debug", name, sizeof(name));
     CHECKF(!strcmp(got, "symdebug_static_leaf"), "named from its debug file (got %s)", got);
     got = leaf_name(dir, "no_debug", name, sizeof(name));

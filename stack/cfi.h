@@ -19,7 +19,7 @@
  * the thread's stack top, so even a wrong rule cannot fault.
  *
  * Signal-safe: pe_cfi_walk (no locks, no allocation); it reads the tables of
- * objects the caller keeps mapped (sampler/unwind.c's pinned snapshot).
+ * objects the caller keeps mapped (stack/unwind.c's pinned snapshot).
  */
 #ifndef PE_CFI_H
 #define PE_CFI_H
@@ -40,12 +40,12 @@ int pe_cfi_init(void);
 PE_SIGSAFE int pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *pcs,
                            int max);
 /* Forget every rule (objects were unloaded: their addresses may be reused).
-   Not while a walk runs (sampler/unwind.c's dlclose handshake). */
+   Not while a walk runs (stack/unwind.c's dlclose handshake). */
 void pe_cfi_flush(void);
 /* Rules read from the tables since start-up (tests, the check build). */
 uint64_t pe_cfi_rules_read(void);
 
-/* Supplied by sampler/unwind.c.  pin: keep the loaded objects mapped while
+/* Supplied by stack/unwind.c.  pin: keep the loaded objects mapped while
    their tables are read (0: an object is being unloaded, do not read);
    eh_frame_hdr, while pinned: the tables of the object holding pc.  1
    found, 0 pc is in an object without them, -1 pc is in no object. */

@@ -61,7 +61,7 @@ typedef int (*pe_unwind_bt_fn)(void **, int);
 PE_SIGSAFE pe_unwind_bt_fn pe_unwind_heap_begin(void);
 PE_SIGSAFE int pe_unwind_heap_end(const uintptr_t *pcs, int n, int max);
 /* Tried first, instead of begin and end: the walk by cached unwind-table
-   rules (sampler/cfi.h) from the frame of pc, whose stack pointer (the CFA
+   rules (stack/cfi.h) from the frame of pc, whose stack pointer (the CFA
    of its callee) and rbp are sp and bp.  -1 when it gave up or cannot run
    now (this thread's stack bounds unknown, sp outside them, already inside
    an unwinder or the loader): then begin. */

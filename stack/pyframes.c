@@ -31,7 +31,7 @@
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
-#include "../proto/pynames.h"
+#include "../symbols/pynames.h"
 #include "pyframes.h"
 
 /* CPython 3.11 (Include/internal/pycore_frame.h, pycore_interp.h, pycore_runtime.h,

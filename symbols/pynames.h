@@ -6,7 +6,7 @@
  * tag: the code object's address and the instruction index, nothing it would
  * have to dereference later.  The collector turns it into a NAMED tag (bit 62
  * set too) soon after, while the code object is still alive
- * (sampler/pyframes.c); a NAMED tag is an index into this process-wide,
+ * (stack/pyframes.c); a NAMED tag is an index into this process-wide,
  * append-only table of (co_qualname, co_filename, co_firstlineno, line).
  * Entries are never removed or changed, so a profile may resolve its tags at
  * any later time.  Bounded: PE_PYNAMES_MAX entries and PE_PYNAMES_POOL bytes of

@@ -7,7 +7,7 @@
  * test/unit/u_pyframes.c), each capture also walks the sampled thread's
  * PyThreadState (found in _PyRuntime's thread list by native_thread_id) from
  * cframe->current_frame through ->previous, and puts those frames, as RAW tags
- * (proto/pynames.h), in front of the native _PyEval_EvalFrameDefault frame
+ * (symbols/pynames.h), in front of the native _PyEval_EvalFrameDefault frame
  * that runs them: each such native frame runs the Python frames up to and
  * including the next one marked is_entry.  Python frames left when the native
  * stack ends (a cut native stack) go at its outer end.

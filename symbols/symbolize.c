@@ -20,13 +20,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto_int.h"
+#include "symbols.h"
 
 /* Past this many cached objects, tables of objects no longer loaded are dropped. */
 #define SYMCACHE_SOFT_MAX 256
 /* Where separate debug files live, by build id (a variable so tests can point
    it at a directory of their own). */
-const char *pe_prof_debug_dir = "/usr/lib/debug/.build-id";
+const char *pe_sym_debug_dir = "/usr/lib/debug/.build-id";
 
 typedef struct sym_s {
     uint64_t start, size; /* link-time address (addr - load bias) */
@@ -36,7 +36,7 @@ typedef struct sym_s {
 
 typedef struct symtab_s {
     char *path;
-    char build_id[2 * PE_PROF_BUILDID_MAX + 1];
+    char build_id[2 * PE_SYM_BUILDID_MAX + 1];
     dev_t dev;
     ino_t ino;
     sym_t *syms;
@@ -45,8 +45,8 @@ typedef struct symtab_s {
     size_t names_len, names_cap;
 } symtab_t;
 
-struct pe_prof_syms_s {
-    pe_prof_obj_t *objs;
+struct pe_sym_batch_s {
+    pe_sym_obj_t *objs;
     size_t nobjs;
     symtab_t **tabs; /* per object, filled on first lookup */
     unsigned char *tried;
@@ -55,7 +55,7 @@ struct pe_prof_syms_s {
 static pthread_mutex_t symcache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void
-pe_prof_atfork_child(void)
+pe_sym_atfork_child(void)
 {
     static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
@@ -128,8 +128,8 @@ elf_build_id(const unsigned char *img, size_t size, char *hex, size_t hexlen)
     sh = elf_sections(img, size, &n);
     for (i = 0; sh && i < n; i++)
         if (sh[i].sh_type == SHT_NOTE && sec_in_bounds(&sh[i], size) &&
-            pe_prof_note_build_id(img + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addralign, hex,
-                                  hexlen))
+            pe_sym_note_build_id(img + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addralign, hex,
+                                 hexlen))
             return 1;
     return 0;
 }
@@ -282,10 +282,10 @@ tab_finish(symtab_t *tab)
 
 /* Fill tab for one object.  Missing or unreadable files just leave it empty. */
 static int
-tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
+tab_load(symtab_t *tab, const pe_sym_obj_t *obj, const char *path)
 {
     char dbg[4096];
-    char fid[2 * PE_PROF_BUILDID_MAX + 1];
+    char fid[2 * PE_SYM_BUILDID_MAX + 1];
     const unsigned char *img;
     struct stat st;
     size_t size;
@@ -299,7 +299,7 @@ tab_load(symtab_t *tab, const pe_prof_obj_t *obj, const char *path)
     }
     /* Debian's -dbgsym packages: the full .symtab of a stripped binary. */
     if (strlen(obj->build_id) > 2) {
-        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_prof_debug_dir, obj->build_id,
+        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_sym_debug_dir, obj->build_id,
                            obj->build_id + 2);
         img = len > 0 && (size_t)len < sizeof(dbg) ? map_file(dbg, &size, &st) : NULL;
         if (img) {
@@ -342,7 +342,7 @@ tab_free(symtab_t *tab)
 
 /* Where to read an object's symbols from. */
 static const char *
-obj_path(const pe_prof_obj_t *obj)
+obj_path(const pe_sym_obj_t *obj)
 {
     if (obj->is_vdso)
         return "[vdso]";
@@ -353,7 +353,7 @@ obj_path(const pe_prof_obj_t *obj)
 
 /* The cached table for obj, loading it on first use.  NULL on ENOMEM. */
 static symtab_t *
-tab_get(const pe_prof_obj_t *obj)
+tab_get(const pe_sym_obj_t *obj)
 {
     const char *path = obj_path(obj);
     struct stat st = {0};
@@ -399,7 +399,7 @@ err_free:
 
 /* Drop tables of objects that are gone, once the cache has grown large. */
 static void
-cache_trim(const pe_prof_obj_t *objs, size_t nobjs)
+cache_trim(const pe_sym_obj_t *objs, size_t nobjs)
 {
     size_t i, j, n = 0;
 
@@ -421,15 +421,15 @@ cache_trim(const pe_prof_obj_t *objs, size_t nobjs)
 /* ---- lookups --------------------------------------------------------------------- */
 
 int
-pe_prof_syms_begin(pe_prof_syms_t **out)
+pe_sym_begin(pe_sym_batch_t **out)
 {
-    pe_prof_syms_t *s;
+    pe_sym_batch_t *s;
     int err;
 
     s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    err = pe_prof_objs_snapshot(&s->objs, &s->nobjs);
+    err = pe_sym_objs_snapshot(&s->objs, &s->nobjs);
     if (err)
         goto err_free;
     s->tabs = calloc(s->nobjs + 1, sizeof(*s->tabs));
@@ -440,28 +440,28 @@ pe_prof_syms_begin(pe_prof_syms_t **out)
     }
     pthread_mutex_lock(&symcache_lock);
     cache_trim(s->objs, s->nobjs);
-    pe_prof_jit_begin(); /* JIT code: jitmap.c */
+    pe_sym_jit_begin(); /* JIT code: jitmap.c */
     *out = s;
     return 0;
 
 err_free:
     free(s->tried);
     free(s->tabs);
-    pe_prof_objs_free(s->objs, s->nobjs);
+    pe_sym_objs_free(s->objs, s->nobjs);
     free(s);
     return err;
 }
 
 const char *
-pe_prof_syms_lookup(pe_prof_syms_t *s, uintptr_t addr, uintptr_t *start)
+pe_sym_lookup(pe_sym_batch_t *s, uintptr_t addr, uintptr_t *start)
 {
-    const pe_prof_obj_t *obj = pe_prof_objs_find(s->objs, s->nobjs, addr);
+    const pe_sym_obj_t *obj = pe_sym_objs_find(s->objs, s->nobjs, addr);
     const symtab_t *tab;
     size_t i, lo, hi, mid;
     uint64_t off;
 
     if (!obj)
-        return pe_prof_jit_lookup(addr, start); /* outside every object: JIT code? */
+        return pe_sym_jit_lookup(addr, start); /* outside every object: JIT code? */
     i = (size_t)(obj - s->objs);
     if (!s->tried[i]) {
         s->tried[i] = 1;
@@ -487,30 +487,30 @@ pe_prof_syms_lookup(pe_prof_syms_t *s, uintptr_t addr, uintptr_t *start)
 }
 
 void
-pe_prof_syms_end(pe_prof_syms_t *s)
+pe_sym_end(pe_sym_batch_t *s)
 {
     if (!s)
         return;
-    pe_prof_jit_end();
+    pe_sym_jit_end();
     pthread_mutex_unlock(&symcache_lock);
     free(s->tried);
     free(s->tabs);
-    pe_prof_objs_free(s->objs, s->nobjs);
+    pe_sym_objs_free(s->objs, s->nobjs);
     free(s);
 }
 
 const char *
-pe_prof_symbolize(uintptr_t addr, char *buf, size_t len)
+pe_sym_symbolize(uintptr_t addr, char *buf, size_t len)
 {
-    pe_prof_syms_t *s;
+    pe_sym_batch_t *s;
     const char *name;
     uintptr_t start;
 
-    if (!buf || len == 0 || pe_prof_syms_begin(&s))
+    if (!buf || len == 0 || pe_sym_begin(&s))
         return NULL;
-    name = pe_prof_syms_lookup(s, addr, &start);
+    name = pe_sym_lookup(s, addr, &start);
     if (name)
         snprintf(buf, len, "%s", name);
-    pe_prof_syms_end(s);
+    pe_sym_end(s);
     return name ? buf : NULL;
 }

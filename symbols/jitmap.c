@@ -15,7 +15,7 @@
  *    its range reused is re-announced by a later line).
  *  - Bounded memory: at most PE_JIT_MAX_ENTRIES index entries of 24 bytes;
  *    names are not kept but read back (pread) for the addresses a profile
- *    resolves, into a per-batch buffer freed by pe_prof_jit_end.
+ *    resolves, into a per-batch buffer freed by pe_sym_jit_end.
  *  - Server side only: called from symbolize.c's batch, under its lock; never
  *    from a signal handler.
  *  - Ignored: a file that is not regular, not owned by our uid (/tmp is
@@ -36,7 +36,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/log.h"
-#include "proto_int.h"
+#include "symbols.h"
 
 /* 2^21 entries: 48 MiB at most (a node service has a few thousand). */
 #define PE_JIT_MAX_ENTRIES (1u << 21)
@@ -48,7 +48,7 @@
 #define LOOKBACK 64
 
 /* Where perf maps live (a variable so tests can use a directory of their own). */
-const char *pe_prof_jit_dir = "/tmp";
+const char *pe_sym_jit_dir = "/tmp";
 
 typedef struct ent_s {
     uint64_t start;
@@ -77,7 +77,7 @@ static struct {
     uint64_t malformed, dropped;
     int full_logged;
     int64_t last_ms; /* last refresh, CLOCK_MONOTONIC */
-    /* per-batch names: a chain of blocks, freed by pe_prof_jit_end */
+    /* per-batch names: a chain of blocks, freed by pe_sym_jit_end */
     struct nblk_s {
         struct nblk_s *next;
         size_t used;
@@ -449,7 +449,7 @@ dump_path(char *out, size_t len)
 /* ---- API (proto_int.h) ----------------------------------------------------------------- */
 
 void
-pe_prof_jit_begin(void)
+pe_sym_jit_begin(void)
 {
     char path[4096], dpath[4096];
     batch_t b = {0};
@@ -469,7 +469,7 @@ pe_prof_jit_begin(void)
     dump_path(dpath, sizeof(dpath));
     if (!dpath[0] && jm.dump.fd >= 0)
         index_clear(); /* unmapped: its code is gone (the perf map is read again) */
-    snprintf(path, sizeof(path), "%s/perf-%d.map", pe_prof_jit_dir, (int)jm.pid);
+    snprintf(path, sizeof(path), "%s/perf-%d.map", pe_sym_jit_dir, (int)jm.pid);
     if (src_open(&jm.map, path))
         map_refresh(&b);
     if (dpath[0] && src_open(&jm.dump, dpath))
@@ -514,7 +514,7 @@ name_of(const ent_t *e)
 }
 
 const char *
-pe_prof_jit_lookup(uintptr_t addr, uintptr_t *start)
+pe_sym_jit_lookup(uintptr_t addr, uintptr_t *start)
 {
     size_t lo = 0, hi = jm.n, mid, k;
     const ent_t *best = NULL;
@@ -542,7 +542,7 @@ pe_prof_jit_lookup(uintptr_t addr, uintptr_t *start)
 }
 
 void
-pe_prof_jit_end(void)
+pe_sym_jit_end(void)
 {
     while (jm.names) {
         struct nblk_s *next = jm.names->next;
@@ -552,7 +552,7 @@ pe_prof_jit_end(void)
 }
 
 void
-pe_prof_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped)
+pe_sym_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped)
 {
     *entries = jm.n;
     *malformed = jm.malformed;
