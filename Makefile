@@ -42,7 +42,7 @@ LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread -lm
 ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,-z,now \
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
-SRCS    := $(sort $(wildcard preload/*.c sampler/*.c heap/*.c http/*.c proto/*.c))
+SRCS    := $(sort $(wildcard preload/*.c sampler/*.c heap/*.c http/*.c proto/*.c symbols/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h
 OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o
