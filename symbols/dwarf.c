@@ -1933,7 +1933,8 @@ file_path(pe_dw_obj_t *o, const cu_t *cu, lines_t *l, uint64_t idx, int *err)
     if (!dir)
         dir = "";
     buf[0] = '\0';
-    if ((l->version < 5 || f->dir != 0) && cu->comp_dir && cu->comp_dir[0] && !is_abs(dir))
+    /* LLVM 14 puts comp_dir in front of any relative directory, DWARF 5's entry 0 too */
+    if (cu->comp_dir && cu->comp_dir[0] && !is_abs(dir))
         path_append(buf, sizeof(buf), &len, cu->comp_dir);
     path_append(buf, sizeof(buf), &len, dir);
     path_append(buf, sizeof(buf), &len, name);
