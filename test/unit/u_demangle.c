@@ -559,12 +559,14 @@ make_input(char *s, size_t cap, const list_t *seeds)
                 n = at;
             } else if (op == 4 && n) { /* repeat a piece (deep nesting, backrefs) */
                 size_t from = next_rand() % n, len = 1 + next_rand() % 12, reps = next_rand() % 40;
+                char piece[12];
 
                 if (from + len > n)
                     len = n - from;
+                memcpy(piece, s + from, len);
                 for (k = 0; k < reps && n + len < cap; k++) {
                     memmove(s + at + len, s + at, n - at);
-                    memcpy(s + at, s + (from < at ? from : from + len), len);
+                    memcpy(s + at, piece, len);
                     n += len;
                 }
             } else if (op == 5 && n) { /* a digit changed: lengths and backrefs go wrong */
