@@ -10,6 +10,7 @@
 #include "symbols/demangle.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1380,6 +1381,34 @@ out_cxx(dem_out_t *o, const char *s)
     out_str(o, run);
 }
 
+/* Bytes of stack below this frame on the calling thread (read once per thread). */
+static size_t
+stack_left(void)
+{
+    static __thread uintptr_t lo; /* the lowest usable address, above the guard */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    pthread_attr_t a;
+    size_t size, guard = 0;
+    void *addr;
+
+    if (!lo && pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+            pthread_attr_getguardsize(&a, &guard);
+            lo = (uintptr_t)addr + guard;
+        }
+        pthread_attr_destroy(&a);
+    }
+    if (!lo)
+        return 256 << 10; /* unknown: as much as a small thread stack has */
+    return sp > lo ? sp - lo : 0;
+}
+
+/* libstdc++'s demangler puts arrays sized by the input on the stack (about 72 bytes a
+   character) and recurses about as deep as the input is long: measured at up to ~360 bytes
+   a character.  Names it cannot afford on this thread's stack stay mangled. */
+#define CXX_STACK_PER_CHAR 512
+#define CXX_STACK_BASE (64 << 10)
+
 /* 1 printed, 0 not demangled. */
 static int
 cxx_demangle(dem_out_t *o, const char *s, size_t n)
@@ -1389,7 +1418,7 @@ cxx_demangle(dem_out_t *o, const char *s, size_t n)
     char *res;
     int status = -1;
 
-    if (!f || n > PE_DEM_MAX_INPUT)
+    if (!f || n > PE_DEM_MAX_INPUT || stack_left() < CXX_STACK_BASE + CXX_STACK_PER_CHAR * n)
         return 0;
     memcpy(tmp, s, n);
     tmp[n] = '\0';

@@ -9,6 +9,7 @@
  * Without rustc the Rust part is left out and the test ends with 77 (skip).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,46 @@ test_cxx_hand(void)
     CHECK(dem("_Zjunk") == NULL);
     CHECK(dem("") == NULL);
     CHECK(dem(NULL) == NULL);
+}
+
+/* A long C++ name on a thread with a small stack: libstdc++'s demangler would need ~360 kB
+   for it, so it stays mangled there (no crash) and is demangled on a big stack. */
+static char deep_in[1100], deep_out[BIG];
+static const char *deep_ret;
+
+static void *
+deep_thread(void *arg)
+{
+    deep_ret = pe_dem_demangle(deep_in, deep_out, sizeof(deep_out));
+    return arg;
+}
+
+static const char *
+demangle_on_stack(size_t stack)
+{
+    pthread_attr_t a;
+    pthread_t t;
+
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, stack);
+    deep_ret = "(not run)";
+    if (pthread_create(&t, &a, deep_thread, NULL) == 0)
+        pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+    return deep_ret;
+}
+
+static void
+test_cxx_stack(void)
+{
+    const char *r;
+
+    memcpy(deep_in, "_Z1f", 4);
+    memset(deep_in + 4, 'P', 1000);
+    memcpy(deep_in + 1004, "i", 2);
+    CHECK(demangle_on_stack(256 << 10) == NULL);
+    r = demangle_on_stack(16 << 20);
+    CHECKF(r && !strncmp(r, "f(int*****", 10), "%.40s", r ? r : "(NULL)");
 }
 
 /* All _Z names of p_names.cc at -O0 and -O2 against c++filt, line by line. */
@@ -652,6 +693,7 @@ main(void)
         CHECK(0);
     }
     test_cxx_hand();
+    test_cxx_stack();
     test_cxx_cppfilt(dir);
     test_rust_hand();
     rust_rc = test_rust_tools(dir);
