@@ -1639,7 +1639,7 @@ shorten_into(dem_out_t *o, const char *s, size_t n, int nested, int depth)
         }
         if (c == '(' && !nested &&
             (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
-             prev == ')')) {
+             prev == ')' || prev == '\'')) { /* libc++abi: 'lambda'(int) */
             /* a parameter list, and the qualifiers after it */
             i = skip_qualifiers(s, n, skip_group(s, n, i));
             continue;

@@ -524,7 +524,11 @@ test_shorten(void)
     EXPECT_SHORT("<u32 as core::iter::traits::accum::Sum>::sum::<&mut dyn "
                  "core::iter::traits::iterator::Iterator<Item = u32>>",
                  "<u32 as core::iter::traits::accum::Sum>::sum");
-    EXPECT_SHORT("main.(*T).method", "main.(*T).method"); /* Go's names stay whole */
+    EXPECT_SHORT("main.(*T).method", "main.(*T).method");      /* Go's names stay whole */
+    EXPECT_SHORT("main::'lambda'(int)::operator()(int) const", /* libc++abi's spelling */
+                 "main::'lambda'::operator()");
+    EXPECT_SHORT("<alloc::vec::Vec<(alloc::string::String, usize)> as core::ops::drop::Drop>::drop",
+                 "<alloc::vec::Vec as core::ops::drop::Drop>::drop");
     EXPECT_SHORT("", "");
     /* small buffers: cut, terminated */
     {
