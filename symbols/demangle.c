@@ -1456,9 +1456,10 @@ pe_dem_demangle(const char *sym, char *buf, size_t len)
     out_init(&o, buf, len);
 
     if ((mangled = legacy_scan(sym, body, &nelem))) {
-        size_t end = strip_llvm_suffix(sym, body);
+        /* (a legacy identifier may hold dots itself: suffixes are looked for after it) */
+        size_t end = mangled + strip_llvm_suffix(sym + mangled, body - mangled);
 
-        if (end < mangled || (end > mangled && !clone_chain(sym + mangled, end - mangled)))
+        if (end > mangled && !clone_chain(sym + mangled, end - mangled))
             return NULL;
         legacy_print(&o, sym, nelem);
         k = skip_numeric_groups(sym, mangled, end);
