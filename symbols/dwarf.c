@@ -791,7 +791,8 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
         }
         t->nabbrevs++;
     }
-    qsort(t->abbrevs, t->nabbrevs, sizeof(abbrev_t), abbrev_cmp);
+    if (t->nabbrevs > 1)
+        qsort(t->abbrevs, t->nabbrevs, sizeof(abbrev_t), abbrev_cmp);
     t->dense = 1;
     for (i = 0; i < t->nabbrevs; i++)
         if (t->abbrevs[i].code != i + 1)
@@ -1367,7 +1368,8 @@ read_units(pe_dw_obj_t *o)
         }
     }
     err = 0;
-    qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
+    if (o->ncur > 1)
+        qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
     for (i = 0; i < o->ncur; i++)
         o->cur[i].maxhi =
             i && o->cur[i - 1].maxhi > o->cur[i].hi ? o->cur[i - 1].maxhi : o->cur[i].hi;
@@ -1519,7 +1521,8 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
             break; /* a unit DIE without children */
         }
     }
-    qsort(f->ranges, f->nranges, sizeof(frange_t), frange_cmp);
+    if (f->nranges > 1)
+        qsort(f->ranges, f->nranges, sizeof(frange_t), frange_cmp);
     for (i = 0; i < f->nnodes; i++)
         f->nodes[i].child0 = f->nodes[i].nchild = 0;
     f->top0 = (uint32_t)f->nranges;
@@ -1834,7 +1837,8 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
         }
         l->nrows = seq_first; /* a last sequence without its end is dropped */
     }
-    qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
+    if (l->nseqs > 1)
+        qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
     return 0;
 }
 
@@ -2122,6 +2126,21 @@ no:
     return 0;
 }
 
+/* buf = a b c d; -1 if it does not fit (buf may be a) */
+static int
+join(char *buf, size_t cap, const char *a, const char *b, const char *c, const char *d)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c), ld = strlen(d);
+
+    if (la + lb + lc + ld >= cap)
+        return -1;
+    memmove(buf, a, la);
+    memcpy(buf + la, b, lb);
+    memcpy(buf + la + lb, c, lc);
+    memcpy(buf + la + lb + lc, d, ld + 1);
+    return 0;
+}
+
 static void
 find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *debug_dir)
 {
@@ -2136,9 +2155,10 @@ find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *d
     if (try_file(o, path, NULL, 0, 0))
         return;
     if (build_id && strlen(build_id) > 2 && debug_dir) {
-        snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
-                 build_id + 2);
-        if (try_file(o, cand, build_id, 0, 0))
+        int n = snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
+                         build_id + 2);
+
+        if (n > 0 && (size_t)n < sizeof(cand) && try_file(o, cand, build_id, 0, 0))
             return;
     }
     img = map_file(path, &size, &st);
@@ -2176,17 +2196,16 @@ find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *d
     else
         dir[0] = '.';
     dir[dlen] = '\0';
-    snprintf(cand, sizeof(cand), "%s/%s", dir, link);
-    if (strcmp(cand, path) != 0 && try_file(o, cand, build_id, 1, crc))
+    /* beside the object (unless that is the object), in .debug/ there, under debug_dir */
+    if (join(cand, sizeof(cand), dir, "/", "", link) == 0 && strcmp(cand, path) != 0 &&
+        try_file(o, cand, build_id, 1, crc))
         return;
-    snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, link);
-    if (try_file(o, cand, build_id, 1, crc))
+    if (join(cand, sizeof(cand), dir, "/.debug/", "", link) == 0 &&
+        try_file(o, cand, build_id, 1, crc))
         return;
-    if (debug_dir) {
-        snprintf(cand, sizeof(cand), "%s%s%s/%s", debug_dir, dir[0] == '/' ? "" : "/", dir, link);
-        if (try_file(o, cand, build_id, 1, crc))
-            return;
-    }
+    if (debug_dir && join(cand, sizeof(cand), debug_dir, dir[0] == '/' ? "" : "/", dir, "") == 0 &&
+        join(cand, sizeof(cand), cand, "/", link, "") == 0)
+        try_file(o, cand, build_id, 1, crc);
 }
 
 /* ---- API ----------------------------------------------------------------------------------- */
@@ -2202,12 +2221,15 @@ pe_dw_open(const char *path, const char *build_id, const char *debug_dir)
     if (!path)
         return NULL;
     if (build_id && build_id[0]) {
-        snprintf(key, sizeof(key), "b:%s", build_id);
+        if (snprintf(key, sizeof(key), "b:%s", build_id) >= (int)sizeof(key))
+            return NULL;
     } else {
         if (stat(path, &st) < 0)
             return NULL;
-        snprintf(key, sizeof(key), "p:%s:%llu:%llu:%lld.%09ld", path, (unsigned long long)st.st_dev,
-                 (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        if (snprintf(key, sizeof(key), "p:%s:%llu:%llu:%lld.%09ld", path,
+                     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec) >= (int)sizeof(key))
+            return NULL;
     }
     for (o = cache; o; o = o->next)
         if (strcmp(o->key, key) == 0)
