@@ -285,6 +285,7 @@ typedef struct abbrev_s {
 
 typedef struct abt_s {
     uint64_t off;
+    uint32_t shape;    /* address size, offset size, DWARF 2: what fixed sizes depend on */
     abbrev_t *abbrevs; /* sorted by code; abbrevs[code-1] when dense */
     size_t nabbrevs;
     aspec_t *specs;
@@ -376,8 +377,9 @@ struct pe_dw_obj_s {
     size_t ncus;
     cur_t *cur;
     size_t ncur;
-    abt_t **abts;
+    abt_t **abts; /* sorted by (off, shape) */
     size_t nabts, capabts;
+    uint64_t abbrev_work; /* bytes of abbreviations parsed */
     size_t bytes;
 };
 
@@ -741,9 +743,28 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
     abt_t *t;
     rd_t r;
 
-    for (i = 0; i < o->nabts; i++)
-        if (o->abts[i]->off == cu->abbrev_off)
-            return o->abts[i];
+    uint32_t shape =
+        cu->addr_size | (uint32_t)cu->off_size << 8 | (uint32_t)(cu->version <= 2) << 16;
+    size_t lo = 0, hi = o->nabts;
+    const uint8_t *start;
+
+    /* sorted by (offset, shape): units of one table with other sizes get their own copy */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const abt_t *m = o->abts[mid];
+
+        if (m->off < cu->abbrev_off || (m->off == cu->abbrev_off && m->shape < shape))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < o->nabts && o->abts[lo]->off == cu->abbrev_off && o->abts[lo]->shape == shape)
+        return o->abts[lo];
+    /* tables overlapping each other cost at most a few passes over the section */
+    if (o->abbrev_work > 4 * (uint64_t)o->sec[S_ABBREV].n + (1u << 20)) {
+        *err = -EINVAL;
+        return NULL;
+    }
     if ((*err = dw_grow(o, (void **)&o->abts, &o->capabts, o->nabts + 1, sizeof(*o->abts))))
         return NULL;
     t = dw_alloc(o, sizeof(*t), err);
@@ -751,7 +772,9 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
         return NULL;
     memset(t, 0, sizeof(*t));
     t->off = cu->abbrev_off;
+    t->shape = shape;
     r = rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
+    start = r.p;
     while (r.ok) {
         abbrev_t *a;
         uint64_t code = rd_uleb(&r);
@@ -797,7 +820,10 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
     for (i = 0; i < t->nabbrevs; i++)
         if (t->abbrevs[i].code != i + 1)
             t->dense = 0;
-    o->abts[o->nabts++] = t;
+    o->abbrev_work += (uint64_t)(r.p - start);
+    memmove(o->abts + lo + 1, o->abts + lo, (o->nabts - lo) * sizeof(*o->abts));
+    o->abts[lo] = t;
+    o->nabts++;
     return t;
 err_free:
     abt_free(o, t);
@@ -1329,6 +1355,11 @@ read_units(pe_dw_obj_t *o)
         cu_t *cu = &o->cus[i];
         rd_t r = rd_at(si->p, cu->end, cu->die_off);
         die_t d;
+
+        if (i % 1024 == 1023 && past_deadline()) {
+            err = -ETIMEDOUT;
+            goto out;
+        }
 
         cu->abt = abt_get(o, cu, &err);
         if (!cu->abt) {
@@ -2031,6 +2062,7 @@ obj_unload(pe_dw_obj_t *o)
     }
     o->abts = NULL;
     o->nabts = o->capabts = 0;
+    o->abbrev_work = 0;
     o->cus = NULL;
     o->ncus = 0;
     o->cur = NULL;
