@@ -1,10 +1,10 @@
 /*
  * u_dwarf: symbols/dwarf.c against llvm-symbolizer.  Builds the programs in
- * test/progs/dwarf/ with GCC (DWARF 5, DWARF 4, compressed sections), Clang
- * (DWARF 5, skipped without clang), and as stripped binaries whose debug file
- * is found by .gnu_debuglink and by a build-id directory; then compares every
- * few bytes of .text with `llvm-symbolizer --inlining --no-demangle`, and libc
- * with libc6-dbg.  Then corrupts debug files many times and replays the fuzz
+ * test/progs/dwarf/ with GCC (DWARF 5, DWARF 4, SHF_COMPRESSED and legacy
+ * .zdebug_ sections), Clang (DWARF 5, skipped without clang), and as stripped
+ * binaries whose debug file is found by .gnu_debuglink and by a build-id
+ * directory; then compares every few bytes of .text with `llvm-symbolizer
+ * --inlining --no-demangle`, and libc with libc6-dbg.  Then corrupts debug files many times and replays the fuzz
  * corpus (test/unit/corpus_dwarf/): no fault, no hang.
  *
  * Two of llvm-symbolizer's answers do not come from DWARF and are matched
@@ -393,6 +393,15 @@ variants(void)
         check_variant("gcc -gz", bin, "", NULL, "", bin);
     } else {
         CHECKF(0, "building with gcc -gz failed");
+    }
+    /* the legacy .zdebug_* sections ("ZLIB" and a big-endian size), where binutils still
+       writes them */
+    if (build("gcczg", "gcc", "g++", "-gz=zlib-gnu") == 0 &&
+        sh("readelf -SW '%s/gcczg' | grep -q zdebug_info", tmp) == 0) {
+        snprintf(bin, sizeof(bin), "%s/gcczg", tmp);
+        check_variant("gcc zlib-gnu", bin, "", NULL, "", bin);
+    } else {
+        printf("gcc -gz=zlib-gnu: skipped (the toolchain writes no .zdebug_ sections)\n");
     }
     if (sh("command -v clang >/dev/null && command -v clang++ >/dev/null") != 0) {
         printf("clang -g: skipped (no clang)\n");
