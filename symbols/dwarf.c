@@ -152,6 +152,7 @@ typedef struct rd_s {
     const uint8_t *p, *end;
     int ok;
 } rd_t;
+/* Room for n more bytes?  If not, the reader fails for good. */
 
 static inline int
 rd_room(rd_t *r, uint64_t n)
@@ -182,6 +183,8 @@ rd_u8(rd_t *r)
         return 0;
     return *r->p++;
 }
+/* LEB128 (DWARF 5, 7.6).  Bits past 64 are dropped rather than shifted out of range; a
+   run of continuation bytes ends at the reader's end. */
 
 static inline uint64_t
 rd_uleb(rd_t *r)
@@ -244,6 +247,7 @@ rd_cstr(rd_t *r)
     r->p = z + 1;
     return s;
 }
+/* A reader from off to the end of [base, base + size); failed already when off is past it. */
 
 static rd_t
 rd_at(const uint8_t *base, size_t size, uint64_t off)
@@ -292,6 +296,20 @@ typedef struct abt_s {
     int dense;
 } abt_t;
 
+/*
+ * A unit's function tree.  Every subprogram / inlined_subroutine DIE with
+ * ranges is a node; `parent` is the nearest enclosing such node (lexical
+ * blocks, namespaces and classes are transparent).  All ranges sit in one
+ * array sorted by (parent, lo), so each node's children's ranges are one run:
+ *
+ *   ranges: [ children of node 0 | children of node 1 | ... | top level (NONE) ]
+ *   node k: ranges[child0 .. child0 + nchild)
+ *
+ * A lookup bisects the top-level run for the pc, then the run of the node it
+ * found, and so on down; the path is the inlined chain, innermost last, cut
+ * at the deepest DW_TAG_subprogram (LLVM's getInlinedChainForAddress).
+ */
+
 /* One subprogram or inlined_subroutine with ranges. */
 typedef struct fnode_s {
     const char *name; /* resolved at first lookup */
@@ -315,6 +333,8 @@ typedef struct fns_s {
     uint32_t top0, ntop; /* ranges of nodes with no parent */
 } fns_t;
 
+/* A decoded line table: sequences (sorted by start) of rows in address order, the
+   end_sequence row last in each; directory and file entries as the header gives them. */
 typedef struct row_s {
     uint64_t addr;
     uint32_t line;
@@ -395,6 +415,8 @@ typedef struct blk_s {
     size_t size;
     size_t pad;
 } blk_t;
+/* n bytes charged to o and to the total; NULL with *err = -E2BIG past the budget (or
+   when malloc fails: to the caller both mean "no room"). */
 
 static void *
 dw_alloc(pe_dw_obj_t *o, size_t n, int *err)
@@ -454,6 +476,8 @@ dw_grow(pe_dw_obj_t *o, void **arr, size_t *cap, size_t need, size_t elt)
     *cap = ncap;
     return 0;
 }
+/* Has the lookup deadline (absolute, CLOCK_MONOTONIC) passed?  A clock read: callers
+   ask every few thousand steps, not per step. */
 
 static int
 past_deadline(void)
@@ -467,6 +491,7 @@ past_deadline(void)
 }
 
 /* ---- ELF ------------------------------------------------------------------------------ */
+/* A regular file mapped read-only; only the pages we touch are ever read. */
 
 static const uint8_t *
 map_file(const char *path, size_t *size, struct stat *st)
@@ -520,12 +545,14 @@ elf_sections(const uint8_t *img, size_t size, size_t *nsec, const char **shstr, 
     *nsec = n;
     return sh;
 }
+/* The section has bytes in the file and they lie inside it. */
 
 static int
 sec_ok(const Elf64_Shdr *s, size_t size)
 {
     return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
 }
+/* Its name, or "" when the name is not a terminated string inside .shstrtab. */
 
 static const char *
 sec_name(const Elf64_Shdr *s, const char *shstr, size_t shstr_n)
@@ -676,6 +703,9 @@ load_section(pe_dw_obj_t *o, int k)
 }
 
 /* ---- abbreviations ------------------------------------------------------------------- */
+/* The bytes a value of `form` takes in this unit, or -1 when that depends on the value
+   (LEB128, strings, blocks, indirect).  An abbreviation whose forms are all fixed lets
+   the walk skip a DIE it does not need with one add. */
 
 static int
 form_fixed_size(uint16_t form, const cu_t *cu)
@@ -715,6 +745,7 @@ form_fixed_size(uint16_t form, const cu_t *cu)
     default: return -1;
     }
 }
+/* qsort order of abbreviations: by code. */
 
 static int
 abbrev_cmp(const void *a, const void *b)
@@ -829,6 +860,7 @@ err_free:
     abt_free(o, t);
     return NULL;
 }
+/* By code: an index when the codes are 1..n (what compilers write), else bisection. */
 
 static const abbrev_t *
 abbrev_find(const abt_t *t, uint64_t code)
@@ -983,6 +1015,9 @@ again:
     default: r->ok = 0; break; /* unknown form: its size is unknown, so is the rest */
     }
 }
+/* A string value: inline, strp and line_strp point into their sections already; strx
+   goes through .debug_str_offsets from the unit's DW_AT_str_offsets_base.  NULL when
+   any step leaves its section or the string is not terminated. */
 
 static const char *
 str_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v)
@@ -1020,6 +1055,7 @@ addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
     *out = rd_fixed(&r, cu->addr_size);
     return r.ok;
 }
+/* Entry idx of the unit's .debug_addr table. */
 
 static int
 addrx(pe_dw_obj_t *o, const cu_t *cu, uint64_t idx, uint64_t *out)
@@ -1218,6 +1254,7 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
 }
 
 /* ---- units and the CU index ------------------------------------------------------------ */
+/* qsort order of the CU index: by start address, then unit. */
 
 static int
 cur_cmp(const void *a, const void *b)
@@ -1234,6 +1271,7 @@ typedef struct cur_arg_s {
     size_t cap;
     uint32_t cu;
 } cur_arg_t;
+/* range_fn: one range of a unit into the CU index. */
 
 static int
 add_cur(void *arg, uint64_t lo, uint64_t hi)
@@ -1452,6 +1490,7 @@ typedef struct fr_arg_s {
     fns_t *f;
     uint32_t node, parent;
 } fr_arg_t;
+/* range_fn: one range of a subroutine into its unit's function tree. */
 
 static int
 add_frange(void *arg, uint64_t lo, uint64_t hi)
@@ -1599,6 +1638,7 @@ find_range(const frange_t *ranges, uint32_t first, uint32_t n, uint64_t pc)
 }
 
 /* ---- line tables ----------------------------------------------------------------------- */
+/* Free a line table and the paths joined for it. */
 
 static void
 lines_free(pe_dw_obj_t *o, lines_t *l)
@@ -1666,6 +1706,7 @@ read_entries(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, int files, lines_t *l)
     }
     return r->ok ? 0 : -EINVAL;
 }
+/* qsort order of sequences: by start address, then as they came (LLVM's order). */
 
 static int
 seq_cmp(const void *a, const void *b)
@@ -1676,6 +1717,8 @@ seq_cmp(const void *a, const void *b)
         return x->lo < y->lo ? -1 : 1;
     return x->first < y->first ? -1 : x->first > y->first;
 }
+/* Append a row; file and column are clamped to 16 bits (no table we met has more than
+   65535 files, and columns only feed pe_dw_frame_t.column). */
 
 static int
 add_row(pe_dw_obj_t *o, lines_t *l, uint64_t addr, uint64_t file, uint64_t line, uint64_t col)
@@ -1906,6 +1949,7 @@ find_row(const lines_t *l, uint64_t pc)
     }
     return &l->rows[a - 1];
 }
+/* An absolute POSIX path (what LLVM's is_absolute says on Linux). */
 
 static int
 is_abs(const char *p)
@@ -2069,6 +2113,9 @@ obj_unload(pe_dw_obj_t *o)
     o->ncur = 0;
     o->loaded = 0;
 }
+/* Sections, then units and the CU index.  A file whose .debug_info or .debug_abbrev
+   cannot be read is broken for good; running out of budget or time is not, and the next
+   lookup tries again. */
 
 static int
 obj_load(pe_dw_obj_t *o)
@@ -2119,7 +2166,9 @@ enforce_budget(pe_dw_obj_t *keep)
     }
 }
 
-/* 1 if the file at `path` has DWARF; maps it into o. */
+/* 1 if the file at `path` has DWARF, and is the right file: when want_id is set and the
+   file has a build id they must match; otherwise, for a debuglink candidate (check_crc),
+   the CRC32 of the whole file must be the one the link names.  Leaves it mapped in o. */
 static int
 try_file(pe_dw_obj_t *o, const char *path, const char *want_id, int check_crc, uint32_t crc)
 {
@@ -2172,6 +2221,8 @@ join(char *buf, size_t cap, const char *a, const char *b, const char *c, const c
     memcpy(buf + la + lb + lc, d, ld + 1);
     return 0;
 }
+/* Map into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h); o->map
+   stays NULL when there is none. */
 
 static void
 find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *debug_dir)
