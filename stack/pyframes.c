@@ -648,9 +648,3 @@ pe_py_active(void)
 {
     return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
 }
-
-const char *
-pe_py_version(void)
-{
-    return version;
-}

@@ -47,8 +47,6 @@
 void pe_py_init(void);
 /* 1 when Python frames are captured (tests, comments). */
 int pe_py_active(void);
-/* "3.11.2" or "" (the interpreter's version when found, supported or not). */
-const char *pe_py_version(void);
 
 /*
  * In the signal handler, after the native unwind of the interrupted thread:
