@@ -210,9 +210,18 @@ int
 pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                         void *arg)
 {
-    pthread_attr_t big;
+    pthread_attr_t big, small;
     size_t size, guard;
-    int err = pe_real.pthread_create(thread, attr, start, arg), detach;
+    int err, detach;
+
+    if (!attr && pthread_attr_init(&small) == 0) {
+        /* A thread of ours asking for the default (the sampler's collector) */
+        pthread_attr_setstacksize(&small, PE_THREADS_STACK);
+        err = pe_threads_create_small(thread, &small, start, arg);
+        pthread_attr_destroy(&small);
+        return err;
+    }
+    err = pe_real.pthread_create(thread, attr, start, arg);
 
     if (err != EINVAL || !attr || pthread_attr_getstacksize(attr, &size) != 0 ||
         pthread_attr_getdetachstate(attr, &detach) != 0 ||
@@ -247,7 +256,11 @@ pe_threads_start_internal(void *(*fn)(void *), void *arg)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pe_real.pthread_create(&th, &attr, fn, arg);
+    /* Not the default 8 MiB (RLIMIT_STACK): under `ulimit -v` every MiB of
+       address space we take is the program's.  Ours run what civetweb's
+       workers run on their 100 KiB (profiles, symbols, /proc walks). */
+    pthread_attr_setstacksize(&attr, PE_THREADS_STACK);
+    err = pe_threads_create_small(&th, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return -err;

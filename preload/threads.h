@@ -19,6 +19,8 @@
 
 #define PE_THREADS_MAX 4096
 #define PE_THREADS_CREATE_FRAMES 32
+/* The stack of each thread the library starts itself (civetweb's: 100 KiB). */
+#define PE_THREADS_STACK (256u << 10)
 
 typedef struct pe_thread_info_s {
     pid_t tid;
@@ -66,7 +68,8 @@ int pe_threads_start_internal(void *(*fn)(void *), void *arg);
  * stack (civetweb: 100 KiB; tree.c: 64 KiB).  glibc refuses one smaller than
  * the program's static TLS plus a minimum (EINVAL), and a program with big
  * __thread arrays has a big one: then the stack is doubled until it fits
- * (up to 8 MiB).  Detach state and guard size are kept.
+ * (up to 8 MiB).  Detach state and guard size are kept.  No attr: a joinable
+ * thread on PE_THREADS_STACK.
  */
 int pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                             void *arg);
