@@ -4,8 +4,9 @@
  *
  * Each slot holds a tid, whether the thread is ours, and the stack that created
  * it (/debug/pprof/threadcreate).  Slots are claimed and released with atomics,
- * so the registry never takes a lock; it holds at most PE_THREADS_MAX threads,
- * beyond which new threads go unregistered (still sampled via /proc/self/task).
+ * so the registry never takes a lock; it grows with the program (a chain of
+ * tables, threads.c), and a thread it has no memory for goes unregistered
+ * (still sampled via /proc/self/task).
  *
  * Signal-safe: pe_threads_is_internal only.
  */
@@ -17,7 +18,6 @@
 #include "guard.h"
 #include "pe.h"
 
-#define PE_THREADS_MAX 4096
 #define PE_THREADS_CREATE_FRAMES 32
 /* The stack of each thread the library starts itself (civetweb's: 100 KiB). */
 #define PE_THREADS_STACK (256u << 10)
@@ -51,10 +51,10 @@ void pe_threads_each_tls(void (*fn)(pe_tls_t *t));
 /* 1 if tid is one of the library's threads. */
 PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
 /*
- * Copy the live registered threads into out (up to max); returns the count.
- * Internal threads are skipped.
+ * Copy the live registered threads into a malloc'd array (*out; free() it);
+ * returns the count, or -ENOMEM.  Internal threads are skipped.
  */
-int pe_threads_list(pe_thread_info_t *out, int max);
+int pe_threads_list(pe_thread_info_t **out);
 /* In a fork child: forget every thread but the caller. */
 void pe_threads_atfork_child(void);
 /*

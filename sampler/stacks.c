@@ -37,7 +37,9 @@
 #include "cpu.h"
 #include "stacks.h"
 
-#define CAP_SLOTS PE_THREADS_MAX
+/* Threads signalled at once in one capture (those /proc cannot give); more
+   are listed without a stack, and counted ("no capture slot free"). */
+#define CAP_SLOTS 4096
 #define FILLING_GRACE_NS (50 * 1000000LL)
 
 enum { S_FREE = 0, S_PENDING, S_FILLING, S_DONE, S_ABANDONED };
@@ -180,22 +182,36 @@ pe_cpu_sig_quiesce(int timeout_ms)
 }
 
 /* Application threads from /proc/self/task, the caller and ours left out. */
+/* Every thread of the process but ours and the caller, into a malloc'd
+   array (*out): as many as there are. */
 static int
-list_threads(pid_t *tids, int max)
+list_threads(pid_t **out)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
-    pid_t self = pe_gettid();
-    int n = 0;
+    pid_t self = pe_gettid(), *v = NULL, *nv;
+    int n = 0, room = 0;
 
+    *out = NULL;
     if (!d)
         return -errno;
-    while (n < max && (e = readdir(d))) {
+    while ((e = readdir(d))) {
         pid_t tid = (pid_t)atoi(e->d_name);
-        if (tid > 0 && tid != self && !pe_threads_is_internal(tid))
-            tids[n++] = tid;
+        if (tid <= 0 || tid == self || pe_threads_is_internal(tid))
+            continue;
+        if (n == room) {
+            room = room ? 2 * room : 256;
+            if (!(nv = realloc(v, (size_t)room * sizeof(*v)))) {
+                closedir(d);
+                free(v);
+                return -ENOMEM;
+            }
+            v = nv;
+        }
+        v[n++] = tid;
     }
     closedir(d);
+    *out = v;
     return n;
 }
 
@@ -265,10 +281,10 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 
     *out = NULL;
     pe_py_init();
+    tids = NULL;
+    slot = NULL;
     r = calloc(1, sizeof(*r));
-    tids = malloc(CAP_SLOTS * sizeof(*tids));
-    slot = malloc(CAP_SLOTS * sizeof(*slot));
-    if (!r || !tids || !slot) {
+    if (!r) {
         rc = -ENOMEM;
         goto err_free;
     }
@@ -289,11 +305,12 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         goto err_unlock;
     }
 
-    n = list_threads(tids, CAP_SLOTS);
+    n = list_threads(&tids);
     if (n < 0)
         n = 0;
     r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
-    if (!r->v) {
+    slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
+    if (!r->v || !slot) {
         rc = -ENOMEM;
         goto err_unlock;
     }
@@ -531,14 +548,13 @@ pe_prof_t *
 pe_stacks_threadcreate(void)
 {
     pe_prof_vt_t t = {"threadcreate", "count"};
-    pe_thread_info_t *v = malloc(PE_THREADS_MAX * sizeof(*v));
+    pe_thread_info_t *v = NULL;
     pe_prof_t *p = pe_prof_new(&t, 1, &t, 1);
     int n, i, rc = 0;
     int64_t one = 1;
 
-    if (!v || !p)
+    if (!p || (n = pe_threads_list(&v)) < 0)
         goto err;
-    n = pe_threads_list(v, PE_THREADS_MAX);
     for (i = 0; i < n && rc == 0; i++) {
         if (v[i].ncreate > 0)
             rc = pe_prof_add(p, v[i].create_pcs, v[i].ncreate, 0, &one, NULL, 0);

@@ -13,7 +13,10 @@
 # lines (test/progs/p_host_<row>.allow: grep -E patterns, one a line; a line
 # "status NNN why" lets requests end with that status too, e.g. 000 for a row
 # that execs: its server goes away under the requests in flight).  A row may
-# have test/progs/p_host_<row>.env (KEY=VALUE lines) for its environment.
+# have test/progs/p_host_<row>.env (KEY=VALUE lines) for its environment,
+# test/progs/p_host_<row>.settle (seconds to wait before the idle check) and
+# test/progs/p_host_<row>.ulimit (arguments of `ulimit` applied before it
+# starts: the program runs within that limit from its first instruction).
 #   PE_HOST_RUNS=N    runs per row (default 1; make stress: 20)
 #   PE_HOST_ROWS=RE   only rows whose name matches RE
 #   PE_HOST_JOBS=N    runs at once (default 3)
@@ -109,6 +112,9 @@ one_run() {
     fi
     if kill -0 $pid 2>/dev/null; then
         sleep 0.3
+        # a row whose captures outlive their clients (30,000 threads: a
+        # dump takes ~25 s) names the seconds they may still take
+        [ -f test/progs/p_host_$row.settle ] && sleep "$(cat test/progs/p_host_$row.settle)"
         local nt
         nt=$(grep -c '^ID:' /proc/$pid/timers 2>/dev/null)
         [ "${nt:-0}" = 0 ] || fails+=("$nt POSIX timers left")
