@@ -44,8 +44,8 @@ typedef struct reg_s {
     struct reg_s *next; /* published with release once filled in */
     unsigned cap;       /* a power of two */
     unsigned probe_max;
-    unsigned used; /* slots claimed: a table half full is passed over */
-    uint64_t *ever_used;    /* cap / 64 words */
+    unsigned used;           /* slots claimed: a table half full is passed over */
+    uint64_t *ever_used;     /* cap / 64 words */
     pe_thread_info_t *slots; /* cap */
 } reg_t;
 
@@ -144,8 +144,7 @@ next_table(reg_t *r)
     if (n || cap > (1u << 30))
         return n;
     len = sizeof(reg_t) + used + (size_t)cap * sizeof(pe_thread_info_t);
-    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-             0);
+    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
     n = (reg_t *)m;

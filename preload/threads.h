@@ -20,7 +20,7 @@
 
 #define PE_THREADS_CREATE_FRAMES 32
 /* The stack of each thread the library starts itself (civetweb's: 100 KiB). */
-#define PE_THREADS_STACK (256u << 10)
+#define PE_THREADS_STACK (128u << 10)
 
 typedef struct pe_thread_info_s {
     pid_t tid;

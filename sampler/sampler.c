@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -148,6 +149,21 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
+
+/* RING_SLOTS, or under an address-space limit as many as fit in a 256th of
+   it (at least 256): the program's memory is the program's.  A smaller ring
+   is drained sooner (the handler posts the collector when it is half full). */
+static uint32_t
+ring_slots(void)
+{
+    uint32_t n = RING_SLOTS;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        while (n > 256 && (uint64_t)n * sizeof(pe_ring_slot_t) > rl.rlim_cur / 256)
+            n /= 2;
+    return n;
+}
 
 static int
 timer_find(pid_t tid)
@@ -656,7 +672,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         if (!pe_cpu_ring.slots) {
             /* before the ring: the handler posts it once slots exist */
             sem_init(&pe_cpu_wake, 0, 0);
-            rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS);
+            rc = pe_ring_init(&pe_cpu_ring, ring_slots());
         }
         if (rc < 0) {
             pe_cpu_sig_release();

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,8 +39,12 @@
 #include "stacks.h"
 
 /* Threads signalled at once in one capture (those /proc cannot give); more
-   are listed without a stack, and counted ("no capture slot free"). */
-#define CAP_SLOTS 4096
+   are listed without a stack, and counted ("no capture slot free").  4096,
+   or under an address-space limit as many as fit in a 256th of it (at least
+   64): the program's memory is the program's. */
+#define CAP_SLOTS_MAX 4096
+#define CAP_SLOTS cap_slots
+static int cap_slots = CAP_SLOTS_MAX; /* set before cap is published */
 #define FILLING_GRACE_NS (50 * 1000000LL)
 
 enum { S_FREE = 0, S_PENDING, S_FILLING, S_DONE, S_ABANDONED };
@@ -67,7 +72,7 @@ pe_stacks_sig_capture(uint64_t v, void *uc)
     pid_t self = pe_gettid();
     int expected = S_PENDING;
 
-    if (!c || idx >= CAP_SLOTS)
+    if (!c || idx >= (uint32_t)CAP_SLOTS)
         return;
     s = &c[idx];
     if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != self ||
@@ -290,6 +295,10 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     }
     pthread_mutex_lock(&cap_lock);
     if (!cap) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            while (cap_slots > 64 && (uint64_t)cap_slots * sizeof(cap_slot_t) > rl.rlim_cur / 256)
+                cap_slots /= 2;
         void *m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {

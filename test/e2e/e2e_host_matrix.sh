@@ -68,8 +68,13 @@ one_run() {
     local rowenv=()
     [ -f test/progs/p_host_$row.env ] && mapfile -t rowenv < <(grep -v '^#' test/progs/p_host_$row.env)
     mkfifo "$d/in"
-    env TMPDIR="$d" PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$d/port.%p" LD_PRELOAD="$LIB" \
-        "${heapenv[@]}" "${rowenv[@]}" "$prog" <"$d/in" >"$d/out" 2>"$d/err" &
+    local lim=
+    [ -f test/progs/p_host_$row.ulimit ] && lim=$(cat test/progs/p_host_$row.ulimit)
+    (
+        [ -z "$lim" ] || ulimit $lim
+        exec env TMPDIR="$d" PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$d/port.%p" \
+            LD_PRELOAD="$LIB" "${heapenv[@]}" "${rowenv[@]}" "$prog"
+    ) <"$d/in" >"$d/out" 2>"$d/err" &
     pid=$!
     exec {wfd}>"$d/in"
     for _ in $(seq 200); do [ -s "$d/port.$pid" ] && break; sleep 0.05; done
