@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
 #include "http_int.h"
 
@@ -64,6 +65,12 @@ pe_http_h_index(pe_req_t *r)
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n");
+    pe_py_init(); /* CPython's frames: said here, not on the program's stderr */
+    if (pe_py_note()[0]) {
+        pe_sink_put(s, "<p>");
+        html_escaped(s, pe_py_note());
+        pe_sink_put(s, "</p>\n");
+    }
     pe_http_tree_index(s); /* the process tree, when there is one (h_tree.c) */
     pe_sink_put(s, "<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {

@@ -854,6 +854,8 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "cut: %llu samples whose stack stops where neither DWARF nor the "
                         "frame pointer can go on (JIT code that keeps no frame pointer)",
                         (unsigned long long)w->cut);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     free(w);
     return p;
 }

@@ -544,6 +544,8 @@ stacks_prof(const pe_stacks_t *s, int with_tid)
                     "capture: %d from /proc without a signal (%d of them unchanged since the "
                     "last capture), %d by signal",
                     s->nproc, s->nreused, s->nsignal);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     return p;
 }
 

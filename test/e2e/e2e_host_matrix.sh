@@ -14,7 +14,8 @@
 # "status NNN why" lets requests end with that status too, e.g. 000 for a row
 # that execs: its server goes away under the requests in flight).  A row may
 # have test/progs/p_host_<row>.env (KEY=VALUE lines) for its environment,
-# test/progs/p_host_<row>.settle (seconds to wait before the idle check) and
+# test/progs/p_host_<row>.settle (seconds to wait before the idle check),
+# test/progs/p_host_<row>.alone (run after the others, by itself) and
 # test/progs/p_host_<row>.ulimit (arguments of `ulimit` applied before it
 # starts: the program runs within that limit from its first instruction).
 #   PE_HOST_RUNS=N    runs per row (default 1; make stress: 20)
@@ -167,12 +168,22 @@ echo "== ${#rows[@]} rows x $RUNS runs, $JOBS at once, profiles of $SECS s (PE_H
 i=0
 for run in $(seq $RUNS); do
     for row in "${rows[@]}"; do
+        [ -f test/progs/p_host_$row.alone ] && continue
         while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
         one_run "$row" "$run" $i &
         i=$((i + 1))
     done
 done
 wait
+# rows that need the machine to themselves (tens of thousands of threads:
+# next to other rows they would exhaust the kernel's thread limits), one at a time
+for run in $(seq $RUNS); do
+    for row in "${rows[@]}"; do
+        [ -f test/progs/p_host_$row.alone ] || continue
+        one_run "$row" "$run" $i
+        i=$((i + 1))
+    done
+done
 
 printf '%-24s %5s %9s\n' row runs failures
 total=0 totfail=0
