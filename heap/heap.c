@@ -179,7 +179,9 @@ pe_heap_init(int64_t rate_bytes)
     }
     check_available();
     if (!available) {
-        pe_log_warn("heap profiling off: %s", reason);
+        /* Said by the heap endpoints' 503 and the index page, not on stderr:
+           a program with its own allocator (Chromium's processes, each of
+           them) is nothing wrong with a setting. */
         return -ENOTSUP;
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
