@@ -26,6 +26,7 @@
 
 static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
 static struct sigaction orig; /* the program's disposition at start-up */
+static int peek_stop;         /* pe_peek_step_aside: the thread leaves */
 
 static const struct sigaction *
 orig_disposition(void)
@@ -100,6 +101,8 @@ peek_main(void *unused)
     for (;;) {
         while (sem_wait(&peek_sem) < 0 && errno == EINTR)
             ;
+        if (__atomic_load_n(&peek_stop, __ATOMIC_ACQUIRE))
+            break;
         while (sem_trywait(&peek_sem) == 0) /* signals that came meanwhile: one report */
             ;
         peek_run();
@@ -186,6 +189,22 @@ void
 pe_peek_handon_end(int foreign, int token)
 {
     pe_sigown_handon_end(&own, foreign, token);
+}
+
+void
+pe_peek_step_aside(void)
+{
+    sigset_t saved;
+
+    if (!own.sig)
+        return;
+    /* The program's disposition back, as at start-up (what it would have without us). */
+    pe_sigown_lock(&own, &saved);
+    if (__atomic_exchange_n(&own.owned, 0, __ATOMIC_ACQ_REL))
+        pe_sig_real_action(own.sig, &orig, NULL);
+    pe_sigown_unlock(&own, &saved);
+    __atomic_store_n(&peek_stop, 1, __ATOMIC_RELEASE);
+    sem_post(&peek_sem);
 }
 
 void
