@@ -181,7 +181,7 @@ void
 pe_alone_step_aside(const char *why)
 {
     int saved = errno, stopped, listed = 1, was_active = pe_init_active();
-    int64_t end;
+    int64_t end, t0 = pe_clock_ns(CLOCK_MONOTONIC);
 
     if (__atomic_exchange_n(&aside, 1, __ATOMIC_ACQ_REL))
         return;
@@ -197,15 +197,16 @@ pe_alone_step_aside(const char *why)
     /* Detached threads of ours (the deferred start, the heap history, the
        peek, the tree's registry) and joined ones whose task the kernel has not
        yet released: a single-threaded check must find only the program's. */
-    end = pe_clock_ns(CLOCK_MONOTONIC) + PE_ALONE_WAIT_MS * 1000000LL;
+    end = t0 + PE_ALONE_WAIT_MS * 1000000LL;
     while ((listed = ours_listed()) && pe_clock_ns(CLOCK_MONOTONIC) < end) {
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
     if ((was_active || stopped) && !pe_tree_member())
-        pe_log_info("pid %d (%s) %s: profiling stops in this process%s", (int)getpid(),
+        pe_log_info("pid %d (%s) %s: profiling stops in this process, %s (%lld ms)", (int)getpid(),
                     pe_cfg_progname(), why,
-                    listed ? " (a thread of ours is still there)" : ", our threads are gone");
+                    listed ? "a thread of ours is still there" : "our threads are gone",
+                    (long long)((pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
     pe_guard_exit();
     errno = saved;
 }
