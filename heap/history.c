@@ -51,6 +51,7 @@ static int running;
 /* pe_heap_hist_stop (a process that must be alone): the thread leaves at its
    next tick, woken early by hist_wake. */
 static int hist_stop;
+static int hist_live; /* the thread is started and has not left */
 static sem_t hist_wake;
 
 /* The per-stack live totals now (entries with live objects or bytes only)
@@ -252,6 +253,7 @@ hist_main(void *unused)
         while (sem_clockwait(&hist_wake, CLOCK_MONOTONIC, &next) < 0 && errno == EINTR)
             ;
     }
+    __atomic_store_n(&hist_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -265,10 +267,24 @@ pe_heap_hist_start(void)
     if (!tl && !(tl = pe_heap_map(PE_HEAP_TIMELINE * sizeof(*tl))))
         return -ENOMEM;
     sem_init(&hist_wake, 0, 0);
-    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0)
+    __atomic_store_n(&hist_live, 1, __ATOMIC_RELEASE);
+    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0) {
+        __atomic_store_n(&hist_live, 0, __ATOMIC_RELEASE);
         return err;
+    }
     __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void
@@ -277,6 +293,7 @@ pe_heap_hist_stop(void)
     __atomic_store_n(&hist_stop, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&running, __ATOMIC_ACQUIRE))
         sem_post(&hist_wake);
+    wait_left(&hist_live);
 }
 
 int
@@ -421,4 +438,5 @@ pe_heap_history_atfork_child(void)
     /* The history thread did not survive the fork; a request of a tree
        member must not wait on a lock it held at that moment. */
     memcpy(&lock, &fresh, sizeof(lock));
+    hist_live = 0;
 }

@@ -82,6 +82,7 @@ static int64_t start_not_before_ns;
  * one it can stop.
  */
 static int aside;
+static int server_live; /* server_main is started and has not returned */
 static sem_t start_wake;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -362,8 +363,18 @@ tls_prepare(void)
     return 0;
 }
 
+static void *server_run(void);
+
 static void *
 server_main(void *unused)
+{
+    server_run();
+    __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *
+server_run(void)
 {
     int member = pe_tree_member();
     char ports[160];
@@ -522,11 +533,24 @@ pe_http_start_after(int delay_ms)
     start_not_before_ns = delay_ms > 0 ? pe_clock_ns(CLOCK_MONOTONIC) + delay_ms * 1000000LL : 0;
 
     /* Every signal blocked: civetweb's threads inherit our mask (threads.h). */
+    __atomic_store_n(&server_live, 1, __ATOMIC_RELEASE);
     if ((err = pe_threads_start_internal(server_main, NULL)) < 0) {
+        __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
         pe_log_warn("cannot start the server thread: %s", strerror(-err));
         return err;
     }
     return 0;
+}
+
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int
@@ -546,6 +570,7 @@ pe_http_step_aside(void)
     fd = listen_fd;
     listen_fd = -1;
     pthread_mutex_unlock(&start_lock);
+    wait_left(&server_live); /* a thread not yet run would otherwise outlive the wait */
     if (!ctx)
         return 0;
     /* civetweb's master polls its listener for up to 2 s between looks at
@@ -604,6 +629,7 @@ pe_http_atfork_child(void)
        process must never call libunwind. */
     pthread_mutex_init(&warm_lock, NULL);
     pthread_mutex_init(&start_lock, NULL);
+    server_live = 0;
     if (__atomic_load_n(&warm_running, __ATOMIC_SEQ_CST))
         pe_unwind_forsake();
     fork_holds_warm = warm_running = 0;

@@ -40,6 +40,7 @@ static char cwd_at_load[PATH_MAX];
 
 /* The registry (root). */
 static int reg_fd = -1, reg_stop; /* its socket; pe_tree_step_aside: the thread leaves */
+static int reg_live;              /* the registry thread is started and has not left */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pe_tree_proc_t reg[PE_TREE_MAX];
 static int nreg;
@@ -122,6 +123,7 @@ pe_tree_atfork_child(int parent_active)
     memcpy(&reg_lock, &fresh, sizeof(reg_lock));
     nreg = 0;
     reg_fd = -1; /* the root's socket: never shut from a child */
+    reg_live = 0;
     mask_seen = 0;
     own_port = 0;
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
@@ -355,6 +357,7 @@ registry_main(void *arg)
     while (!__atomic_load_n(&reg_stop, __ATOMIC_ACQUIRE))
         receive(fd);
     close(fd);
+    __atomic_store_n(&reg_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -384,8 +387,10 @@ root_start(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     __atomic_store_n(&reg_fd, fd, __ATOMIC_RELEASE);
+    __atomic_store_n(&reg_live, 1, __ATOMIC_RELEASE);
     if (pe_threads_create_small(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0) {
         __atomic_store_n(&reg_fd, -1, __ATOMIC_RELEASE);
+        __atomic_store_n(&reg_live, 0, __ATOMIC_RELEASE);
         close(fd);
     }
     pthread_attr_destroy(&attr);
@@ -455,6 +460,17 @@ pe_tree_served(int port)
     }
 }
 
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void
 pe_tree_step_aside(void)
 {
@@ -464,6 +480,7 @@ pe_tree_step_aside(void)
     if (fd >= 0) { /* the root: its registry thread leaves (recvmsg answers 0) */
         __atomic_store_n(&reg_stop, 1, __ATOMIC_RELEASE);
         shutdown(fd, SHUT_RDWR);
+        wait_left(&reg_live);
     }
     if (pe_tree_member() && own_port) {
         own_port = 0;
