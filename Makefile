@@ -59,7 +59,7 @@ CORE_AR := $(BUILD)/libpe_core.a
 SSL3      := $(firstword $(wildcard /usr/lib/*/libssl.so.3 /usr/lib/libssl.so.3))
 TLS_SHIMS := $(if $(SSL3),$(BUILD)/libprofendpoints-ssl.so $(BUILD)/libprofendpoints-crypto.so)
 
-.PHONY: all test tests unit demo bench install clean format lint proto asan fuzz deps stress
+.PHONY: all test tests unit demo bench install clean format lint proto asan fuzz fuzz-demangle deps stress
 all: $(LIB) $(TLS_SHIMS)
 
 $(BUILD)/libprofendpoints-ssl.so: http/tls/ssl_shim.c
@@ -185,6 +185,21 @@ fuzz:
 	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus \
 	    >$(BUILD)-fuzz/fuzz.log 2>&1; st=$$?; grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz.log | \
 	    tail -n 20; echo "fuzz: exit $$st, log $(BUILD)-fuzz/fuzz.log"; exit $$st
+
+# libFuzzer on the demangler (test/unit/fuzz_demangle.c, seeds in test/unit/corpus_dem/),
+# with libstdc++'s __cxa_demangle loaded, for FUZZ_SECONDS.
+fuzz-demangle:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_demangle \
+	    test/unit/fuzz_demangle.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_dem && cp test/unit/corpus_dem/* $(BUILD)-fuzz/corpus_dem/
+	$(Q)$(BUILD)-fuzz/fuzz_demangle -max_total_time=$(FUZZ_SECONDS) -max_len=4200 -timeout=10 \
+	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus_dem \
+	    >$(BUILD)-fuzz/fuzz_demangle.log 2>&1; st=$$?; grep -v '^#[0-9]' \
+	    $(BUILD)-fuzz/fuzz_demangle.log | tail -n 20; \
+	    echo "fuzz-demangle: exit $$st, log $(BUILD)-fuzz/fuzz_demangle.log"; exit $$st
 
 # The host program under load and faults, with the figures (README "Hardening"):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,

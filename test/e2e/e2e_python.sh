@@ -138,8 +138,8 @@ lines=$(go tool pprof -top -lines $T/b.pb.gz 2>/dev/null | grep -c "fib $T/prog.
 check "per-line view: fib's own lines (4-5)" [ "$lines" -ge 1 ]
 # the other views
 pe_get '/profile?duration=1&pprof=false' >$T/b.txt
-check "text view: [prog.py] fib and main" grep -q '\[prog.py\] fib' $T/b.txt
-check "text view: main" grep -q '\[prog.py\] main' $T/b.txt
+check "text view: prog.py:LINE; fib" grep -Eq ' prog.py:[0-9]+; fib$' $T/b.txt
+check "text view: prog.py:LINE; main" grep -Eq ' prog.py:[0-9]+; main$' $T/b.txt
 pe_get '/profile?duration=1&format=folded' >$T/b.folded
 check "folded view: <module>;main;fib" grep -q ';<module>;main;fib' $T/b.folded
 pe_get '/profile?duration=1&format=svg' >$T/b.svg
