@@ -80,6 +80,18 @@ static struct {
          : (__atomic_store_n(&real.f, (__typeof__(real.f))dlsym(RTLD_NEXT, #f), __ATOMIC_RELAXED), \
             real.f))
 
+/* Before main, so that no first use (our own syscall(), from a signal handler
+   of ours) resolves one: dlsym is not async-signal-safe. */
+__attribute__((constructor(102))) static void
+alone_hooks_init(void)
+{
+    (void)REAL(syscall);
+    (void)REAL(prctl);
+    (void)REAL(open);
+    (void)REAL(openat);
+    (void)REAL(opendir);
+}
+
 /* ---- when to step aside ------------------------------------------------------------------ */
 
 /* A call of the program's own (not ours, not a vfork child's) in a process we still serve. */
@@ -127,7 +139,8 @@ names_own_tasks(int dirfd, const char *path)
 static void
 looks_at_tasks(int dirfd, const char *path)
 {
-    if (__builtin_expect(program_call(), 0) && names_own_tasks(dirfd, path))
+    /* the path first: it costs a compare or two, program_call a getpid */
+    if (__builtin_expect(names_own_tasks(dirfd, path), 0) && program_call())
         pe_alone_step_aside("looks at its own thread list (/proc/self/task)");
 }
 
@@ -189,8 +202,11 @@ pe_alone_step_aside(const char *why)
     /* Dormant first: nothing samples, no heap or lock sample unwinds (libunwind
        makes system calls the program never makes), no server starts later. */
     pe_init_go_dormant();
-    pe_tree_step_aside();
+    /* The server first: once its start has run to the end (or never will),
+       no thread of ours is started any more (it starts the heap history and
+       the tree's registry). */
     stopped = pe_http_step_aside(); /* handlers finish, civetweb's threads joined */
+    pe_tree_step_aside();
     pe_peek_step_aside();
     pe_sampler_step_aside(); /* collector joined, timers deleted, SIGPROF given back */
     pe_heap_hist_stop();
