@@ -136,12 +136,22 @@ names_own_tasks(int dirfd, const char *path)
     return !strcmp(p, "task") || !strcmp(p, "task/");
 }
 
+/*
+ * A program that looks at its thread list while it has no other thread of
+ * its own (the registry's program threads: the caller alone) is checking
+ * that it is alone, as a zygote or a sandbox does; one with threads of its
+ * own that reads the list (to watch its threads' CPU, say) is left as it is.
+ */
 static void
 looks_at_tasks(int dirfd, const char *path)
 {
+    pe_thread_info_t two[2];
+
     /* the path first: it costs a compare or two, program_call a getpid */
-    if (__builtin_expect(names_own_tasks(dirfd, path), 0) && program_call())
-        pe_alone_step_aside("looks at its own thread list (/proc/self/task)");
+    if (__builtin_expect(names_own_tasks(dirfd, path), 0) && program_call() &&
+        pe_threads_list(two, 2) <= 1)
+        pe_alone_step_aside("looks at its own thread list (/proc/self/task) with no other "
+                            "thread of its own");
 }
 
 /* unshare flags the kernel refuses (EINVAL) in a process with other threads. */
