@@ -144,7 +144,10 @@ $(BUILD)/test/u_%: test/unit/u_%.c test/unit/pe_test.h $(CORE_AR)
 $(BUILD)/test/p_%: test/progs/p_%.c $(wildcard test/progs/*.h)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread -lm
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread -lm $(PROG_LIBS)
+
+# a libseccomp program (test/e2e/e2e_alone.sh; libseccomp-dev, scripts/deps.sh)
+$(BUILD)/test/p_alone_seccomp: PROG_LIBS := -lseccomp
 
 $(BUILD)/test/p_%: test/progs/p_%.cc
 	@mkdir -p $(dir $@)

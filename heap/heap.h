@@ -359,6 +359,9 @@ typedef struct pe_heap_tl_s {
  */
 int pe_heap_hist_start(void);
 int pe_heap_hist_running(void);
+/* The history thread leaves for good (returns once it has left its loop, 5 s
+   at most; the caller waits for its task to vanish); the history is kept. */
+void pe_heap_hist_stop(void);
 /* Change of the per-stack live totals since the checkpoint nearest to `ago`
    s before now (malloc'd *out, ascending stack; when it was taken in
    *taken_ns, CLOCK_REALTIME).  0, -ENOENT (no checkpoint yet) or -ENOMEM. */

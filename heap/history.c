@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,11 @@ static uint64_t peak_bytes; /* sampled live bytes at the peak */
 static pe_heap_tl_t *tl;    /* ring of PE_HEAP_TIMELINE seconds */
 static unsigned tl_next, tl_count;
 static int running;
+/* pe_heap_hist_stop (a process that must be alone): the thread leaves at its
+   next tick, woken early by hist_wake. */
+static int hist_stop;
+static int hist_live; /* the thread is started and has not left */
+static sem_t hist_wake;
 
 /* The per-stack live totals now (entries with live objects or bytes only)
    and their sum. */
@@ -231,15 +237,16 @@ hist_main(void *unused)
     if (every < 1)
         every = 60;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    for (;;) {
+    while (!__atomic_load_n(&hist_stop, __ATOMIC_ACQUIRE)) {
         /* Checkpoint at start (a base for since= at once), then every `every` s. */
         tick(since_ck == 0);
         if (++since_ck >= every)
             since_ck = 0;
         next.tv_sec++;
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+        while (sem_clockwait(&hist_wake, CLOCK_MONOTONIC, &next) < 0 && errno == EINTR)
             ;
     }
+    __atomic_store_n(&hist_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -252,10 +259,34 @@ pe_heap_hist_start(void)
         return 0;
     if (!tl && !(tl = pe_heap_map(PE_HEAP_TIMELINE * sizeof(*tl))))
         return -ENOMEM;
-    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0)
+    sem_init(&hist_wake, 0, 0);
+    __atomic_store_n(&hist_live, 1, __ATOMIC_RELEASE);
+    if ((err = pe_threads_start_internal(hist_main, NULL)) < 0) {
+        __atomic_store_n(&hist_live, 0, __ATOMIC_RELEASE);
         return err;
+    }
     __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void
+pe_heap_hist_stop(void)
+{
+    __atomic_store_n(&hist_stop, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+        sem_post(&hist_wake);
+    wait_left(&hist_live);
 }
 
 int
@@ -400,4 +431,5 @@ pe_heap_history_atfork_child(void)
     /* The history thread did not survive the fork; a request of a tree
        member must not wait on a lock it held at that moment. */
     memcpy(&lock, &fresh, sizeof(lock));
+    hist_live = 0;
 }

@@ -55,6 +55,13 @@ int pe_http_start_after(int delay_ms);
 #define PE_HTTP_START_DELAY_MS 30
 /* Tell long handlers to finish (process exit); never waits. */
 void pe_http_shutdown(void);
+/*
+ * For good, when the process must be alone (preload/alone_hooks.c): long
+ * handlers finish, civetweb is stopped (its master and workers joined) and
+ * a deferred or later start never happens.  From a program thread, not a
+ * signal handler.  1 when a server was stopped, else 0.
+ */
+int pe_http_step_aside(void);
 /* 1 once shutdown was requested. */
 int pe_http_stopping(void);
 /* Before a fork (prepare handler): waits while the server thread warms the

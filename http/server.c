@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +77,16 @@ static int bind_error_about_bind;
 static char tls_cert[256];
 /* CLOCK_MONOTONIC time before which server_main does not bind; 0: at once. */
 static int64_t start_not_before_ns;
+/*
+ * pe_http_step_aside (a process that must be alone): `aside` is set for good
+ * and start_wake cuts the deferred start short; start_lock covers the start
+ * (mg_start to server_ctx) so that a step aside sees either no server or
+ * one it can stop.
+ */
+static int aside;
+static int server_live; /* server_main is started and has not returned */
+static sem_t start_wake;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* civetweb reports bind errors only through this callback. */
 static int
@@ -306,8 +317,18 @@ tls_prepare(void)
     return 0;
 }
 
+static void *server_run(void);
+
 static void *
 server_main(void *unused)
+{
+    server_run();
+    __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *
+server_run(void)
 {
     int member = pe_tree_member();
     char ports[160];
@@ -356,8 +377,13 @@ server_main(void *unused)
     if (start_not_before_ns) {
         struct timespec until = {start_not_before_ns / 1000000000,
                                  start_not_before_ns % 1000000000};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        while (sem_clockwait(&start_wake, CLOCK_MONOTONIC, &until) < 0 && errno == EINTR)
             ;
+    }
+    pthread_mutex_lock(&start_lock);
+    if (__atomic_load_n(&aside, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&start_lock);
+        return NULL;
     }
     /* Under warm_lock: a fork waits for the walk (pe_http_fork_prepare). */
     pthread_mutex_lock(&warm_lock);
@@ -410,12 +436,15 @@ server_main(void *unused)
     defer_accept(listen_fd);
     if (member) {
         pe_tree_served(pe_http_port); /* its port file, and registration with the root */
+        pthread_mutex_unlock(&start_lock);
         return NULL;
     }
     write_port_file(pe_cfg.host, pe_http_port);
     pe_tree_served(pe_http_port); /* the root's registry */
-    if (!pe_fd_stderr_same())
+    if (!pe_fd_stderr_same()) {
+        pthread_mutex_unlock(&start_lock);
         return NULL;
+    }
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks",
@@ -424,10 +453,12 @@ server_main(void *unused)
     if (pe_heap_hist_start() < 0) /* memory over time: only useful with a server */
         pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
                     "heap?since= answer 503");
+    pthread_mutex_unlock(&start_lock);
     return NULL;
 
 err_dormant:
     pe_init_go_dormant();
+    pthread_mutex_unlock(&start_lock);
     return NULL;
 }
 
@@ -444,6 +475,8 @@ pe_http_start_after(int delay_ms)
 {
     int err;
 
+    if (__atomic_load_n(&aside, __ATOMIC_ACQUIRE))
+        return -ECANCELED; /* this process must be alone (pe_http_step_aside) */
     /* What fd 2 is at load: the server thread's lines go nowhere else. */
     pe_fd_note_stderr();
     /* A fork child's server (tree.c) starts again after pe_http_atfork_child. */
@@ -454,11 +487,53 @@ pe_http_start_after(int delay_ms)
     start_not_before_ns = delay_ms > 0 ? pe_clock_ns(CLOCK_MONOTONIC) + delay_ms * 1000000LL : 0;
 
     /* Every signal blocked: civetweb's threads inherit our mask (threads.h). */
+    __atomic_store_n(&server_live, 1, __ATOMIC_RELEASE);
     if ((err = pe_threads_start_internal(server_main, NULL)) < 0) {
+        __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
         pe_log_warn("cannot start the server thread: %s", strerror(-err));
         return err;
     }
     return 0;
+}
+
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int
+pe_http_step_aside(void)
+{
+    struct mg_context *ctx;
+    int fd;
+
+    /* Long handlers finish (as at exit), a deferred start never binds. */
+    __atomic_store_n(&server_stopping, 1, __ATOMIC_RELEASE);
+    if (__atomic_exchange_n(&aside, 1, __ATOMIC_ACQ_REL))
+        return 0;
+    sem_post(&start_wake);
+    pthread_mutex_lock(&start_lock);
+    ctx = server_ctx;
+    server_ctx = NULL;
+    fd = listen_fd;
+    listen_fd = -1;
+    pthread_mutex_unlock(&start_lock);
+    wait_left(&server_live); /* a thread not yet run would otherwise outlive the wait */
+    if (!ctx)
+        return 0;
+    /* civetweb's master polls its listener for up to 2 s between looks at
+       its stop flag: a shut listener wakes it at once. */
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    mg_stop(ctx); /* joins the master and every worker */
+    __atomic_store_n(&pe_http_port, 0, __ATOMIC_RELAXED);
+    return 1;
 }
 
 void
@@ -507,6 +582,8 @@ pe_http_atfork_child(void)
        _Fork ran no prepare) may have held libunwind's init lock: this
        process must never call libunwind. */
     pthread_mutex_init(&warm_lock, NULL);
+    pthread_mutex_init(&start_lock, NULL);
+    server_live = 0;
     if (__atomic_load_n(&warm_running, __ATOMIC_SEQ_CST))
         pe_unwind_forsake();
     fork_holds_warm = warm_running = 0;

@@ -383,6 +383,17 @@ load_log(const pe_cfg_row_t *row, const char *s, void *field)
     return -EINVAL;
 }
 
+/* PROFEP_SECCOMP: "dormant" (0) or "serve" (1). */
+static int
+load_seccomp(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    (void)row;
+    if (strcasecmp(s, "dormant") && strcasecmp(s, "serve"))
+        return -EINVAL;
+    *(int *)field = !strcasecmp(s, "serve");
+    return 0;
+}
+
 /* Kept whole or refused: ignoring a match that does not fit would profile every program. */
 static int
 load_match(const pe_cfg_row_t *row, const char *s, void *field)
@@ -649,6 +660,13 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      FIELD(debug_mem),
      .allowed = "bytes >= 0, e.g. 256m",
      .help = "memory kept for debug info (source lines, inlined frames); 0: names only"},
+    {.name = "PROFEP_SECCOMP",
+     .def = "dormant",
+     .parse = load_seccomp,
+     FIELD(seccomp_serve),
+     .allowed = "dormant or serve",
+     .help = "a process started under a seccomp filter: dormant (one line), or serve anyway "
+             "(CPU, wall and stacks off)"},
 };
 const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
 

@@ -81,6 +81,10 @@ pe_init(void)
         goto out; /* dormant: not the program we were asked to watch, or a
                      security setting that cannot be used (config.c said so) */
     }
+    if (pe_alone_dormant_at_load()) { /* under a seccomp filter: it said so */
+        pe_heap_init(0);
+        goto out;
+    }
     pe_threads_register(NULL, 0);
     /* The main thread's TLS stays until the process ends, even when it
        calls pthread_exit. */

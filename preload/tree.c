@@ -41,6 +41,8 @@ static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p 
 static char cwd_at_load[PATH_MAX];
 
 /* The registry (root). */
+static int reg_fd = -1, reg_stop; /* its socket; pe_tree_step_aside: the thread leaves */
+static int reg_live;              /* the registry thread is started and has not left */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pe_tree_proc_t reg[PE_TREE_MAX];
 static int nreg;
@@ -116,6 +118,8 @@ pe_tree_atfork_child(int parent_active)
     /* A member never reads the registry; whoever held its lock is gone. */
     memcpy(&reg_lock, &fresh, sizeof(reg_lock));
     nreg = 0;
+    reg_fd = -1; /* the root's socket: never shut from a child */
+    reg_live = 0;
     mask_seen = 0;
     own_port = 0;
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
@@ -208,6 +212,21 @@ reg_add(const pe_tree_proc_t *p)
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* A member that stepped aside (port 0): it serves no more. */
+static void
+reg_del(pid_t pid)
+{
+    int i;
+
+    pthread_mutex_lock(&reg_lock);
+    for (i = 0; i < nreg; i++)
+        if (reg[i].pid == pid) {
+            reg[i] = reg[--nreg];
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static int
 descendant(pid_t pid)
 {
@@ -253,8 +272,12 @@ receive(int fd)
        descendants (a prefork server's workers drop to another user). */
     if (!cred || (cred->uid != getuid() && !descendant(cred->pid)) ||
         sscanf(buf, "PEv1 %d %d %d %63s", &pid, &port, &origin, prog) < 3 || pid != cred->pid ||
-        port <= 0 || port > 65535 || (origin != PE_TREE_FORK && origin != PE_TREE_EXEC))
+        port < 0 || port > 65535 || (origin != PE_TREE_FORK && origin != PE_TREE_EXEC))
         return;
+    if (port == 0) {
+        reg_del(pid);
+        return;
+    }
     memset(&p, 0, sizeof(p));
     p.pid = pid;
     p.port = port;
@@ -272,8 +295,10 @@ registry_main(void *arg)
     int fd = (int)(intptr_t)arg;
 
     pe_threads_mark_internal();
-    for (;;)
+    while (!__atomic_load_n(&reg_stop, __ATOMIC_ACQUIRE))
         receive(fd);
+    close(fd);
+    __atomic_store_n(&reg_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -302,8 +327,13 @@ root_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
-    if (pe_threads_create_small(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0)
+    __atomic_store_n(&reg_fd, fd, __ATOMIC_RELEASE);
+    __atomic_store_n(&reg_live, 1, __ATOMIC_RELEASE);
+    if (pe_threads_create_small(&t, &attr, registry_main, (void *)(intptr_t)fd) != 0) {
+        __atomic_store_n(&reg_fd, -1, __ATOMIC_RELEASE);
+        __atomic_store_n(&reg_live, 0, __ATOMIC_RELEASE);
         close(fd);
+    }
     pthread_attr_destroy(&attr);
 }
 
@@ -323,6 +353,7 @@ write_port_file(int port)
     (void)pe_portfile_write(full, "127.0.0.1", port); /* a member stays silent */
 }
 
+/* port 0: this member serves no more (pe_tree_step_aside). */
 static void
 register_with_root(int port)
 {
@@ -338,7 +369,7 @@ register_with_root(int port)
         return;
     /* The root may still be starting (an exec'd child is quick), or its queue
        full (hundreds of children at once): retry for about five seconds. */
-    for (tries = 0; tries < 100; tries++) {
+    for (tries = 0; tries < (port ? 100 : 1); tries++) {
         if (sendto(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) ==
             n)
             break;
@@ -358,6 +389,34 @@ pe_tree_served(int port)
     else if (pe_tree_member()) {
         write_port_file(port);
         register_with_root(port);
+    }
+}
+
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void
+pe_tree_step_aside(void)
+{
+    int fd = __atomic_exchange_n(&reg_fd, -1, __ATOMIC_ACQ_REL);
+
+    __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
+    if (fd >= 0) { /* the root: its registry thread leaves (recvmsg answers 0) */
+        __atomic_store_n(&reg_stop, 1, __ATOMIC_RELEASE);
+        shutdown(fd, SHUT_RDWR);
+        wait_left(&reg_live);
+    }
+    if (pe_tree_member() && own_port) {
+        own_port = 0;
+        register_with_root(0);
     }
 }
 

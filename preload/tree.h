@@ -72,6 +72,13 @@ int pe_tree_start_due(int long_wait);
  */
 void pe_tree_served(int port);
 
+/*
+ * For good, when the process must be alone (alone_hooks.c): no server will
+ * start here; the root's registry thread leaves (the caller waits for it to
+ * vanish), and a member that served tells the root it serves no more.
+ */
+void pe_tree_step_aside(void);
+
 /* One process of the tree as the registry knows it. */
 typedef struct pe_tree_proc_s {
     pid_t pid;

@@ -62,8 +62,8 @@ pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
     put_pcs(out, pcs, n);
     /* Resolved as profiles are: readable names, lines, inlined calls. */
     p = pe_prof_new(&vt, 1, NULL, 0);
-    if (p && n > 0 && pe_prof_add(p, pcs, n, 0, NULL, NULL, 0) == 0 &&
-        pe_prof_resolve(p, 0) == 0 && pe_prof_nsamples(p) == 1) {
+    if (p && n > 0 && pe_prof_add(p, pcs, n, 0, NULL, NULL, 0) == 0 && pe_prof_resolve(p, 0) == 0 &&
+        pe_prof_nsamples(p) == 1) {
         pe_prof_sample(p, 0, &sm);
         put_frames(out, &sm);
     }

@@ -26,6 +26,8 @@
 
 static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
 static struct sigaction orig; /* the program's disposition at start-up */
+static int peek_stop;         /* pe_peek_step_aside: the thread leaves */
+static int peek_live;         /* the thread is started and has not left */
 
 static const struct sigaction *
 orig_disposition(void)
@@ -100,6 +102,10 @@ peek_main(void *unused)
     for (;;) {
         while (sem_wait(&peek_sem) < 0 && errno == EINTR)
             ;
+        if (__atomic_load_n(&peek_stop, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&peek_live, 0, __ATOMIC_RELEASE);
+            break;
+        }
         while (sem_trywait(&peek_sem) == 0) /* signals that came meanwhile: one report */
             ;
         peek_run();
@@ -129,7 +135,9 @@ pe_peek_init(void)
     }
     if (sem_init(&peek_sem, 0, 0) < 0)
         return -errno;
+    __atomic_store_n(&peek_live, 1, __ATOMIC_RELEASE);
     if ((err = -pe_threads_start_internal(peek_main, NULL)) != 0) {
+        __atomic_store_n(&peek_live, 0, __ATOMIC_RELEASE);
         pe_log_warn("PROFEP_PEEK_SIGNAL: cannot start the peek thread: %s", strerror(err));
         return -err;
     }
@@ -188,10 +196,39 @@ pe_peek_handon_end(int foreign, int token)
     pe_sigown_handon_end(&own, foreign, token);
 }
 
+/* Until the thread clears *live as it leaves (5 s at most: a report or a
+   profile under way finishes first). */
+static void
+wait_left(const int *live)
+{
+    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void
+pe_peek_step_aside(void)
+{
+    sigset_t saved;
+
+    if (!own.sig)
+        return;
+    /* The program's disposition back, as at start-up (what it would have without us). */
+    pe_sigown_lock(&own, &saved);
+    if (__atomic_exchange_n(&own.owned, 0, __ATOMIC_ACQ_REL))
+        pe_sig_real_action(own.sig, &orig, NULL);
+    pe_sigown_unlock(&own, &saved);
+    __atomic_store_n(&peek_stop, 1, __ATOMIC_RELEASE);
+    sem_post(&peek_sem);
+    wait_left(&peek_live);
+}
+
 void
 pe_peek_atfork_child(void)
 {
     /* the peek thread did not survive: the child is dormant, its signal the program's */
+    peek_live = 0;
     pe_sigown_atfork_child(&own);
     if (__atomic_exchange_n(&own.owned, 0, __ATOMIC_ACQ_REL))
         pe_sig_real_action(own.sig, &orig, NULL);

@@ -35,5 +35,8 @@ int pe_peek_handon_begin(int foreign);
 void pe_peek_handon_end(int foreign, int token);
 /* fork child (dormant): the program's disposition again. */
 void pe_peek_atfork_child(void);
+/* For good (a process that must be alone): the program's disposition back, and
+   the peek thread leaves after the report under way, if any. */
+void pe_peek_step_aside(void);
 
 #endif /* PE_PEEK_H */

@@ -108,6 +108,7 @@ static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: op
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
+static int aside;          /* pe_sampler_step_aside ran: nothing opens again (under life) */
 
 /* Application threads started minus exited as the hooks heard them (any
    thread, atomic), and the count and that figure at the last scan (collector). */
@@ -635,6 +636,10 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         return -ENOMEM;
     }
     pthread_mutex_lock(&life);
+    if (aside) {
+        rc = -EACCES;
+        goto err_unlock;
+    }
     if (nkind[kind] > 0 && want != (kind == K_WALL ? wall_period_ns : period_ns)) {
         if (running_delay)
             *running_delay = (double)(kind == K_WALL ? wall_period_ns : period_ns) / 1e9;
@@ -754,6 +759,20 @@ pe_sampler_close(pe_sampler_win_t *w)
         return NULL;
     kind = w->kind;
     pthread_mutex_lock(&life);
+    if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
+        pthread_mutex_lock(&wlock);
+        for (pp = &windows; *pp; pp = &(*pp)->next) {
+            if (*pp == w) {
+                *pp = w->next;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&wlock);
+        pthread_mutex_unlock(&life);
+        p = w->prof;
+        free(w);
+        return p;
+    }
     period = kind == K_WALL ? wall_period_ns : period_ns;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
@@ -833,6 +852,25 @@ pe_sampler_close(pe_sampler_win_t *w)
         pe_prof_comment(p, "%s", pe_py_note());
     free(w);
     return p;
+}
+
+void
+pe_sampler_step_aside(void)
+{
+    pthread_mutex_lock(&life);
+    if (!aside && nwin > 0) {
+        /* Windows still open (a /profile_start session, the peek): the
+           collector leaves and deletes every timer, then SIGPROF goes back. */
+        __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
+        sem_post(&pe_cpu_wake);
+        pthread_join(collector, NULL);
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+        pe_cpu_sig_quiesce(100);
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        pe_cpu_sig_release();
+    }
+    aside = 1;
+    pthread_mutex_unlock(&life);
 }
 
 int

@@ -15,7 +15,7 @@
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
-      clang-format rustc"
+      clang-format rustc libseccomp-dev"
 [ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
