@@ -99,6 +99,8 @@ int pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name);
 
 /* Sleep up to `seconds`, in short steps; returns -1 early if the server is stopping. */
 int pe_http_sleep(pe_req_t *r, double seconds);
+/* 1 when the server is stopping or the client hung up; *fd caches its socket (-2 at first). */
+int pe_http_client_gone(pe_req_t *r, int *fd);
 
 /* ---- parameters (http/params.c) --------------------------------------------- */
 

@@ -189,6 +189,8 @@ int pe_http_h_delta_block(pe_req_t *r);
 int pe_http_h_goroutine(pe_req_t *r);
 int pe_http_h_task_backtraces(pe_req_t *r);
 int pe_http_h_threadcreate(pe_req_t *r);
+/* h_trace.c: /debug/pprof/trace (every thread on a time axis) */
+int pe_http_h_trace(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
 /* /debug_engine's limits (README Hardening). */

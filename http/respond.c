@@ -197,6 +197,14 @@ client_gone(int fd)
 }
 
 int
+pe_http_client_gone(pe_req_t *r, int *fd)
+{
+    if (*fd == -2) /* first look: find the socket once */
+        *fd = r->conn && !r->capture ? client_fd(r) : -1;
+    return pe_http_stopping() || client_gone(*fd);
+}
+
+int
 pe_http_sleep(pe_req_t *r, double seconds)
 {
     struct timespec end, now, step;

@@ -12,9 +12,11 @@
 #include <strings.h>
 
 #include "../heap/heap.h"
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
+#include "../sampler/trace.h"
 #include "http_int.h"
 
 #define GH (PE_M_GET | PE_M_HEAD)
@@ -90,6 +92,10 @@ const pe_route_t pe_routes[] = {
     {"/debug/fgprof", pe_http_h_fgprof, GH,
      "fgprof: wall-clock profile of every thread, on- and off-CPU, for `seconds` s (default 30)",
      "?seconds=5", SIG},
+    {"/debug/pprof/trace", pe_http_h_trace, GH,
+     "every thread on a time axis for `seconds` s (default 1): Chrome trace-event JSON "
+     "for speedscope and Perfetto UI",
+     "?seconds=1", SIG},
     {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now (debug=0|1|2)",
      "?debug=1", SIG},
     {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH,
@@ -270,7 +276,11 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     /* pid=N / pid=all: another process of the tree answers (h_tree.c). */
     if ((status = pe_http_tree_route(r, ri->query_string)))
         goto out;
-    status = pe_http_route(r);
+    {
+        int64_t t0 = pe_clock_ns(CLOCK_MONOTONIC); /* a trace shows our requests (trace.h) */
+        status = pe_http_route(r);
+        PE_TRACE_EVENT(PE_TJ_EV_REQUEST, t0, pe_clock_ns(CLOCK_MONOTONIC), status, r->path);
+    }
 out:
     free(body);
     free(r);

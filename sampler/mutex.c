@@ -23,6 +23,7 @@
 #include "../preload/stacktab.h"
 #include "../stack/unwind.h"
 #include "mutex.h"
+#include "trace.h"
 
 #define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
 #define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)
@@ -243,8 +244,11 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     saved_errno = errno;
     t1 = (uint64_t)pe_clock_ns(CLOCK_MONOTONIC);
     kind = classify(op, rc);
-    if (kind >= 0)
+    if (kind >= 0) {
         pe_mutex_record(kind, ra, leaf, t1 - t0);
+        PE_TRACE_EVENT(kind == PE_MUTEX_KIND_LOCK ? PE_TJ_EV_LOCK : PE_TJ_EV_COND, (int64_t)t0,
+                       (int64_t)t1, 0, NULL); /* a trace's lock waits (trace.h) */
+    }
     errno = saved_errno;
     return rc;
 }

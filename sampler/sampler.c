@@ -54,6 +54,7 @@
 #include "peek.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "trace.h"
 
 #define RING_SLOTS 2048
 #define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */
@@ -892,6 +893,7 @@ pe_sampler_thread_started(void)
     if (pe_tls.internal)
         return;
     __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    PE_TRACE_EVENT(PE_TJ_EV_THREAD_START, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE))
         return;
     /* armed here, from its first instruction on: no scan needed to find it */
@@ -909,6 +911,7 @@ pe_sampler_thread_exiting(void)
     if (pe_tls.internal)
         return;
     __atomic_sub_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    PE_TRACE_EVENT(PE_TJ_EV_THREAD_EXIT, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
         /* its samples may be drained after /proc forgets it: leave the name */
         char buf[16] = "";

@@ -1,0 +1,421 @@
+/*
+ * trace_json.c: a recorded thread trace as Chrome trace-event JSON (the
+ * format of chrome://tracing, which speedscope and Perfetto UI import).
+ * Owned by the trace work (issue 34); trace_json.h describes the layout.
+ *
+ * Each thread's samples become one flame chart over time: a sample's stack,
+ * prefixed by a frame naming the thread's state, lasts until that thread's
+ * next sample; between two samples only the frames that changed are closed
+ * (E) and opened (B), so a viewer sees a function as one slice for as long as
+ * it stayed on the stack.  E events repeat their B's name: speedscope matches
+ * them by name and warns otherwise.  Frames are compared by shown name (not
+ * by address), as a flame chart merges calls from several lines of one
+ * function.
+ *
+ * Signal-safe: no.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_json.h"
+
+const char *const pe_tj_state_names[PE_TJ_NSTATES] = {
+    "unknown", "running", "sleeping", "futex wait", "disk sleep", "stopped", "no answer",
+};
+
+/* Synthetic tids of the per-thread waits tracks (tids are below 2^22). */
+#define TJ_WAITS_TID 1000000000
+
+/* ---- output helpers ---------------------------------------------------------------- */
+
+typedef struct tj_out_s {
+    pe_sink_t *s;
+    int err;
+    int first; /* no event written yet: no comma before the next */
+} tj_out_t;
+
+static void
+put(tj_out_t *o, const char *str)
+{
+    if (!o->err)
+        o->err = pe_sink_put(o->s, str);
+}
+
+PE_PRINTF(2, 3) static void putf(tj_out_t *o, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    int n;
+
+    if (o->err)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    o->err = pe_sink_write(o->s, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped; other bytes as they are. */
+static void
+put_str(tj_out_t *o, const char *str)
+{
+    char buf[256];
+    size_t n = 0;
+
+    buf[n++] = '"';
+    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++) {
+        if (n > sizeof(buf) - 8) {
+            if (!o->err)
+                o->err = pe_sink_write(o->s, buf, n);
+            n = 0;
+        }
+        if (*p == '"' || *p == '\\') {
+            buf[n++] = '\\';
+            buf[n++] = (char)*p;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            n += (size_t)snprintf(buf + n, 8, "\\u%04x", *p);
+        } else {
+            buf[n++] = (char)*p;
+        }
+    }
+    buf[n++] = '"';
+    if (!o->err)
+        o->err = pe_sink_write(o->s, buf, n);
+}
+
+static void
+sep(tj_out_t *o)
+{
+    put(o, o->first ? "\n" : ",\n");
+    o->first = 0;
+}
+
+/* Microseconds from the trace's start, as the format's ts wants them. */
+static double
+us(const pe_tj_trace_t *t, int64_t ns)
+{
+    return (double)(ns - t->start_ns) / 1e3;
+}
+
+static void
+meta_name(tj_out_t *o, int pid, int tid, const char *what, const char *name)
+{
+    sep(o);
+    putf(o, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":", pid, tid,
+         what);
+    put_str(o, name);
+    put(o, "}}");
+}
+
+/* ---- flame chart frames ------------------------------------------------------------ */
+
+/* One frame as the chart opens it; state frames have no frame. */
+typedef struct tj_frame_s {
+    const char *name;
+    const pe_prof_frame_t *f;
+} tj_frame_t;
+
+static int
+frame_eq(const tj_frame_t *a, const tj_frame_t *b)
+{
+    if (!a->f || !b->f)
+        return a->f == b->f && !strcmp(a->name, b->name);
+    return a->f->inlined == b->f->inlined && !strcmp(a->f->name, b->f->name);
+}
+
+static void
+frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_t ns,
+            const tj_frame_t *fr)
+{
+    sep(o);
+    putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", ph, t->pid,
+         tid, us(t, ns), fr->f ? "stack" : "state");
+    put_str(o, fr->name);
+    if (fr->f && (fr->f->line || fr->f->inlined || fr->f->file)) {
+        const char *src = fr->f->src ? strrchr(fr->f->src, '/') : NULL;
+        char at[300];
+
+        put(o, ",\"args\":{");
+        if (fr->f->line) {
+            snprintf(at, sizeof(at), "%s:%u",
+                     src          ? src + 1
+                     : fr->f->src ? fr->f->src
+                                  : "?",
+                     (unsigned)fr->f->line);
+            put(o, "\"at\":");
+            put_str(o, at);
+            put(o, fr->f->file || fr->f->inlined ? "," : "");
+        }
+        if (fr->f->file) {
+            put(o, "\"object\":");
+            put_str(o, fr->f->file);
+            put(o, fr->f->inlined ? "," : "");
+        }
+        if (fr->f->inlined)
+            put(o, "\"inlined\":true");
+        put(o, "}");
+    }
+    put(o, "}");
+}
+
+/* Fill v with sample `stack`'s frames, outermost first, after the state frame. */
+static int
+stack_frames(pe_tj_trace_t *t, const int32_t *smap, int32_t stack, int state, tj_frame_t *v,
+             int max)
+{
+    pe_prof_sample_t s;
+    int n = 0;
+
+    v[n].name = pe_tj_state_names[state < PE_TJ_NSTATES ? state : 0];
+    v[n++].f = NULL;
+    if (stack < 0 || !smap || smap[stack] < 0)
+        return n;
+    pe_prof_sample(t->stacks, smap[stack], &s);
+    for (int i = s.nframes - 1; i >= 0 && n < max; i--) {
+        v[n].name = s.frames[i]->name;
+        v[n++].f = s.frames[i];
+    }
+    return n;
+}
+
+/* Sample indices in thread order, then time order (qsort's comparator over a trace). */
+static const pe_tj_sample_t *sort_samples;
+
+static int
+by_thread(const void *a, const void *b)
+{
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    const pe_tj_sample_t *x = &sort_samples[i], *y = &sort_samples[j];
+
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* One thread's flame chart: samples idx[0..n) of thread th. */
+static int
+thread_chart(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_thread_t *th,
+             const int64_t *idx, int64_t n, tj_frame_t *cur, tj_frame_t *nxt, int max)
+{
+    int ncur = 0;
+    int64_t end;
+
+    for (int64_t k = 0; k < n; k++) {
+        const pe_tj_sample_t *s = &t->samples[idx[k]];
+        int nn = stack_frames(t, smap, s->stack, s->state, nxt, max), common = 0;
+
+        while (common < ncur && common < nn && frame_eq(&cur[common], &nxt[common]))
+            common++;
+        for (int i = ncur - 1; i >= common; i--)
+            frame_event(o, t, th->tid, "E", s->t_ns, &cur[i]);
+        for (int i = common; i < nn; i++)
+            frame_event(o, t, th->tid, "B", s->t_ns, &nxt[i]);
+        memcpy(cur, nxt, (size_t)nn * sizeof(*cur));
+        ncur = nn;
+    }
+    /* the last sample lasts one period, or to the end when the thread lived on */
+    end = th->last_ns + (int64_t)(t->delay * 1e9);
+    if (end > t->end_ns)
+        end = t->end_ns;
+    for (int i = ncur - 1; i >= 0; i--)
+        frame_event(o, t, th->tid, "E", end, &cur[i]);
+    return o->err;
+}
+
+static int
+find_thread(const pe_tj_trace_t *t, int32_t tid)
+{
+    for (int i = 0; i < t->nthreads; i++)
+        if (t->threads[i].tid == tid)
+            return i;
+    return -1;
+}
+
+static void
+write_events(tj_out_t *o, pe_tj_trace_t *t)
+{
+    static const char *const ev_names[] = {"lock wait", "condition wait", "thread start",
+                                           "thread exit", "request"};
+    char *named = calloc((size_t)t->nthreads + 1, 1);
+    int32_t reqtids[64];
+    int nreq = 0;
+
+    for (int64_t i = 0; i < t->nevents && !o->err; i++) {
+        const pe_tj_event_t *e = &t->events[i];
+        int th = find_thread(t, e->tid);
+        int64_t t0 = e->t0_ns < t->start_ns ? t->start_ns : e->t0_ns;
+
+        switch (e->kind) {
+        case PE_TJ_EV_LOCK:
+        case PE_TJ_EV_COND:
+            if (th >= 0 && named && !named[th]) {
+                char name[64];
+                named[th] = 1;
+                snprintf(name, sizeof(name), "%s waits", t->threads[th].name);
+                meta_name(o, t->pid, TJ_WAITS_TID + e->tid, "thread_name", name);
+                sep(o);
+                putf(o,
+                     "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\","
+                     "\"args\":{\"sort_index\":%d}}",
+                     t->pid, TJ_WAITS_TID + e->tid, 2 * th + 1);
+            }
+            sep(o);
+            putf(o,
+                 "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"wait\","
+                 "\"name\":\"%s\",\"args\":{\"tid\":%d,\"ms\":%.3f}}",
+                 t->pid, TJ_WAITS_TID + e->tid, us(t, t0), (double)(e->t1_ns - t0) / 1e3,
+                 ev_names[e->kind], (int)e->tid, (double)(e->t1_ns - e->t0_ns) / 1e6);
+            break;
+        case PE_TJ_EV_THREAD_START:
+        case PE_TJ_EV_THREAD_EXIT:
+            sep(o);
+            putf(o,
+                 "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"thread\","
+                 "\"name\":\"%s\"}",
+                 t->pid, (int)e->tid, us(t, t0), ev_names[e->kind]);
+            break;
+        case PE_TJ_EV_REQUEST: {
+            int seen = 0;
+            for (int k = 0; k < nreq; k++)
+                seen |= reqtids[k] == e->tid;
+            if (!seen && nreq < (int)PE_ARRAY_SIZE(reqtids)) {
+                char name[64];
+                reqtids[nreq++] = e->tid;
+                snprintf(name, sizeof(name), "profendpoints http %d", (int)e->tid);
+                meta_name(o, t->pid, e->tid, "thread_name", name);
+            }
+            sep(o);
+            putf(o,
+                 "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"request\","
+                 "\"name\":",
+                 t->pid, (int)e->tid, us(t, t0), (double)(e->t1_ns - t0) / 1e3);
+            put_str(o, e->what);
+            putf(o, ",\"args\":{\"status\":%d}}", (int)e->value);
+            break;
+        }
+        default: break;
+        }
+    }
+    free(named);
+}
+
+/* Threads by state at each tick (samples of one tick share their time). */
+static void
+write_counters(tj_out_t *o, pe_tj_trace_t *t)
+{
+    for (int64_t i = 0; i < t->nsamples && !o->err;) {
+        int64_t n[PE_TJ_NSTATES] = {0}, j = i;
+
+        while (j < t->nsamples && t->samples[j].t_ns == t->samples[i].t_ns)
+            n[t->samples[j++].state % PE_TJ_NSTATES]++;
+        sep(o);
+        putf(o,
+             "{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":\"threads\",\"args\":{"
+             "\"running\":%lld,\"sleeping\":%lld,\"futex wait\":%lld,\"disk sleep\":%lld}}",
+             t->pid, us(t, t->samples[i].t_ns), (long long)n[PE_TJ_RUNNING],
+             (long long)n[PE_TJ_SLEEPING], (long long)n[PE_TJ_FUTEX], (long long)n[PE_TJ_DISK]);
+        i = j;
+    }
+}
+
+static void
+write_other(tj_out_t *o, const pe_tj_trace_t *t)
+{
+    putf(o,
+         "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"libprofendpoints "
+         "/debug/pprof/trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"seconds_asked\":%g,"
+         "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
+         "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
+         "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,"
+         "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
+         "\"ended_early\":",
+         t->pid, (long long)t->start_real_ns, t->seconds_asked,
+         (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
+         (unsigned long long)t->late_ticks, t->nthreads, (long long)t->nsamples,
+         (long long)t->nevents, (unsigned long long)t->events_dropped, (long long)t->budget,
+         (long long)t->used, (unsigned long long)t->mutex_rate, (double)t->tick_ns_sum / 1e6,
+         (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
+    if (t->ended)
+        put_str(o, t->ended);
+    else
+        put(o, "false");
+    put(o, ",\"note\":\"states and stacks are samples every delay s (a slice lasts until the "
+           "thread's next sample); lock and condition waits are the interposers' sampled events "
+           "(1 in mutex_rate) with their measured durations\"}}\n");
+}
+
+int
+pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out)
+{
+    tj_out_t o = {out, 0, 1};
+    int32_t *smap = NULL;
+    int64_t *idx = NULL;
+    tj_frame_t *cur = NULL, *nxt = NULL;
+    int nst = 0, max = 2 * PE_MAX_FRAMES + 2;
+
+    /* every stack's frames, as the profiles name them */
+    if (t->stacks) {
+        int rc = pe_prof_resolve(t->stacks, 0);
+        if (rc < 0 && rc != -ENOMEM)
+            return rc;
+        nst = pe_prof_nsamples(t->stacks);
+    }
+    smap = malloc(((size_t)nst + 1) * sizeof(*smap));
+    idx = malloc(((size_t)t->nsamples + 1) * sizeof(*idx));
+    cur = malloc((size_t)max * sizeof(*cur));
+    nxt = malloc((size_t)max * sizeof(*nxt));
+    if (!smap || !idx || !cur || !nxt) {
+        o.err = -ENOMEM;
+        goto out;
+    }
+    /* the recorder labels each stack with its number ("stack"); samples may come back in
+       any order */
+    for (int i = 0; i < nst; i++)
+        smap[i] = -1;
+    for (int i = 0; i < nst; i++) {
+        pe_prof_sample_t s;
+        pe_prof_sample(t->stacks, i, &s);
+        for (int l = 0; l < s.nlabels; l++)
+            if (!strcmp(s.labels[l].key, "stack") && s.labels[l].num >= 0 && s.labels[l].num < nst)
+                smap[s.labels[l].num] = i;
+    }
+    for (int64_t i = 0; i < t->nsamples; i++)
+        idx[i] = i;
+    sort_samples = t->samples;
+    qsort(idx, (size_t)t->nsamples, sizeof(*idx), by_thread);
+
+    put(&o, "{\"traceEvents\":[");
+    meta_name(&o, t->pid, 0, "process_name", "profiled process");
+    for (int i = 0; i < t->nthreads; i++) {
+        meta_name(&o, t->pid, t->threads[i].tid, "thread_name", t->threads[i].name);
+        sep(&o);
+        putf(&o,
+             "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{"
+             "\"sort_index\":%d}}",
+             t->pid, t->threads[i].tid, 2 * i);
+    }
+    for (int64_t k = 0; k < t->nsamples && !o.err;) {
+        int64_t j = k;
+        int th = t->samples[idx[k]].thread;
+
+        while (j < t->nsamples && t->samples[idx[j]].thread == th)
+            j++;
+        if (th >= 0 && th < t->nthreads)
+            thread_chart(&o, t, nst ? smap : NULL, &t->threads[th], idx + k, j - k, cur, nxt, max);
+        k = j;
+    }
+    write_events(&o, t);
+    write_counters(&o, t);
+    write_other(&o, t);
+out:
+    free(smap);
+    free(idx);
+    free(cur);
+    free(nxt);
+    return o.err;
+}

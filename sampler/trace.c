@@ -1,0 +1,471 @@
+/*
+ * trace.c: the recorder of /debug/pprof/trace (trace.h).  Owned by the trace
+ * work (issue 34).
+ *
+ * Ticks run on the requesting HTTP thread: each takes one capture of every
+ * application thread (pe_stacks_capture_mode, PE_STACKS_AUTO: /proc first, a
+ * signal only for a running thread), appends one sample per thread and
+ * interns its stack.  A sleeping thread's /proc/TID/syscall says whether it
+ * waits in futex(2); a thread whose stack was reused unchanged (it has not
+ * run since) keeps its previous state without that read.  Everything the
+ * recording keeps is counted against the budget; past it the trace ends and
+ * says so.  Events (trace.h) land in a fixed buffer allocated before the
+ * trace opens: writers claim a slot by fetch-add and are counted in flight so
+ * that the end of the trace waits for them before reading.
+ *
+ * Signal-safe: pe_trace_event only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/clock.h"
+#include "../preload/config.h"
+#include "../preload/guard.h"
+#include "stacks.h"
+#include "trace.h"
+
+#define TRACE_EVENTS 16384            /* event slots (64 bytes each) */
+#define TRACE_CAPTURE_MS 100          /* bound on one tick's capture */
+#define TRACE_STOP_EVERY_NS 100000000 /* how often stop() is asked */
+
+int pe_trace_on;
+static int trace_busy; /* one recording at a time (CAS) */
+static pe_tj_event_t *ev_buf;
+static int64_t ev_next, ev_inflight;
+static uint64_t ev_dropped;
+
+PE_SIGSAFE void
+pe_trace_event(int kind, int32_t tid, int64_t t0_ns, int64_t t1_ns, int value, const char *what)
+{
+    __atomic_add_fetch(&ev_inflight, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&pe_trace_on, __ATOMIC_SEQ_CST)) {
+        int64_t i = __atomic_fetch_add(&ev_next, 1, __ATOMIC_RELAXED);
+        if (i < TRACE_EVENTS) {
+            pe_tj_event_t *e = &ev_buf[i];
+            size_t n = 0;
+            e->t0_ns = t0_ns;
+            e->t1_ns = t1_ns;
+            e->tid = tid ? tid : pe_gettid();
+            e->kind = kind;
+            e->value = value;
+            while (what && what[n] && n < sizeof(e->what) - 1) {
+                e->what[n] = what[n];
+                n++;
+            }
+            e->what[n] = '\0';
+        } else {
+            __atomic_add_fetch(&ev_dropped, 1, __ATOMIC_RELAXED);
+        }
+    }
+    __atomic_sub_fetch(&ev_inflight, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the recording ---------------------------------------------------------------- */
+
+typedef struct rec_s {
+    pe_tj_trace_t *t;
+    int64_t cap_samples;
+    int cap_threads;
+    /* threads: tid -> index, open addressing (thcap a power of 2, > 2 * nthreads) */
+    int32_t *thash;
+    int thcap;
+    uint8_t *prev_state; /* per thread: the last state sampled */
+    int32_t *prev_stack;
+    /* stacks: frames of stack i at frames[off[i] .. off[i] + len[i]) */
+    uintptr_t *frames;
+    int64_t nframes, cap_frames;
+    int64_t *off;
+    int32_t *len;
+    uint64_t *hash;
+    int32_t nst, cap_st;
+    int32_t *shash; /* stack ids + 1, open addressing over hcap (a power of 2) */
+    int32_t hcap;
+} rec_t;
+
+/* Grow *p (of *cap elements of `size`) to hold `need`; counts the growth in t->used.
+   0, or -ENOMEM (also when the budget would be passed). */
+static int
+grow(rec_t *r, void **p, int64_t *cap, int64_t need, size_t size)
+{
+    int64_t ncap = *cap ? *cap : 64;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (ncap < need)
+        ncap *= 2;
+    if (r->t->used + (ncap - *cap) * (int64_t)size > r->t->budget)
+        return -E2BIG;
+    if (!(q = realloc(*p, (size_t)ncap * size)))
+        return -ENOMEM;
+    r->t->used += (ncap - *cap) * (int64_t)size;
+    *p = q;
+    *cap = ncap;
+    return 0;
+}
+
+static uint64_t
+hash_pcs(const uintptr_t *pcs, int n)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
+
+    for (int i = 0; i < n; i++)
+        h = (h ^ pcs[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static int
+rehash_stacks(rec_t *r, int32_t ncap)
+{
+    int32_t *h = calloc((size_t)ncap, sizeof(*h));
+
+    if (!h)
+        return -ENOMEM;
+    if (r->t->used + (int64_t)(ncap - r->hcap) * 4 > r->t->budget) {
+        free(h);
+        return -E2BIG;
+    }
+    r->t->used += (int64_t)(ncap - r->hcap) * 4;
+    for (int32_t i = 0; i < r->nst; i++) {
+        uint32_t k = (uint32_t)r->hash[i] & (uint32_t)(ncap - 1);
+        while (h[k])
+            k = (k + 1) & (uint32_t)(ncap - 1);
+        h[k] = i + 1;
+    }
+    free(r->shash);
+    r->shash = h;
+    r->hcap = ncap;
+    return 0;
+}
+
+/* The id of stack pcs[0..n), interned.  >= 0, or -ENOMEM / -E2BIG. */
+static int32_t
+intern(rec_t *r, const uintptr_t *pcs, int n)
+{
+    uint64_t h = hash_pcs(pcs, n);
+    uint32_t k;
+    int64_t c;
+    int rc;
+
+    if (r->hcap && (k = (uint32_t)h & (uint32_t)(r->hcap - 1), 1)) {
+        for (; r->shash[k]; k = (k + 1) & (uint32_t)(r->hcap - 1)) {
+            int32_t i = r->shash[k] - 1;
+            if (r->hash[i] == h && r->len[i] == n &&
+                !memcmp(&r->frames[r->off[i]], pcs, (size_t)n * sizeof(*pcs)))
+                return i;
+        }
+    }
+    if ((r->nst + 1) * 2 > r->hcap && (rc = rehash_stacks(r, r->hcap ? r->hcap * 2 : 1024)))
+        return rc;
+    c = r->cap_st;
+    if ((rc = grow(r, (void **)&r->off, &c, r->nst + 1, sizeof(*r->off))))
+        return rc;
+    c = r->cap_st;
+    if ((rc = grow(r, (void **)&r->len, &c, r->nst + 1, sizeof(*r->len))))
+        return rc;
+    c = r->cap_st;
+    if ((rc = grow(r, (void **)&r->hash, &c, r->nst + 1, sizeof(*r->hash))))
+        return rc;
+    r->cap_st = (int32_t)c;
+    if ((rc = grow(r, (void **)&r->frames, &r->cap_frames, r->nframes + n, sizeof(*r->frames))))
+        return rc;
+    memcpy(&r->frames[r->nframes], pcs, (size_t)n * sizeof(*pcs));
+    r->off[r->nst] = r->nframes;
+    r->len[r->nst] = n;
+    r->hash[r->nst] = h;
+    r->nframes += n;
+    for (k = (uint32_t)h & (uint32_t)(r->hcap - 1); r->shash[k];
+         k = (k + 1) & (uint32_t)(r->hcap - 1))
+        ;
+    r->shash[k] = r->nst + 1;
+    return r->nst++;
+}
+
+/* The index of thread tid, added (with its name) when new.  >= 0 or -errno. */
+static int
+thread_index(rec_t *r, const pe_stack_t *st, int64_t now)
+{
+    pe_tj_trace_t *t = r->t;
+    uint32_t k;
+    int64_t c;
+    int rc;
+
+    if (r->thcap) {
+        for (k = (uint32_t)st->tid & (uint32_t)(r->thcap - 1); r->thash[k];
+             k = (k + 1) & (uint32_t)(r->thcap - 1))
+            if (t->threads[r->thash[k] - 1].tid == st->tid)
+                return r->thash[k] - 1;
+    }
+    if ((t->nthreads + 1) * 2 > r->thcap) {
+        int32_t ncap = r->thcap ? r->thcap * 2 : 256, *h;
+        if (t->used + (int64_t)(ncap - r->thcap) * 4 > t->budget)
+            return -E2BIG;
+        if (!(h = calloc((size_t)ncap, sizeof(*h))))
+            return -ENOMEM;
+        t->used += (int64_t)(ncap - r->thcap) * 4;
+        for (int i = 0; i < t->nthreads; i++) {
+            for (k = (uint32_t)t->threads[i].tid & (uint32_t)(ncap - 1); h[k];
+                 k = (k + 1) & (uint32_t)(ncap - 1))
+                ;
+            h[k] = i + 1;
+        }
+        free(r->thash);
+        r->thash = h;
+        r->thcap = ncap;
+    }
+    c = r->cap_threads;
+    if ((rc = grow(r, (void **)&t->threads, &c, t->nthreads + 1, sizeof(*t->threads))))
+        return rc;
+    c = r->cap_threads;
+    if ((rc = grow(r, (void **)&r->prev_state, &c, t->nthreads + 1, sizeof(*r->prev_state))))
+        return rc;
+    c = r->cap_threads;
+    if ((rc = grow(r, (void **)&r->prev_stack, &c, t->nthreads + 1, sizeof(*r->prev_stack))))
+        return rc;
+    r->cap_threads = (int)c;
+    memset(&t->threads[t->nthreads], 0, sizeof(t->threads[0]));
+    t->threads[t->nthreads].tid = st->tid;
+    snprintf(t->threads[t->nthreads].name, sizeof(t->threads[0].name), "%s", st->name);
+    t->threads[t->nthreads].first_ns = now;
+    r->prev_state[t->nthreads] = PE_TJ_UNKNOWN;
+    r->prev_stack[t->nthreads] = -2;
+    for (k = (uint32_t)st->tid & (uint32_t)(r->thcap - 1); r->thash[k];
+         k = (k + 1) & (uint32_t)(r->thcap - 1))
+        ;
+    r->thash[k] = t->nthreads + 1;
+    return t->nthreads++;
+}
+
+/* 1 when thread tid is blocked in futex(2) (x86_64: 202; aarch64: 98). */
+static int
+in_futex(pid_t tid)
+{
+    char path[64], buf[32];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+#if defined(__aarch64__)
+    return atoi(buf) == 98;
+#else
+    return atoi(buf) == 202;
+#endif
+}
+
+static int
+state_of(const pe_stack_t *st, int prev_state, int same_stack)
+{
+    const char *s = st->state ? st->state : "";
+
+    if (!st->answered)
+        return PE_TJ_NO_ANSWER;
+    if (!strcmp(s, "running"))
+        return PE_TJ_RUNNING;
+    if (!strcmp(s, "disk-sleep"))
+        return PE_TJ_DISK;
+    if (!strcmp(s, "stopped") || !strcmp(s, "tracing-stop"))
+        return PE_TJ_STOPPED;
+    if (!strcmp(s, "sleeping") || !strcmp(s, "idle")) {
+        /* unchanged since the last capture: the same wait as before */
+        if (st->reused && same_stack && (prev_state == PE_TJ_SLEEPING || prev_state == PE_TJ_FUTEX))
+            return prev_state;
+        return in_futex(st->tid) ? PE_TJ_FUTEX : PE_TJ_SLEEPING;
+    }
+    return PE_TJ_UNKNOWN;
+}
+
+/* One tick: capture every thread, append their samples.  0, or -E2BIG / -ENOMEM / -EPERM. */
+static int
+tick(rec_t *r, int64_t now)
+{
+    pe_tj_trace_t *t = r->t;
+    pe_stacks_t *s = NULL;
+    int rc = pe_stacks_capture_mode(TRACE_CAPTURE_MS, PE_STACKS_AUTO, &s);
+
+    if (rc < 0)
+        return rc;
+    if ((rc = grow(r, (void **)&t->samples, &r->cap_samples, t->nsamples + s->n,
+                   sizeof(*t->samples))))
+        goto out;
+    for (int i = 0; i < s->n; i++) {
+        const pe_stack_t *st = &s->v[i];
+        pe_tj_sample_t *smp;
+        int th = thread_index(r, st, now), stack = -1;
+
+        if (th < 0) {
+            rc = th;
+            goto out;
+        }
+        if (st->answered && st->nframes > 0 && (stack = intern(r, st->pcs, st->nframes)) < 0) {
+            rc = stack;
+            goto out;
+        }
+        smp = &t->samples[t->nsamples++];
+        smp->t_ns = now;
+        smp->thread = th;
+        smp->stack = stack;
+        smp->state = (uint16_t)state_of(st, r->prev_state[th], stack == r->prev_stack[th]);
+        smp->capture = !st->answered ? 2 : st->method && !strcmp(st->method, "signal");
+        r->prev_state[th] = (uint8_t)smp->state;
+        r->prev_stack[th] = stack;
+        t->threads[th].last_ns = now;
+    }
+out:
+    pe_stacks_free(s);
+    return rc;
+}
+
+/* The interned stacks as a profile, sample i labelled stack=i (trace_json.h). */
+static int
+stacks_profile(rec_t *r)
+{
+    static const pe_prof_vt_t vt = {"samples", "count"};
+    pe_prof_t *p = pe_prof_new(&vt, 1, &vt, 1);
+
+    if (!p)
+        return -ENOMEM;
+    for (int32_t i = 0; i < r->nst; i++) {
+        pe_prof_label_t l = {"stack", NULL, i, NULL};
+        int64_t one = 1;
+        if (pe_prof_add(p, &r->frames[r->off[i]], r->len[i], 1, &one, &l, 1) < 0) {
+            pe_prof_free(p);
+            return -ENOMEM;
+        }
+    }
+    r->t->stacks = p;
+    return 0;
+}
+
+static void
+sleep_until(int64_t when)
+{
+    struct timespec ts = {(time_t)(when / 1000000000), (long)(when % 1000000000)};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+int
+pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
+{
+    int expected = 0, rc = 0;
+    int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
+    pe_tj_trace_t *t;
+    rec_t r;
+
+    *out = NULL;
+    if (!__atomic_compare_exchange_n(&trace_busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+        return -EBUSY;
+    memset(&r, 0, sizeof(r));
+    if (!(t = calloc(1, sizeof(*t))) || !(ev_buf = calloc(TRACE_EVENTS, sizeof(*ev_buf)))) {
+        free(t);
+        __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
+        return -ENOMEM;
+    }
+    r.t = t;
+    t->pid = (int)getpid();
+    t->seconds_asked = o->seconds;
+    t->delay = o->delay;
+    t->budget = o->budget;
+    t->used = (int64_t)(TRACE_EVENTS * sizeof(*ev_buf));
+    t->mutex_rate = pe_cfg.mutex_rate > 0 ? (uint64_t)pe_cfg.mutex_rate : 0;
+    __atomic_store_n(&ev_next, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ev_dropped, 0, __ATOMIC_RELAXED);
+    t->start_ns = pe_clock_ns(CLOCK_MONOTONIC);
+    t->start_real_ns = pe_clock_ns(CLOCK_REALTIME);
+    __atomic_store_n(&pe_trace_on, 1, __ATOMIC_SEQ_CST);
+    end = t->start_ns + (int64_t)(o->seconds * 1e9);
+    cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    next = next_stop = t->start_ns;
+    for (;;) {
+        int64_t now = pe_clock_ns(CLOCK_MONOTONIC);
+        if (now >= end)
+            break;
+        if (now >= next_stop) {
+            if (o->stop && o->stop(o->arg)) {
+                t->ended = "the client went away or the server is stopping";
+                break;
+            }
+            next_stop = now + TRACE_STOP_EVERY_NS;
+        }
+        if (now >= next) {
+            int64_t took;
+            rc = tick(&r, now);
+            took = pe_clock_ns(CLOCK_MONOTONIC) - now;
+            t->tick_ns_sum += took;
+            if (took > t->tick_ns_max)
+                t->tick_ns_max = took;
+            t->ticks++;
+            if (rc == -E2BIG) {
+                t->ended = "the memory budget (PROFEP_TRACE_MEM) was reached";
+                rc = 0;
+                break;
+            }
+            if (rc < 0)
+                break;
+            next += period;
+            if (next <= now) { /* late (a busy machine, a slow capture): skip, do not burst */
+                t->late_ticks += (uint64_t)((now - next) / period + 1);
+                next = now + period;
+            }
+        }
+        sleep_until(next < end ? next : end);
+    }
+    t->end_ns = pe_clock_ns(CLOCK_MONOTONIC);
+    t->cpu_ns = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    /* no new event from here; wait for writers in flight (a few instructions each) */
+    __atomic_store_n(&pe_trace_on, 0, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&ev_inflight, __ATOMIC_SEQ_CST))
+        sched_yield();
+    t->events = ev_buf;
+    ev_buf = NULL;
+    t->nevents = __atomic_load_n(&ev_next, __ATOMIC_RELAXED);
+    if (t->nevents > TRACE_EVENTS)
+        t->nevents = TRACE_EVENTS;
+    t->events_dropped = __atomic_load_n(&ev_dropped, __ATOMIC_RELAXED);
+    if (t->events_dropped && !t->ended)
+        t->ended = NULL; /* events lost are counted (otherData.events_dropped), the trace ran on */
+    if (!rc)
+        rc = stacks_profile(&r);
+    free(r.thash);
+    free(r.prev_state);
+    free(r.prev_stack);
+    free(r.frames);
+    free(r.off);
+    free(r.len);
+    free(r.hash);
+    free(r.shash);
+    __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
+    if (rc < 0) {
+        pe_trace_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void
+pe_trace_free(pe_tj_trace_t *t)
+{
+    if (!t)
+        return;
+    free(t->threads);
+    free(t->samples);
+    free(t->events);
+    pe_prof_free(t->stacks);
+    free(t);
+}

@@ -1,0 +1,146 @@
+/*
+ * p_trace: ground truth for /debug/pprof/trace (issue 34; owned by the trace
+ * work), and the bench's workloads.
+ *   p_trace [SECONDS]           thread "trace-A" in a loop: runs 200 ms
+ *                               (a_run), sleeps 300 ms (a_sleep), then takes
+ *                               a mutex that thread "trace-B" (b_hold) has
+ *                               just taken and holds, running, for 100 ms
+ *                               (a_lock waits ~100 ms); B then waits on a
+ *                               semaphore for the next round
+ *   p_trace busy N [SECONDS]    N threads spinning
+ *   p_trace sleepers N [SECONDS] N threads sleeping in nanosleep
+ * Prints "ready" when the threads run, then exits 0 after SECONDS (default 60).
+ *
+ * Signal-safe: n/a (a test program).
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static sem_t go, held;
+static volatile unsigned long sink;
+
+static double
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Stay on the CPU for ms milliseconds of wall time. */
+static __attribute__((noinline)) void
+spin(double ms)
+{
+    double end = now_ms() + ms;
+    while (now_ms() < end)
+        for (int i = 0; i < 1000; i++)
+            sink += (unsigned long)i;
+}
+
+static __attribute__((noinline)) void
+a_run(void)
+{
+    spin(200);
+}
+
+static __attribute__((noinline)) void
+a_sleep(void)
+{
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static __attribute__((noinline)) void
+a_lock(void)
+{
+    pthread_mutex_lock(&mu);
+    pthread_mutex_unlock(&mu);
+}
+
+static void *
+thread_a(void *arg)
+{
+    pthread_setname_np(pthread_self(), "trace-A");
+    for (;;) {
+        a_run();
+        a_sleep();
+        sem_post(&go);
+        while (sem_wait(&held) != 0)
+            ;
+        a_lock();
+    }
+    return arg;
+}
+
+static __attribute__((noinline)) void
+b_hold(void)
+{
+    pthread_mutex_lock(&mu);
+    sem_post(&held);
+    spin(100);
+    pthread_mutex_unlock(&mu);
+}
+
+static void *
+thread_b(void *arg)
+{
+    pthread_setname_np(pthread_self(), "trace-B");
+    for (;;) {
+        while (sem_wait(&go) != 0)
+            ;
+        b_hold();
+    }
+    return arg;
+}
+
+static void *
+busy(void *arg)
+{
+    pthread_setname_np(pthread_self(), "busy");
+    for (;;)
+        spin(1000);
+    return arg;
+}
+
+static void *
+sleeper(void *arg)
+{
+    pthread_setname_np(pthread_self(), "sleeper");
+    for (;;)
+        sleep(1);
+    return arg;
+}
+
+int
+main(int argc, char **argv)
+{
+    pthread_t t;
+    int seconds = 60, n = 0;
+
+    sem_init(&go, 0, 0);
+    sem_init(&held, 0, 0);
+    if (argc > 2 && (!strcmp(argv[1], "busy") || !strcmp(argv[1], "sleepers"))) {
+        n = atoi(argv[2]);
+        if (argc > 3)
+            seconds = atoi(argv[3]);
+        for (int i = 0; i < n; i++)
+            if (pthread_create(&t, NULL, argv[1][0] == 'b' ? busy : sleeper, NULL) != 0)
+                return 1;
+    } else {
+        if (argc > 1)
+            seconds = atoi(argv[1]);
+        if (pthread_create(&t, NULL, thread_b, NULL) != 0 ||
+            pthread_create(&t, NULL, thread_a, NULL) != 0)
+            return 1;
+    }
+    printf("ready\n");
+    fflush(stdout);
+    sleep((unsigned)seconds);
+    return 0;
+}
