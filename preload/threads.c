@@ -286,6 +286,21 @@ pe_threads_list(pe_thread_info_t **out)
     return n;
 }
 
+int
+pe_threads_count(int upto)
+{
+    int n = 0;
+
+    for (reg_t *r = &first; r && n < upto; r = __atomic_load_n(&r->next, __ATOMIC_ACQUIRE))
+        for (unsigned i = 0; i < r->cap && n < upto; i++) {
+            pe_thread_info_t *s = &r->slots[i];
+
+            if (__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE) > 0 && !s->internal)
+                n++;
+        }
+    return n;
+}
+
 void
 pe_threads_atfork_child(void)
 {

@@ -55,6 +55,9 @@ PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
  * returns the count, or -ENOMEM.  Internal threads are skipped.
  */
 int pe_threads_list(pe_thread_info_t **out);
+/* How many live registered threads are not the library's, counted up to
+   `upto` at most (allocation-free: the hooks ask it). */
+int pe_threads_count(int upto);
 /* In a fork child: forget every thread but the caller. */
 void pe_threads_atfork_child(void);
 /*

@@ -1417,7 +1417,8 @@ stack_left(void)
  * first use (MAP_NORESERVE: only the pages the demangler touches are ever
  * backed), taken under a lock.
  */
-#define ALT_STACK_SIZE ((size_t)CXX_STACK_BASE + CXX_STACK_PER_CHAR * PE_DEM_MAX_INPUT + (256 << 10))
+#define ALT_STACK_SIZE                                                                             \
+    ((size_t)CXX_STACK_BASE + CXX_STACK_PER_CHAR * PE_DEM_MAX_INPUT + (256 << 10))
 
 static pthread_mutex_t alt_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *alt_stack; /* under alt_lock */

@@ -52,10 +52,17 @@ work(double s)
 int
 main(int argc, char **argv)
 {
-    static const int allow[] = {SCMP_SYS(write),      SCMP_SYS(exit),          SCMP_SYS(exit_group),
-                                SCMP_SYS(nanosleep),  SCMP_SYS(clock_nanosleep), SCMP_SYS(brk),
-                                SCMP_SYS(mmap),       SCMP_SYS(munmap),        SCMP_SYS(madvise),
-                                SCMP_SYS(rt_sigreturn), SCMP_SYS(futex)};
+    static const int allow[] = {SCMP_SYS(write),
+                                SCMP_SYS(exit),
+                                SCMP_SYS(exit_group),
+                                SCMP_SYS(nanosleep),
+                                SCMP_SYS(clock_nanosleep),
+                                SCMP_SYS(brk),
+                                SCMP_SYS(mmap),
+                                SCMP_SYS(munmap),
+                                SCMP_SYS(madvise),
+                                SCMP_SYS(rt_sigreturn),
+                                SCMP_SYS(futex)};
     uint32_t action;
     scmp_filter_ctx ctx;
     unsigned long r;
