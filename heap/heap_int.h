@@ -42,8 +42,6 @@ PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 
 /* Exponential interval with mean `rate` (>0), clamped to [1, 64*rate]. */
 PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
-/* -ln(u), u in (0, 1], as pe_heap_draw computes it (without libm). */
-PE_SIGSAFE double pe_heap_neg_log(double u);
 /*
  * The countdown's slow step (heap.h: pe_heap_countdown said "slow" for an
  * allocation of `size` bytes): 1 when it is a sample point.  Loads the next
@@ -93,24 +91,25 @@ typedef struct pe_heap_tag_s {
 } pe_heap_tag_t;
 
 /* Draw the tag keys once (before the first tag). */
-void pe_heap_tag_key_init(void);
+PE_SIGSAFE void pe_heap_tag_key_init(void);
 /* Allocate size bytes as the real call `kind` would (zeroed, aligned), with
    room for a tag in front; the tag is not valid until pe_heap_tag_set.
    NULL when the real call failed or the alignment is not one we tag. */
-void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+PE_SIGSAFE void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
 /* Fill and validate p's tag. */
-void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t slot);
+PE_SIGSAFE void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx,
+                                uint32_t slot);
 /* After the real realloc moved a tagged block: its new base (p's tag is
    not valid until pe_heap_tag_set). */
-void pe_heap_tag_moved(void *p, void *base);
+PE_SIGSAFE void pe_heap_tag_moved(void *p, void *base);
 /* p's tag if p is a tagged block, else NULL (the check of both words). */
 PE_SIGSAFE pe_heap_tag_t *pe_heap_tag_of(void *p);
 /* Invalidate the tag; returns the pointer to give back to the real free. */
-void *pe_heap_tag_release(pe_heap_tag_t *t);
+PE_SIGSAFE void *pe_heap_tag_release(pe_heap_tag_t *t);
 /* malloc_usable_size of a tagged block p. */
-size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
+PE_SIGSAFE size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
 /* Bytes asked for a bootstrap pool block. */
-size_t pe_heap_pool_size(const void *p);
+PE_SIGSAFE size_t pe_heap_pool_size(const void *p);
 
 /* ---- live.c ------------------------------------------------------------------- */
 

@@ -40,52 +40,18 @@
 
 /* ---- the interval ------------------------------------------------------------ */
 
-/*
- * -ln(u) for u in (0, 1], without a call into libm (cold by the time a
- * sample comes, it cost ~50 ns a draw): u = m * 2^e with m in
- * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
- * whose series to s^11 is exact to ~1e-11.
- */
-static inline double
-neg_log(double u)
-{
-    uint64_t bits;
-    double m, s, s2, ln_m;
-    int e;
-
-    memcpy(&bits, &u, sizeof(bits));
-    e = (int)((bits >> 52) & 0x7ff) - 1023;
-    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-    memcpy(&m, &bits, sizeof(m));
-    if (m > 1.4142135623730951) {
-        m *= 0.5;
-        e++;
-    }
-    s = (m - 1.0) / (m + 1.0);
-    s2 = s * s;
-    ln_m = 2.0 * s *
-           (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
-    return -((double)e * 0.6931471805599453 + ln_m);
-}
-
 PE_SIGSAFE int64_t
 pe_heap_draw(uint64_t *rng, int64_t rate)
 {
     /* u uniform in (0, 1] (a normal double: no subnormal case); -ln(u) ~ Exp(1). */
     double u = pe_rand_unit(rng);
-    double v = neg_log(u) * (double)rate;
+    double v = pe_rand_neg_log(u) * (double)rate; /* -ln(u) ~ Exp(1), no libm */
 
     if (v < 1.0)
         return 1;
     if (v > 64.0 * (double)rate) /* probability e^-64: only guards overflow */
         return 64 * rate;
     return (int64_t)v;
-}
-
-PE_SIGSAFE double
-pe_heap_neg_log(double u)
-{
-    return neg_log(u);
 }
 
 /* 1/n!, n = 0..11: exp(-r) by its series, Horner's rule in -r (constants:

@@ -2,9 +2,8 @@
  * threads.c: the lock-free registry of threads (tid, ours or not, creation
  * stack).  Slots are claimed with a CAS on the tid, starting at a hash of it,
  * and released by storing 0; readers copy slots without any lock and tolerate
- * a slot changing under them (they re-check the tid).  The /proc reader of a
- * thread's files (name, state, and stack/quiet.c's), and the start of the library's
- * own threads, live here too.
+ * a slot changing under them (they re-check the tid).  A thread's name (read
+ * through proc.h) and the start of the library's own threads live here too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "proc.h"
 #include "real.h"
 #include "threads.h"
 
@@ -374,27 +374,9 @@ pe_threads_start_internal(void *(*fn)(void *), void *arg)
 }
 
 int
-pe_threads_read_task(pid_t tid, const char *what, char *buf, size_t len)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0)
-        return errno == ESRCH ? -ESRCH : -EIO;
-    buf[n] = '\0';
-    return (int)n;
-}
-
-int
 pe_threads_name(pid_t tid, char *buf, size_t len)
 {
-    int n = pe_threads_read_task(tid, "comm", buf, len);
+    int n = pe_proc_task_read(tid, "comm", buf, len);
 
     if (n < 0) {
         snprintf(buf, len, "?");
@@ -403,31 +385,4 @@ pe_threads_name(pid_t tid, char *buf, size_t len)
     if (n > 0 && buf[n - 1] == '\n')
         buf[n - 1] = '\0';
     return 0;
-}
-
-const char *
-pe_threads_state(pid_t tid)
-{
-    char stat[512], *p;
-
-    if (pe_threads_read_task(tid, "stat", stat, sizeof(stat)) < 0 || !(p = strrchr(stat, ')')) ||
-        !p[1])
-        return "unknown";
-    return pe_threads_state_name(p[2]);
-}
-
-const char *
-pe_threads_state_name(char c)
-{
-    switch (c) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "disk-sleep";
-    case 'T': return "stopped";
-    case 't': return "tracing-stop";
-    case 'Z': return "zombie";
-    case 'X': return "dead";
-    case 'I': return "idle";
-    default: return "unknown";
-    }
 }

@@ -73,16 +73,7 @@ int pe_threads_start_internal(void *(*fn)(void *), void *arg);
  */
 int pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                             void *arg);
-/*
- * Read /proc/self/task/<tid>/<what> into buf (at most len - 1 bytes,
- * NUL-terminated).  The length, -ESRCH when the thread is gone, or -errno.
- */
-int pe_threads_read_task(pid_t tid, const char *what, char *buf, size_t len);
 /* Read /proc/self/task/<tid>/comm into buf (NUL-terminated, newline stripped). */
 int pe_threads_name(pid_t tid, char *buf, size_t len);
-/* Read the one-letter state of tid from /proc (R, S, D, ...) and name it. */
-const char *pe_threads_state(pid_t tid);
-/* The name of a state letter of /proc/PID/stat ('R' -> "running"; "unknown"). */
-const char *pe_threads_state_name(char c);
 
 #endif /* PE_THREADS_H */

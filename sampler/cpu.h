@@ -77,8 +77,6 @@ extern pe_ring_t pe_cpu_ring;
 extern sem_t pe_cpu_wake;
 /* Cookie of the running session, 0 when none (writer: sampler.c; reader: handler). */
 extern uint64_t pe_cpu_cookie;
-/* Samples recorded leaf-only because unwinding was unsafe or failed (writer: handler). */
-extern uint64_t pe_cpu_truncated;
 /* Generation of the running wall-clock session, 0 when none (writer: sampler.c). */
 extern uint32_t pe_wall_gen;
 /* Test hook: also record SI_TKILL signals from this process (bench, unit tests). */

@@ -24,7 +24,6 @@
 pe_ring_t pe_cpu_ring;
 sem_t pe_cpu_wake;
 uint64_t pe_cpu_cookie;
-uint64_t pe_cpu_truncated;
 int pe_cpu_accept_tkill;
 uint32_t pe_wall_gen;
 
@@ -60,10 +59,8 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
     s->flags = flags;
     if (pe_unwind_cut)
         s->flags |= PE_RING_F_CUT;
-    if (n <= 1) {
-        s->flags |= PE_RING_F_TRUNCATED;
-        __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);
-    }
+    if (n <= 1)
+        s->flags |= PE_RING_F_TRUNCATED; /* counted per window by the drain */
     /* half full: wake the collector; sem_post is async-signal-safe: an atomic
        and, only with a waiter, one futex wake; once per half ring */
     if (pe_ring_publish(&pe_cpu_ring, s))

@@ -27,7 +27,6 @@
  * lock; `tlock` (spin) guards the timer table.  Order: life > wlock, tlock is
  * a leaf.  None is ever taken in a signal handler.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +43,7 @@
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/proc.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "../preload/threads.h"
@@ -235,23 +235,21 @@ scan_threads(void)
     pid_t tids[1024];
     int n = 0, total = 0, events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
     unsigned mark;
-    DIR *d;
-    struct dirent *e;
+    pe_proc_tasks_t it;
+    pid_t tid;
 
     /* A hook that armed before this is on a thread that exists now: the
        listing below finds it.  One that arms after takes this mark. */
     pe_spin_lock(&tlock);
     mark = ++scan_mark;
     pe_spin_unlock(&tlock);
-    d = opendir("/proc/self/task");
-    if (!d)
+    if (pe_proc_tasks_open(&it) < 0)
         return;
     nwall_tids = 0;
     for (;;) {
-        while (n < (int)PE_ARRAY_SIZE(tids) && (e = readdir(d))) {
-            pid_t tid = (pid_t)atoi(e->d_name);
-            total += tid > 0;
-            if (tid > 0 && !pe_threads_is_internal(tid)) {
+        while (n < (int)PE_ARRAY_SIZE(tids) && (tid = pe_proc_tasks_next(&it)) > 0) {
+            total++;
+            if (!pe_threads_is_internal(tid)) {
                 tids[n++] = tid;
                 if (nwall_tids == wall_tids_cap) {
                     int cap = wall_tids_cap ? 2 * wall_tids_cap : 1024;
@@ -279,7 +277,7 @@ scan_threads(void)
             break;
         n = 0;
     }
-    closedir(d);
+    pe_proc_tasks_close(&it);
     scan_total = total;
     scan_events = events;
     pe_spin_lock(&tlock);
@@ -342,30 +340,6 @@ thread_name(pid_t tid)
     return names[h].name;
 }
 
-/* /proc state letters as wall-clock label values; code 0 is "unknown". */
-static const char *const state_names[] = {"unknown",    "running", "sleeping",
-                                          "disk-sleep", "stopped", "tracing-stop",
-                                          "zombie",     "dead",    "idle"};
-
-static unsigned
-state_code(pid_t tid)
-{
-    const char *st = pe_threads_state(tid);
-    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
-        if (!strcmp(st, state_names[i]))
-            return i;
-    return 0;
-}
-
-static unsigned
-state_code_of(const char *st)
-{
-    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
-        if (!strcmp(st, state_names[i]))
-            return i;
-    return 0;
-}
-
 /*
  * A wall sample of a thread that is off the CPU, read from /proc without a
  * signal (quiet.h), straight into the ring.  1 when taken (or the thread is
@@ -380,7 +354,7 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
     pe_ring_slot_t *s;
     int cached, n = pe_quiet_capture(tid, pcs, PE_MAX_FRAMES, &st, &why, &cached);
 
-    *state = state_code_of(st);
+    *state = pe_proc_state_code_of(st);
     if (n == -ESRCH)
         return 1;
     if (n <= 0) {
@@ -431,7 +405,8 @@ wall_tick(uint32_t gen, int64_t periods)
             if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
                 continue;
         } else {
-            st = state_code(tid); /* the state before our signal wakes it */
+            st = pe_proc_state_code_of(
+                pe_proc_thread_state(tid)); /* the state before our signal wakes it */
         }
         /* a vanished thread answers ESRCH */
         if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
@@ -467,7 +442,7 @@ drain(void)
         if (kind == K_WALL) {
             unsigned st = PE_RING_STATE(s->flags);
             labels[2].key = "state";
-            labels[2].str = state_names[st < PE_ARRAY_SIZE(state_names) ? st : 0];
+            labels[2].str = pe_proc_state_str(st);
             labels[3].key = "capture";
             labels[3].str = (s->flags & PE_RING_F_PROC) ? "proc" : "signal";
             nl = 4;

@@ -15,7 +15,6 @@
  *               is waited on briefly and otherwise left out of later batches
  *               until its handler finishes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -31,6 +30,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/guard.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
@@ -127,24 +127,17 @@ thread_alive(pid_t tid)
 static const char *
 why_silent(pid_t tid)
 {
-    char path[64], buf[2048], *p;
-    ssize_t n;
-    int fd;
+    char buf[2048], *p;
+    const char *state;
 
-    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            if ((p = strstr(buf, "\nSigBlk:\t"))) {
-                unsigned long long blk = strtoull(p + 9, NULL, 16);
-                if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
-                    return "it blocks SIGPROF";
-            }
-        }
+    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) > 0 &&
+        (p = strstr(buf, "\nSigBlk:\t"))) {
+        unsigned long long blk = strtoull(p + 9, NULL, 16);
+        if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
+            return "it blocks SIGPROF";
     }
-    if (!strcmp(pe_threads_state(tid), "stopped") || !strcmp(pe_threads_state(tid), "tracing-stop"))
+    state = pe_proc_thread_state(tid);
+    if (!strcmp(state, "stopped") || !strcmp(state, "tracing-stop"))
         return "it is stopped";
     return "no answer";
 }
@@ -156,7 +149,7 @@ pending_deliverable(pid_t tid)
     char buf[2048], *p, *q;
     unsigned long long bit = 1ull << (PE_SAMPLER_SIG - 1);
 
-    if (pe_threads_read_task(tid, "status", buf, sizeof(buf)) <= 0)
+    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) <= 0)
         return -1;
     if (!(p = strstr(buf, "\nSigPnd:\t")) || !(q = strstr(buf, "\nSigBlk:\t")))
         return -1;
@@ -167,47 +160,42 @@ void
 pe_cpu_sig_quiesce(int timeout_ms)
 {
     int64_t until = pe_clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
-    DIR *d;
-    struct dirent *e;
+    pe_proc_tasks_t it;
+    pid_t tid;
     int busy;
 
     do {
         busy = 0;
-        if (!(d = opendir("/proc/self/task")))
+        if (pe_proc_tasks_open(&it) < 0)
             return;
-        while (!busy && (e = readdir(d))) {
-            pid_t tid = (pid_t)atoi(e->d_name);
-            if (tid > 0 && !pe_threads_is_internal(tid) && pending_deliverable(tid) == 1)
+        while (!busy && (tid = pe_proc_tasks_next(&it)) > 0)
+            if (!pe_threads_is_internal(tid) && pending_deliverable(tid) == 1)
                 busy = 1;
-        }
-        closedir(d);
+        pe_proc_tasks_close(&it);
         if (busy)
             sleep_ns(1000000);
     } while (busy && pe_clock_ns(CLOCK_MONOTONIC) < until);
 }
 
-/* Application threads from /proc/self/task, the caller and ours left out. */
 /* Every thread of the process but ours and the caller, into a malloc'd
    array (*out): as many as there are. */
 static int
 list_threads(pid_t **out)
 {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    pid_t self = pe_gettid(), *v = NULL, *nv;
-    int n = 0, room = 0;
+    pe_proc_tasks_t it;
+    pid_t tid, self = pe_gettid(), *v = NULL, *nv;
+    int n = 0, room = 0, rc;
 
     *out = NULL;
-    if (!d)
-        return -errno;
-    while ((e = readdir(d))) {
-        pid_t tid = (pid_t)atoi(e->d_name);
-        if (tid <= 0 || tid == self || pe_threads_is_internal(tid))
+    if ((rc = pe_proc_tasks_open(&it)) < 0)
+        return rc;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (tid == self || pe_threads_is_internal(tid))
             continue;
         if (n == room) {
             room = room ? 2 * room : 256;
             if (!(nv = realloc(v, (size_t)room * sizeof(*v)))) {
-                closedir(d);
+                pe_proc_tasks_close(&it);
                 free(v);
                 return -ENOMEM;
             }
@@ -215,7 +203,7 @@ list_threads(pid_t **out)
         }
         v[n++] = tid;
     }
-    closedir(d);
+    pe_proc_tasks_close(&it);
     *out = v;
     return n;
 }
@@ -247,7 +235,7 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
         pe_threads_name(st->tid, st->name, sizeof(st->name));
         slot[i] = -1;
         if (mode == PE_STACKS_SIGNAL) {
-            st->state = pe_threads_state(st->tid); /* before the signal wakes it */
+            st->state = pe_proc_thread_state(st->tid); /* before the signal wakes it */
             need++;
             continue;
         }

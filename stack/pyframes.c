@@ -658,12 +658,6 @@ pe_py_active(void)
 }
 
 const char *
-pe_py_version(void)
-{
-    return version;
-}
-
-const char *
 pe_py_note(void)
 {
     return note;
