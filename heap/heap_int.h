@@ -140,23 +140,26 @@ void pe_heap_allocs_atfork_child(void);
 
 /* ---- own.c: our threads' allocator ------------------------------------------- */
 
-/* After the tag keys (pe_heap_init): on with glibc behind us. */
+/* After the tag keys (pe_heap_init): on with glibc behind us.  The rest is
+   on the malloc path: as safe as the real allocator (a spin lock our threads
+   take with every signal blocked; a program thread only to free one of our
+   blocks, which it does not hold). */
 void pe_heap_own_init(void);
-int pe_heap_own_on(void);
+PE_SIGSAFE int pe_heap_own_on(void);
 /* The whole call, for a thread of ours (pe_tls.internal). */
-void *pe_heap_own_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+PE_SIGSAFE void *pe_heap_own_alloc(pe_heap_kind_t kind, size_t align, size_t size);
 /* 1 when p (not NULL, pe_heap_maybe_tagged) is one of own.c's blocks. */
-int pe_heap_own_is(void *p);
-void pe_heap_own_free(void *p);
-void *pe_heap_own_realloc(void *old, size_t size);
-size_t pe_heap_own_usable(void *p);
+PE_SIGSAFE int pe_heap_own_is(void *p);
+PE_SIGSAFE void pe_heap_own_free(void *p);
+PE_SIGSAFE void *pe_heap_own_realloc(void *old, size_t size);
+PE_SIGSAFE size_t pe_heap_own_usable(void *p);
 /* On a thread of ours: a glibc block to free (later, on a program thread),
    and one to resize (into one of ours). */
-void pe_heap_own_give_up(void *p);
-void *pe_heap_own_adopt(void *old, size_t size);
+PE_SIGSAFE void pe_heap_own_give_up(void *p);
+PE_SIGSAFE void *pe_heap_own_adopt(void *old, size_t size);
 /* On a program thread: free what ours gave up. */
-int pe_heap_own_pending(void);
-void pe_heap_own_drain_slow(void);
+PE_SIGSAFE int pe_heap_own_pending(void);
+PE_SIGSAFE void pe_heap_own_drain_slow(void);
 void pe_heap_own_atfork_child(void);
 
 #endif /* PE_HEAP_INT_H */

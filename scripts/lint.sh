@@ -33,7 +33,7 @@ safe="getpid write read open close fstat _exit errno sigaction sigprocmask pthre
       sigemptyset sigfillset sigaddset sem_post syscall clock_gettime
       memcpy memmove memset memcmp strlen strcmp strncmp strchr strrchr strstr"
 # ...the system calls glibc wraps without locks or allocation...
-safe="$safe mmap munmap madvise getrlimit process_vm_readv sched_yield"
+safe="$safe mmap munmap mremap madvise getrlimit process_vm_readv sched_yield"
 # ...and libunwind's local unwinder, signal-safe for a local address space
 # (libunwind(3), unw_init_local(3)): dlsym'd pointers, called by these names.
 safe="$safe unw_bt unw_init2 unw_stp unw_getreg unw_procinfo"
