@@ -140,7 +140,10 @@ void pe_heap_allocs_atfork_child(void);
 
 /* ---- own.c: our threads' allocator ------------------------------------------- */
 
-/* After the tag keys (pe_heap_init): on with glibc behind us. */
+/* After the tag keys (pe_heap_init): on with glibc behind us.  The rest is
+   on the malloc path: as safe as the real allocator (a spin lock our threads
+   take with every signal blocked; a program thread only to free one of our
+   blocks, which it does not hold). */
 void pe_heap_own_init(void);
 PE_SIGSAFE int pe_heap_own_on(void);
 /* The whole call, for a thread of ours (pe_tls.internal). */

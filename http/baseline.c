@@ -67,7 +67,7 @@ seconds_window(pe_req_t *r, const pe_http_recs_t *k, void **before, int *nbefore
         return rc;
     if (k->snap(before, nbefore) < 0) {
         pe_http_long_end();
-        return pe_http_error(r, 500, "out of memory");
+        return pe_http_error(r, 503, "out of memory");
     }
     pe_http_sleep(r, seconds);
     pe_http_long_end();
@@ -91,12 +91,12 @@ pe_http_recs_window(pe_req_t *r, const pe_http_recs_t *k, pe_http_baseline_t *ba
         return rc;
     if (k->snap(&s1, &n1) < 0) {
         free(s0);
-        return pe_http_error(r, 500, "out of memory");
+        return pe_http_error(r, 503, "out of memory");
     }
     if (base) {
         if (pe_http_baseline_swap(base, s1, n1, k->size, &s0, &n0, &t0) < 0) {
             free(s1);
-            return pe_http_error(r, 500, "out of memory");
+            return pe_http_error(r, 503, "out of memory");
         }
         *dur_ns = t0 ? pe_clock_ns(CLOCK_REALTIME) - t0 : 0;
     }

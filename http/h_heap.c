@@ -77,7 +77,7 @@ heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline
     p = pe_heap_profile(v, n, deftype, dur);
     free(v);
     if (!p)
-        return pe_http_error(r, 500, "out of memory building the heap profile");
+        return pe_http_error(r, 503, "out of memory building the heap profile");
     rc = pe_http_send_profile(r, p, name);
     pe_prof_free(p);
     return rc;
@@ -136,7 +136,7 @@ start(pe_req_t *r, double p, int open_ended)
 
 /* Stop the recording and send it, scaled by 1/p. */
 static int
-finish(pe_req_t *r, int open_ended, int64_t duration_ns)
+finish(pe_req_t *r, int open_ended, int64_t duration_ns, int64_t t0_ns)
 {
     uint64_t over_n = 0, over_b = 0;
     pe_heap_arec_t *v;
@@ -151,13 +151,15 @@ finish(pe_req_t *r, int open_ended, int64_t duration_ns)
                                  ? " from /allocs_profile_start (a timed /allocs_profile is)"
                                  : "; start one with /allocs_profile_start");
     if (rc < 0)
-        return pe_http_error(r, 500, "out of memory reading the allocation recording");
+        return pe_http_error(r, 503, "out of memory reading the allocation recording");
     p = pe_heap_allocs_profile(v, n, prob, over_n, over_b, duration_ns);
     if (!p) {
         free(v);
-        return pe_http_error(r, 500, "out of memory building the allocation profile");
+        return pe_http_error(r, 503, "out of memory building the allocation profile");
     }
     free(v);
+    if (t0_ns)
+        pe_http_exit_note(p, t0_ns);
     rc = pe_http_send_profile(r, p, "allocs_profile");
     pe_prof_free(p);
     return rc;
@@ -169,6 +171,7 @@ int
 pe_http_h_allocs_profile(pe_req_t *r)
 {
     double p, duration;
+    int64_t t0;
     int rc;
 
     if ((rc = heap_unavailable(r, 0)))
@@ -180,8 +183,9 @@ pe_http_h_allocs_profile(pe_req_t *r)
         return rc;
     if ((rc = start(r, p, 0)))
         goto out;
-    pe_http_sleep(r, duration); /* at shutdown: stop early and send what we have */
-    rc = finish(r, 0, (int64_t)(duration * 1e9));
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
+    pe_http_sleep(r, duration); /* at exit: stop early and send what we have */
+    rc = finish(r, 0, (int64_t)(duration * 1e9), t0);
 out:
     pe_http_long_end();
     return rc;
@@ -217,7 +221,7 @@ pe_http_h_allocs_profile_stop(pe_req_t *r)
 
     if ((rc = heap_unavailable(r, 0)))
         return rc;
-    return finish(r, 1, t0 && now > t0 ? now - t0 : 0);
+    return finish(r, 1, t0 && now > t0 ? now - t0 : 0, 0);
 }
 
 void

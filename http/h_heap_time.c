@@ -57,7 +57,7 @@ send_view(pe_req_t *r, pe_heap_view_t *w, const char *name, int debug)
     p = pe_heap_view_profile(w);
     pe_heap_view_free(w);
     if (!p)
-        return pe_http_error(r, 500, "out of memory building the profile");
+        return pe_http_error(r, 503, "out of memory building the profile");
     rc = pe_http_send_profile(r, p, name);
     pe_prof_free(p);
     return rc;
@@ -69,7 +69,7 @@ heap_by_age(pe_req_t *r, const pe_heap_age_t *f, const char *name, int debug)
     pe_heap_view_t w;
 
     if (pe_heap_view_age(&w, f) < 0)
-        return pe_http_error(r, 500, "out of memory reading the live table");
+        return pe_http_error(r, 503, "out of memory reading the live table");
     return send_view(r, &w, name, debug);
 }
 
@@ -87,7 +87,7 @@ heap_since(pe_req_t *r, double ago, const char *name, int debug)
                              "no heap checkpoint yet (one is taken when the server "
                              "starts, then every PROFEP_HEAP_CHECKPOINT s)");
     if (rc < 0)
-        return pe_http_error(r, 500, "out of memory reading the heap checkpoints");
+        return pe_http_error(r, 503, "out of memory reading the heap checkpoints");
     return send_view(r, &w, name, debug);
 }
 
@@ -108,7 +108,7 @@ pe_http_h_heap_peak(pe_req_t *r)
     if (rc == -ENOENT)
         return pe_http_error(r, 503, "no peak noted yet (the heap is read once a second)");
     if (rc < 0)
-        return pe_http_error(r, 500, "out of memory reading the peak");
+        return pe_http_error(r, 503, "out of memory reading the peak");
     return send_view(r, &w, "heap_peak", (int)debug);
 }
 

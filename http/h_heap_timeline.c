@@ -331,7 +331,7 @@ pe_http_h_heap_timeline(pe_req_t *r)
         (rc = pe_param_number(r, "seconds", PE_HEAP_TIMELINE, 1, PE_HEAP_TIMELINE, &last)))
         return rc;
     if (pe_heap_hist_timeline(&v, &n) < 0)
-        return pe_http_error(r, 500, "out of memory reading the timeline");
+        return pe_http_error(r, 503, "out of memory reading the timeline");
     if (!n) {
         free(v);
         return pe_http_error(r, 503, "no timeline yet (one point a second)");

@@ -56,7 +56,7 @@ contention(pe_req_t *r, int block, pe_http_baseline_t *base)
     p = pe_mutex_profile(v, n, dur);
     free(v);
     if (!p)
-        return pe_http_error(r, 500, "out of memory building the contention profile");
+        return pe_http_error(r, 503, "out of memory building the contention profile");
     rc = pe_http_send_profile(r, p, block ? "block" : "mutex");
     pe_prof_free(p);
     return rc;

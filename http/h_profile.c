@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../preload/clock.h"
 #include "../sampler/sampler.h"
 #include "http_int.h"
 
@@ -107,6 +108,7 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     double n, delay, seconds;
     pe_sampler_win_t *w;
     pe_prof_t *p;
+    int64_t t0;
     int rc;
 
     if ((rc = sampling_params(r, k, &n, &delay)) ||
@@ -116,10 +118,12 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
         return rc;
     if ((rc = open_window(r, k, n, delay, &w)))
         goto out;
-    pe_http_sleep(r, seconds); /* at shutdown or hang-up: stop early, send what we have */
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
+    pe_http_sleep(r, seconds); /* at exit or hang-up: stop early, send what we have */
     p = pe_sampler_close(w);
+    pe_http_exit_note(p, t0);
     if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
-        rc = pe_http_error(r, 500, "out of memory naming the fgprof profile");
+        rc = pe_http_error(r, 503, "out of memory naming the fgprof profile");
     else
         rc = pe_http_send_profile(r, p, fgprof ? "fgprof" : k->stem);
     pe_prof_free(p);

@@ -67,7 +67,7 @@ pe_http_h_goroutine(pe_req_t *r)
     if ((int)debug >= 1) {
         rc = send_text(r, s, (int)debug);
     } else if (!(p = pe_stacks_profile(s))) {
-        rc = pe_http_error(r, 500, "out of memory");
+        rc = pe_http_error(r, 503, "out of memory");
     } else {
         rc = pe_http_send_profile(r, p, "goroutine");
         pe_prof_free(p);
@@ -99,7 +99,7 @@ pe_http_h_threadcreate(pe_req_t *r)
     if ((rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
         return rc;
     if (!(p = pe_stacks_threadcreate()))
-        return pe_http_error(r, 500, "out of memory");
+        return pe_http_error(r, 503, "out of memory");
     if ((int)debug >= 1) {
         pe_resp_t resp;
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);

@@ -32,6 +32,12 @@ int pe_http_route(pe_req_t *r);
 /* Take / give back one of the long-request slots; 0 or 503 (sent). */
 int pe_http_long_begin(pe_req_t *r);
 void pe_http_long_end(void);
+/* Long requests in flight (the exit waits for them, server.c). */
+int pe_http_long_count(void);
+/* After a profile's wait: when it ended because the program is exiting, a
+   comment in p saying so and after how long (t0_ns: CLOCK_MONOTONIC at its
+   start). */
+void pe_http_exit_note(pe_prof_t *p, int64_t t0_ns);
 /* Fork child: no request is in flight any more. */
 void pe_http_long_atfork_child(void);
 /* h_profile.c: fork child: open-ended sessions belonged to gone threads. */

@@ -228,9 +228,23 @@ pe_http_sleep(pe_req_t *r, double seconds)
         if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
             return 0;
         step.tv_sec = 0;
-        step.tv_nsec = 50 * 1000000L;
+        step.tv_nsec = 20 * 1000000L; /* an exit waits for this step (server.c) */
         nanosleep(&step, NULL);
     }
+}
+
+void
+pe_http_exit_note(pe_prof_t *p, int64_t t0_ns)
+{
+    struct timespec now;
+
+    if (!p || !pe_http_stopping())
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pe_prof_comment(p,
+                    "the program exited after %.1f s of the recording: this is what was "
+                    "recorded until then",
+                    ((double)now.tv_sec * 1e9 + (double)now.tv_nsec - (double)t0_ns) / 1e9);
 }
 
 /* ---- profiles in the format asked for ---------------------------------------------- */

@@ -139,6 +139,12 @@ pe_http_long_atfork_child(void)
     long_in_flight = 0;
 }
 
+int
+pe_http_long_count(void)
+{
+    return __atomic_load_n(&long_in_flight, __ATOMIC_ACQUIRE);
+}
+
 void
 pe_http_long_end(void)
 {

@@ -8,7 +8,8 @@
  * never pays for civetweb's threads, the bind or the port file, and one that
  * lives on is served well within 100 ms.  It is
  * never stopped: mg_stop would wait for in-flight profiles at exit and hangs
- * in fork children; pe_http_shutdown only asks long handlers to finish.
+ * in fork children; pe_http_shutdown asks long handlers to finish and waits
+ * (bounded) until they have sent what they recorded.
  * Hardening (README "Hardening"): short header/write timeouts against slow
  * clients, TCP_DEFER_ACCEPT, no document root, optional TLS (PROFEP_TLS_CERT).
  */
@@ -536,10 +537,22 @@ pe_http_step_aside(void)
     return 1;
 }
 
+/* How long the exit waits for profiles in flight to be sent (README "Exit"). */
+#define PE_HTTP_EXIT_WAIT_MS 1000
+
 void
 pe_http_shutdown(void)
 {
+    int64_t until = pe_clock_ns(CLOCK_MONOTONIC) + PE_HTTP_EXIT_WAIT_MS * 1000000LL;
+    struct timespec step = {0, 5 * 1000000L};
+
     __atomic_store_n(&server_stopping, 1, __ATOMIC_RELEASE);
+    /* Profiles being recorded stop at their next step (20 ms), close their
+       window, name their frames and send what they have (0.5-0.75 s measured
+       on a busy 2-core machine, most of it naming): give them that long, no
+       more than this bound, before the process ends. */
+    while (pe_http_long_count() > 0 && pe_clock_ns(CLOCK_MONOTONIC) < until)
+        nanosleep(&step, NULL);
 }
 
 int

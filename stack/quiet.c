@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,10 +30,14 @@
 #include "quiet.h"
 
 #define PAGE 4096u
-#define PAGES 64           /* page cache slots (per walk) */
-#define CACHE_N 1024       /* cached captures, direct-mapped by tid (1.3 MiB reserved) */
-#define LINE_MAX_ 192      /* a /proc syscall line */
-#define RS_CACHE_SIZE 1024 /* libunwind's register-state cache (entries) */
+#define PAGES 64 /* page cache slots (per walk) */
+/* cached captures, direct-mapped by tid: 1024 (1.3 MiB reserved), or under an
+   address-space limit as many as fit in a 256th of it (at least 64) */
+#define CACHE_MAX 1024
+#define CACHE_N cache_n
+static unsigned cache_n = CACHE_MAX; /* set before cache is mapped */
+#define LINE_MAX_ 192                /* a /proc syscall line */
+#define RS_CACHE_SIZE 1024           /* libunwind's register-state cache (entries) */
 
 /* ---- data ----------------------------------------------------------------------- */
 
@@ -277,6 +282,7 @@ static int
 load(void)
 {
     unw_accessors_t acc, *local;
+    struct rlimit rl;
     void *h;
 
     if (loaded)
@@ -322,6 +328,9 @@ load(void)
         F.set_cache_size(as, RS_CACHE_SIZE, 0);
     pdata = mmap(NULL, (size_t)PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        while (cache_n > 64 && (uint64_t)cache_n * sizeof(qc_t) > rl.rlim_cur / 256)
+            cache_n /= 2;
     cache = mmap(NULL, CACHE_N * sizeof(qc_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (pdata == MAP_FAILED || cache == MAP_FAILED) {

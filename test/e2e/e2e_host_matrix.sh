@@ -119,7 +119,8 @@ one_run() {
     if kill -0 $pid 2>/dev/null; then
         sleep 0.3
         # a row whose captures outlive their clients (30,000 threads: a
-        # dump takes ~25 s) names the seconds they may still take
+        # dump takes 25-70 s, and one whose client gave up runs to its end)
+        # names the seconds they may still take
         [ -f test/progs/p_host_$row.settle ] && sleep "$(cat test/progs/p_host_$row.settle)"
         local nt
         nt=$(grep -c '^ID:' /proc/$pid/timers 2>/dev/null)
