@@ -294,9 +294,8 @@ native_func_get(pe_prof_t *p, const char *raw, const char *src)
     return fi;
 }
 
-/* The name frames of function f show. */
-static const char *
-func_shown(const pe_prof_t *p, const pe_prof_func_t *f)
+const char *
+pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f)
 {
     if (!p->full_names && f->shown)
         return f->shown;
@@ -787,7 +786,7 @@ frame_names(pe_prof_t *p, pe_prof_loc_t *loc)
 
     if (loc->func) {
         f = &p->funcs[loc->func - 1];
-        fr->name = func_shown(p, f);
+        fr->name = pe_prof_func_shown(p, f);
         fr->full = f->full ? f->full : f->name;
     } else if (!fr->full) {
         fr->full = fr->name;

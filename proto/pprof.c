@@ -160,9 +160,12 @@ enc_functions(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
             continue;
         memset(&msg, 0, sizeof(msg));
         msg.id = p->funcs[i].id;
-        /* The readable name, the mangled one as the system name (pprof's
-           proto); a name nobody mangled is both. */
-        msg.name = pe_prof_stridx(p->funcs[i].full ? p->funcs[i].full : p->funcs[i].name);
+        /* The readable name as our views show it, the mangled one as the
+           system name (pprof's proto); a name nobody mangled is both.  The
+           short form by default, as pprof's own demangler gives it (no
+           parameters, no template arguments), so that go tool pprof shows the
+           same names whether it demangles or not; names=full keeps them. */
+        msg.name = pe_prof_stridx(pe_prof_func_shown(p, &p->funcs[i]));
         msg.system_name = pe_prof_stridx(p->funcs[i].name);
         if (p->funcs[i].file)
             msg.filename = pe_prof_stridx(p->funcs[i].file);

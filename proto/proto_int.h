@@ -140,6 +140,10 @@ pe_prof_stridx(const char *interned)
     return idx;
 }
 
+/* The name function f shows: the short form (pprof's: no parameters, no
+   template arguments) unless names=full (pe_prof_set_full_names). */
+const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);
+
 /* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
 const char *pe_prof_intern(pe_prof_t *p, const char *s);
 /* Intern the first n bytes of s. */
