@@ -145,11 +145,17 @@ names_own_tasks(int dirfd, const char *path)
 static void
 looks_at_tasks(int dirfd, const char *path)
 {
-    pe_thread_info_t two[2];
+    pe_thread_info_t *v = NULL;
+    int n;
 
     /* the path first: it costs a compare or two, program_call a getpid */
-    if (__builtin_expect(names_own_tasks(dirfd, path), 0) && program_call() &&
-        pe_threads_list(two, 2) <= 1)
+    if (!__builtin_expect(names_own_tasks(dirfd, path), 0) || !program_call())
+        return;
+    pe_guard_enter();
+    n = pe_threads_list(&v); /* -ENOMEM: as alone (stepping aside is the safe side) */
+    free(v);
+    pe_guard_exit();
+    if (n <= 1)
         pe_alone_step_aside("looks at its own thread list (/proc/self/task) with no other "
                             "thread of its own");
 }
