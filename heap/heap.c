@@ -231,6 +231,18 @@ pe_heap_atfork_child(int lives)
     pe_tls.heap_countdown = 0;
 }
 
+void
+pe_heap_step_aside(void)
+{
+    if (!inited)
+        return;
+    /* As a dormant fork child: every thread redraws to "never" on its next
+       slow path (no seeding, no gettid), and no call is recorded any more. */
+    __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+}
+
 /* ---- read-out ------------------------------------------------------------------------ */
 
 int

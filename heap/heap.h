@@ -59,6 +59,12 @@
  */
 int pe_heap_init(int64_t rate_bytes);
 
+/* For good, when the process must be alone (preload/alone_hooks.c): sampling
+   and recording stop, so that no allocation makes a system call of ours
+   (libunwind's, a new thread's gettid); blocks sampled before are freed as
+   usual. */
+void pe_heap_step_aside(void);
+
 /* Fork child: recording of allocations stops; heap sampling goes on when the
    child lives on as a tree member (lives), else stops (nothing could read
    its profile).  heap/ holds no lock a child could inherit. */

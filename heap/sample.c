@@ -451,7 +451,9 @@ untag(pe_heap_tag_t *t, void *p)
 
     pe_guard_enter();
     pe_heap_live_remove(t->slot, (uintptr_t)p);
-    if (t->cnt_fx) /* weight 0: a block that stayed tagged through realloc */
+    /* (weight 0: a block that stayed tagged through realloc; dormant: nobody
+       reads the totals, and a new thread's stripe would cost a gettid) */
+    if (t->cnt_fx && pe_init_active())
         pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
     base = pe_heap_tag_release(t);
     pe_guard_exit();

@@ -217,6 +217,7 @@ pe_alone_step_aside(const char *why)
     pe_tree_step_aside();
     pe_peek_step_aside();
     pe_sampler_step_aside(); /* collector joined, timers deleted, SIGPROF given back */
+    pe_heap_step_aside();
     pe_heap_hist_stop();
     /* Detached threads of ours (the deferred start, the heap history, the
        peek, the tree's registry) and joined ones whose task the kernel has not
@@ -233,6 +234,12 @@ pe_alone_step_aside(const char *why)
                     (long long)((pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
     pe_guard_exit();
     errno = saved;
+}
+
+int
+pe_alone_aside(void)
+{
+    return __atomic_load_n(&aside, __ATOMIC_ACQUIRE);
 }
 
 /* ---- started under a filter ----------------------------------------------------------------- */

@@ -133,6 +133,8 @@ void
 pe_event_exec_before(pe_event_exec_t *x)
 {
     x->foreign = pe_event_foreign();
+    if ((x->aside = pe_alone_aside())) /* a filter may forbid what these would call */
+        return;
     x->tokens[0] = pe_sampler_before_exec(x->foreign);
     x->tokens[1] = pe_peek_handon_begin(x->foreign);
 }
@@ -140,6 +142,8 @@ pe_event_exec_before(pe_event_exec_t *x)
 void
 pe_event_exec_failed(pe_event_exec_t *x)
 {
+    if (x->aside)
+        return;
     pe_peek_handon_end(x->foreign, x->tokens[1]);
     pe_sampler_after_exec_failed(x->foreign, x->tokens[0]);
 }
@@ -147,7 +151,7 @@ pe_event_exec_failed(pe_event_exec_t *x)
 void
 pe_event_spawn_begin(void)
 {
-    if (pe_event_foreign())
+    if (pe_alone_aside() || pe_event_foreign())
         return;
     pe_sampler_spawn_begin();
     pe_peek_handon_begin(0);
@@ -156,7 +160,7 @@ pe_event_spawn_begin(void)
 void
 pe_event_spawn_end(void)
 {
-    if (pe_event_foreign())
+    if (pe_alone_aside() || pe_event_foreign())
         return;
     pe_peek_handon_end(0, 0);
     pe_sampler_spawn_end();

@@ -43,6 +43,7 @@ void pe_event_thread_start(void);
  */
 typedef struct pe_event_exec_s {
     int foreign;
+    int aside;     /* the process stepped aside: nothing of ours to do, no system call */
     int tokens[2]; /* what the modules changed in a foreign child, to undo */
 } pe_event_exec_t;
 void pe_event_exec_before(pe_event_exec_t *x);
@@ -70,5 +71,7 @@ void pe_event_spawn_end(void);
  */
 void pe_alone_step_aside(const char *why);
 int pe_alone_dormant_at_load(void);
+/* 1 once this process stepped aside (or started dormant under a filter). */
+int pe_alone_aside(void);
 
 #endif /* PE_EVENTS_H */
