@@ -136,7 +136,9 @@ frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_
     putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", ph, t->pid,
          tid, us(t, ns), fr->f ? "stack" : "state");
     put_str(o, fr->name);
-    if (fr->f && (fr->f->line || fr->f->inlined || fr->f->file)) {
+    /* args: the place and whether inlined (not the object file: speedscope prints a frame's
+       args beside its name, and a path there drowns the name) */
+    if (fr->f && (fr->f->line || fr->f->inlined)) {
         const char *src = fr->f->src ? strrchr(fr->f->src, '/') : NULL;
         char at[300];
 
@@ -149,11 +151,6 @@ frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_
                      (unsigned)fr->f->line);
             put(o, "\"at\":");
             put_str(o, at);
-            put(o, fr->f->file || fr->f->inlined ? "," : "");
-        }
-        if (fr->f->file) {
-            put(o, "\"object\":");
-            put_str(o, fr->f->file);
             put(o, fr->f->inlined ? "," : "");
         }
         if (fr->f->inlined)
@@ -215,7 +212,8 @@ thread_chart(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_thr
             frame_event(o, t, th->tid, "E", s->t_ns, &cur[i]);
         for (int i = common; i < nn; i++)
             frame_event(o, t, th->tid, "B", s->t_ns, &nxt[i]);
-        memcpy(cur, nxt, (size_t)nn * sizeof(*cur));
+        /* frames kept open keep the place they opened with: their E repeats their B */
+        memcpy(cur + common, nxt + common, (size_t)(nn - common) * sizeof(*cur));
         ncur = nn;
     }
     /* the last sample lasts one period, or to the end when the thread lived on */
@@ -328,13 +326,15 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
 {
     putf(o,
          "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"libprofendpoints "
-         "/debug/pprof/trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"seconds_asked\":%g,"
+         "/debug/pprof/"
+         "trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"start_monotonic_ns\":%lld,\"seconds_"
+         "asked\":%g,"
          "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
          "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
          "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,"
          "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
          "\"ended_early\":",
-         t->pid, (long long)t->start_real_ns, t->seconds_asked,
+         t->pid, (long long)t->start_real_ns, (long long)t->start_ns, t->seconds_asked,
          (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
          (unsigned long long)t->late_ticks, t->nthreads, (long long)t->nsamples,
          (long long)t->nevents, (unsigned long long)t->events_dropped, (long long)t->budget,

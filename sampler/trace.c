@@ -411,7 +411,7 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
                 t->tick_ns_max = took;
             t->ticks++;
             if (rc == -E2BIG) {
-                t->ended = "the memory budget (PROFEP_TRACE_MEM) was reached";
+                t->ended = "the memory budget (mem=, MiB) was reached";
                 rc = 0;
                 break;
             }

@@ -25,6 +25,22 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static sem_t go, held;
 static volatile unsigned long sink;
 
+static long long
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The truth the trace is checked against: what each phase really took (a busy machine
+   stretches them), on CLOCK_MONOTONIC as the trace's otherData.start_monotonic_ns. */
+static void
+phase(const char *who, const char *state, long long t0, long long t1)
+{
+    printf("PHASE %s %s %lld %lld\n", who, state, t0, t1);
+}
+
 static double
 now_ms(void)
 {
@@ -68,12 +84,20 @@ thread_a(void *arg)
 {
     pthread_setname_np(pthread_self(), "trace-A");
     for (;;) {
+        long long t0 = now_ns(), t1, t2, t3;
         a_run();
+        t1 = now_ns();
         a_sleep();
+        t2 = now_ns();
         sem_post(&go);
         while (sem_wait(&held) != 0)
             ;
+        t3 = now_ns();
         a_lock();
+        phase("trace-A", "running", t0, t1);
+        phase("trace-A", "sleeping", t1, t2);
+        phase("trace-A", "futex wait", t2, now_ns()); /* the handshake (us), then the lock */
+        phase("trace-A", "lock wait", t3, now_ns());
     }
     return arg;
 }
@@ -81,10 +105,13 @@ thread_a(void *arg)
 static __attribute__((noinline)) void
 b_hold(void)
 {
+    long long t0;
     pthread_mutex_lock(&mu);
+    t0 = now_ns();
     sem_post(&held);
     spin(100);
     pthread_mutex_unlock(&mu);
+    phase("trace-B", "running", t0, now_ns());
 }
 
 static void *
@@ -92,8 +119,10 @@ thread_b(void *arg)
 {
     pthread_setname_np(pthread_self(), "trace-B");
     for (;;) {
+        long long t0 = now_ns();
         while (sem_wait(&go) != 0)
             ;
+        phase("trace-B", "futex wait", t0, now_ns());
         b_hold();
     }
     return arg;
@@ -123,6 +152,7 @@ main(int argc, char **argv)
     pthread_t t;
     int seconds = 60, n = 0;
 
+    setvbuf(stdout, NULL, _IOLBF, 0);
     sem_init(&go, 0, 0);
     sem_init(&held, 0, 0);
     if (argc > 2 && (!strcmp(argv[1], "busy") || !strcmp(argv[1], "sleepers"))) {
