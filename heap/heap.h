@@ -204,20 +204,20 @@ typedef enum {
  * to sample it, allocates (tagged when sampled, by the real call otherwise)
  * and records.  Returns what the real call would (errno as it would leave it).
  */
-void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size);
+PE_SIGSAFE void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size);
 /* realloc of a block pe_heap_maybe_tagged() flagged, or one whose new size
    reached the slow path (counted: pe_heap_countdown said so): the whole call. */
-void *pe_heap_realloc_slow(void *old, size_t size, int counted);
+PE_SIGSAFE void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 /* free of a block pe_heap_maybe_tagged() flagged: the whole call. */
-void pe_heap_free_slow(void *p);
+PE_SIGSAFE void pe_heap_free_slow(void *p);
 /* malloc_usable_size of such a block. */
-size_t pe_heap_usable_slow(void *p);
+PE_SIGSAFE size_t pe_heap_usable_slow(void *p);
 /* The first allocations of the process, before the real allocator is known:
    tagged blocks from the static pool (NULL once it is resolved, or empty). */
-void *pe_heap_pool_alloc(size_t size, size_t align);
+PE_SIGSAFE void *pe_heap_pool_alloc(size_t size, size_t align);
 /* The same, resolving the real functions first: NULL when that worked (the
    caller calls the real function) or the pool is exhausted. */
-void *pe_heap_boot_alloc(size_t size, size_t align);
+PE_SIGSAFE void *pe_heap_boot_alloc(size_t size, size_t align);
 
 /* ---- per-stack totals (/debug/pprof/heap, allocs) ---------------------------------------------
  */

@@ -30,6 +30,11 @@ extern uint64_t pe_heap_dropped_live;
 void *pe_heap_map(size_t bytes);
 /* The same for hash tables probed at random: populated up front when small. */
 void *pe_heap_map_hashed(size_t bytes);
+/* Entries for a table that would hold `want` (a power of two) of `per`
+   bytes: want, or under an address-space limit (RLIMIT_AS, read once) the
+   largest power of two whose table takes at most 1/share of it (at least
+   256): the program's memory is the program's (README "Limitations"). */
+uint32_t pe_heap_fit(uint32_t want, size_t per, unsigned share);
 /* Trim our own frames off the leaf end of pcs; returns the new start index. */
 PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 
@@ -37,8 +42,6 @@ PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 
 /* Exponential interval with mean `rate` (>0), clamped to [1, 64*rate]. */
 PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
-/* -ln(u), u in (0, 1], as pe_heap_draw computes it (without libm). */
-PE_SIGSAFE double pe_heap_neg_log(double u);
 /*
  * The countdown's slow step (heap.h: pe_heap_countdown said "slow" for an
  * allocation of `size` bytes): 1 when it is a sample point.  Loads the next
@@ -88,24 +91,25 @@ typedef struct pe_heap_tag_s {
 } pe_heap_tag_t;
 
 /* Draw the tag keys once (before the first tag). */
-void pe_heap_tag_key_init(void);
+PE_SIGSAFE void pe_heap_tag_key_init(void);
 /* Allocate size bytes as the real call `kind` would (zeroed, aligned), with
    room for a tag in front; the tag is not valid until pe_heap_tag_set.
    NULL when the real call failed or the alignment is not one we tag. */
-void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+PE_SIGSAFE void *pe_heap_tag_alloc(pe_heap_kind_t kind, size_t align, size_t size);
 /* Fill and validate p's tag. */
-void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx, uint32_t slot);
+PE_SIGSAFE void pe_heap_tag_set(void *p, uint32_t stack, uint64_t size, uint64_t cnt_fx,
+                                uint32_t slot);
 /* After the real realloc moved a tagged block: its new base (p's tag is
    not valid until pe_heap_tag_set). */
-void pe_heap_tag_moved(void *p, void *base);
+PE_SIGSAFE void pe_heap_tag_moved(void *p, void *base);
 /* p's tag if p is a tagged block, else NULL (the check of both words). */
 PE_SIGSAFE pe_heap_tag_t *pe_heap_tag_of(void *p);
 /* Invalidate the tag; returns the pointer to give back to the real free. */
-void *pe_heap_tag_release(pe_heap_tag_t *t);
+PE_SIGSAFE void *pe_heap_tag_release(pe_heap_tag_t *t);
 /* malloc_usable_size of a tagged block p. */
-size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
+PE_SIGSAFE size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
 /* Bytes asked for a bootstrap pool block. */
-size_t pe_heap_pool_size(const void *p);
+PE_SIGSAFE size_t pe_heap_pool_size(const void *p);
 
 /* ---- live.c ------------------------------------------------------------------- */
 
@@ -133,5 +137,26 @@ PE_SIGSAFE void pe_heap_allocs_record(uint32_t stack, uint64_t size);
 /* In-flight recorders (stop waits for 0). */
 extern int pe_heap_allocs_inflight;
 void pe_heap_allocs_atfork_child(void);
+
+/* ---- own.c: our threads' allocator ------------------------------------------- */
+
+/* After the tag keys (pe_heap_init): on with glibc behind us. */
+void pe_heap_own_init(void);
+int pe_heap_own_on(void);
+/* The whole call, for a thread of ours (pe_tls.internal). */
+void *pe_heap_own_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+/* 1 when p (not NULL, pe_heap_maybe_tagged) is one of own.c's blocks. */
+int pe_heap_own_is(void *p);
+void pe_heap_own_free(void *p);
+void *pe_heap_own_realloc(void *old, size_t size);
+size_t pe_heap_own_usable(void *p);
+/* On a thread of ours: a glibc block to free (later, on a program thread),
+   and one to resize (into one of ours). */
+void pe_heap_own_give_up(void *p);
+void *pe_heap_own_adopt(void *old, size_t size);
+/* On a program thread: free what ours gave up. */
+int pe_heap_own_pending(void);
+void pe_heap_own_drain_slow(void);
+void pe_heap_own_atfork_child(void);
 
 #endif /* PE_HEAP_INT_H */

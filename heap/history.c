@@ -29,6 +29,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/proc.h"
 #include "../preload/real.h"
 #include "../preload/threads.h"
 #include "heap_int.h"
@@ -116,17 +117,9 @@ rss_bytes(void)
 static uint32_t
 thread_count(void)
 {
-    char buf[1024], *p;
-    long v = 0;
+    pe_proc_stat_t st;
 
-    if (read_small("/proc/self/stat", buf, sizeof(buf)) || !(p = strrchr(buf, ')')))
-        return 0;
-    /* after ") ": state(3) ... num_threads is field 20 */
-    for (int f = 2; f < 20 && p; f++)
-        p = strchr(p + 1, ' ');
-    if (p)
-        v = strtol(p + 1, NULL, 10);
-    return v > 0 ? (uint32_t)v : 0;
+    return pe_proc_stat(0, 0, &st) == 0 && st.num_threads > 0 ? (uint32_t)st.num_threads : 0;
 }
 
 /* glibc's arena figures.  mallinfo2 takes every arena's lock in turn and

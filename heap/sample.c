@@ -40,52 +40,18 @@
 
 /* ---- the interval ------------------------------------------------------------ */
 
-/*
- * -ln(u) for u in (0, 1], without a call into libm (cold by the time a
- * sample comes, it cost ~50 ns a draw): u = m * 2^e with m in
- * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
- * whose series to s^11 is exact to ~1e-11.
- */
-static inline double
-neg_log(double u)
-{
-    uint64_t bits;
-    double m, s, s2, ln_m;
-    int e;
-
-    memcpy(&bits, &u, sizeof(bits));
-    e = (int)((bits >> 52) & 0x7ff) - 1023;
-    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-    memcpy(&m, &bits, sizeof(m));
-    if (m > 1.4142135623730951) {
-        m *= 0.5;
-        e++;
-    }
-    s = (m - 1.0) / (m + 1.0);
-    s2 = s * s;
-    ln_m = 2.0 * s *
-           (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 / 11)))));
-    return -((double)e * 0.6931471805599453 + ln_m);
-}
-
 PE_SIGSAFE int64_t
 pe_heap_draw(uint64_t *rng, int64_t rate)
 {
     /* u uniform in (0, 1] (a normal double: no subnormal case); -ln(u) ~ Exp(1). */
     double u = pe_rand_unit(rng);
-    double v = neg_log(u) * (double)rate;
+    double v = pe_rand_neg_log(u) * (double)rate; /* -ln(u) ~ Exp(1), no libm */
 
     if (v < 1.0)
         return 1;
     if (v > 64.0 * (double)rate) /* probability e^-64: only guards overflow */
         return 64 * rate;
     return (int64_t)v;
-}
-
-PE_SIGSAFE double
-pe_heap_neg_log(double u)
-{
-    return neg_log(u);
 }
 
 /* 1/n!, n = 0..11: exp(-r) by its series, Horner's rule in -r (constants:
@@ -445,11 +411,16 @@ void *
 pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
 {
     int64_t rate = 0;
-    int want = decide(size, &rate), saved_errno, err;
-    int big = size >= PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
+    int want, saved_errno, err, big;
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on())
+        return pe_heap_own_alloc(kind, align, size);
+    if (PE_UNLIKELY(pe_heap_own_pending()) && !pe_tls.internal)
+        pe_heap_own_drain_slow();
+    want = decide(size, &rate);
+    big = size >= PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
     if (!want && !big)
         return plain_alloc(kind, align, size);
     saved_errno = errno;
@@ -549,8 +520,14 @@ pe_heap_free_slow(void *p)
 
     if (pe_real_owns(p))
         return; /* the bootstrap pool is static, never freed */
+    if (pe_heap_own_is(p)) {
+        pe_heap_own_free(p);
+        return;
+    }
     if ((t = pe_heap_tag_of(p)))
-        pe_real.free(untag(t, p));
+        p = untag(t, p);
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on())
+        pe_heap_own_give_up(p); /* glibc's free would give this thread an arena */
     else
         pe_heap_hot.real_free(p); /* (not resolved yet: it resolves) */
 }
@@ -562,6 +539,8 @@ pe_heap_usable_slow(void *p)
 
     if (pe_real_owns(p))
         return pe_heap_pool_size(p);
+    if (pe_heap_own_is(p))
+        return pe_heap_own_usable(p);
     if ((t = pe_heap_tag_of(p)))
         return pe_heap_tag_usable(t, p);
     return pe_real.malloc_usable_size(p);
@@ -594,6 +573,20 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
         if ((p = malloc(size ? size : 1)))
             memcpy(p, old, min_size(size, pe_heap_pool_size(old)));
         return p;
+    }
+    if (pe_heap_own_is(old))
+        return pe_heap_own_realloc(old, size);
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on()) {
+        /* glibc's or a tag on a thread of ours: into one of ours (copied) */
+        if ((t = pe_heap_tag_of(old))) {
+            size_t have = pe_heap_tag_usable(t, old);
+            if ((p = pe_heap_own_alloc(PE_HEAP_MALLOC, 16, size))) {
+                memcpy(p, old, min_size(size, have));
+                pe_heap_own_give_up(untag(t, old));
+            }
+            return p;
+        }
+        return pe_heap_own_adopt(old, size);
     }
     if ((t = pe_heap_tag_of(old))) {
         if (size == 0) /* the real realloc decides what size 0 means */

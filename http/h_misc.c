@@ -11,24 +11,11 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
 #include "http_int.h"
 
 /* ---- index ----------------------------------------------------------------------- */
-
-static void
-html_escaped(pe_sink_t *s, const char *text)
-{
-    for (; *text; text++) {
-        switch (*text) {
-        case '<': pe_sink_put(s, "&lt;"); break;
-        case '>': pe_sink_put(s, "&gt;"); break;
-        case '&': pe_sink_put(s, "&amp;"); break;
-        case '"': pe_sink_put(s, "&quot;"); break;
-        default: s->write(s, text, 1); break;
-        }
-    }
-}
 
 int
 pe_http_h_index(pe_req_t *r)
@@ -43,7 +30,7 @@ pe_http_h_index(pe_req_t *r)
                    "<style>body{font-family:sans-serif;margin:2em}td{padding:2px 12px}"
                    ".off{color:#999}</style></head><body>\n<h1>profendpoints: ",
                    (int)getpid());
-    html_escaped(s, pe_cfg_progname());
+    pe_sink_xml_str(s, pe_cfg_progname(), (size_t)-1);
     pe_sink_printf(s, " (pid %d)</h1>\n<table>\n", (int)getpid());
     for (i = 0; i < pe_nroutes; i++) {
         const pe_route_t *rt = &pe_routes[i];
@@ -55,15 +42,21 @@ pe_http_h_index(pe_req_t *r)
         else
             pe_sink_printf(s, "%s (POST)", rt->path);
         pe_sink_put(s, "</td><td>");
-        html_escaped(s, rt->help);
+        pe_sink_xml_str(s, rt->help, (size_t)-1);
         if (why) {
             pe_sink_put(s, " <b>(unavailable: ");
-            html_escaped(s, why);
+            pe_sink_xml_str(s, why, (size_t)-1);
             pe_sink_put(s, "; answers 503)</b>");
         }
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n");
+    pe_py_init(); /* CPython's frames: said here, not on the program's stderr */
+    if (pe_py_note()[0]) {
+        pe_sink_put(s, "<p>");
+        pe_sink_xml_str(s, pe_py_note(), (size_t)-1);
+        pe_sink_put(s, "</p>\n");
+    }
     pe_http_tree_index(s); /* the process tree, when there is one (h_tree.c) */
     pe_sink_put(s, "<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {
@@ -74,9 +67,9 @@ pe_http_h_index(pe_req_t *r)
         if (row->flags & PE_CFG_SECRET)
             pe_sink_put(s, v ? "(set)" : "(unset)");
         else
-            html_escaped(s, v ? v : row->def && row->def[0] ? row->def : "(unset)");
+            pe_sink_xml_str(s, v ? v : row->def && row->def[0] ? row->def : "(unset)", (size_t)-1);
         pe_sink_put(s, "</td><td>");
-        html_escaped(s, row->help);
+        pe_sink_xml_str(s, row->help, (size_t)-1);
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile"

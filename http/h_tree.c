@@ -23,50 +23,29 @@
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/proc.h"
 #include "../preload/tree.h"
 #include "http_int.h"
 
 /* ---- /debug/pprof/processes --------------------------------------------------------- */
 
+/* /proc/PID/cmdline with its NULs as spaces (what the program shows there now);
+   "" when it cannot be read. */
 static void
-json_str(pe_sink_t *s, const char *v, size_t n)
-{
-    size_t i;
-
-    s->write(s, "\"", 1);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (c == '"' || c == '\\')
-            pe_sink_printf(s, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            pe_sink_printf(s, "\\u%04x", c); /* bytes as code points: always valid JSON */
-        else
-            s->write(s, v + i, 1);
-    }
-    s->write(s, "\"", 1);
-}
-
-/* /proc/PID/cmdline with its NULs as spaces (what the program shows there now). */
-static size_t
 read_cmdline(pid_t pid, char *buf, size_t len)
 {
     char path[64];
-    ssize_t n;
-    int fd;
+    int n;
 
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, len);
-    close(fd);
-    if (n <= 0)
-        return 0;
+    if ((n = pe_proc_read(path, buf, len)) < 0)
+        n = 0;
     while (n > 0 && buf[n - 1] == '\0')
         n--;
-    for (ssize_t i = 0; i < n; i++)
+    buf[n] = '\0';
+    for (int i = 0; i < n; i++)
         if (buf[i] == '\0')
             buf[i] = ' ';
-    return (size_t)n;
 }
 
 static void
@@ -100,16 +79,16 @@ pe_http_h_processes(pe_req_t *r)
     pe_sink_put(s, "[");
     for (i = 0; i < n; i++) {
         const pe_tree_proc_t *p = &v[i];
-        size_t cl = read_cmdline(p->pid, cmd, sizeof(cmd));
 
+        read_cmdline(p->pid, cmd, sizeof(cmd));
         proc_addr(p, addr, sizeof(addr));
         pe_sink_printf(s, "%s\n{\"pid\": %d, \"ppid\": %d, \"program\": ", i ? "," : "",
-                       (int)p->pid, (int)pe_tree_ppid(p->pid));
-        json_str(s, p->program, strlen(p->program));
+                       (int)p->pid, (int)pe_proc_ppid(p->pid));
+        pe_sink_json_str(s, p->program);
         pe_sink_put(s, ", \"cmdline\": ");
-        json_str(s, cmd, cl);
+        pe_sink_json_str(s, cmd);
         pe_sink_printf(s, ", \"addr\": \"%s\", \"origin\": \"%s\", \"started\": %lld}", addr,
-                       pe_tree_origin_name(p->origin), pe_tree_started(p->pid, p->starttime));
+                       pe_tree_origin_name(p->origin), pe_proc_started(p->starttime));
     }
     pe_sink_put(s, "\n]\n");
     free(v);

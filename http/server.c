@@ -39,6 +39,8 @@
 #include "../preload/guard.h"
 #include "../preload/init.h"
 #include "../preload/log.h"
+#include "../preload/portfile.h"
+#include "../preload/proc.h"
 #include "../preload/real.h"
 #include "../preload/threads.h"
 #include "../preload/tree.h"
@@ -97,49 +99,22 @@ on_init_thread(const struct mg_context *ctx, int thread_type)
     return NULL;
 }
 
-/*
- * The port file is written whole into a new file of ours in the same
- * directory (mkostemp: O_EXCL, 0600, a name nobody can guess) and renamed
- * over the final path: a reader never sees a partial line, and nothing
- * planted there is written through or handed the file.  A symbolic link at
- * the final path is refused and left as it is.  The path was made absolute
- * at load (config.c), before main could change directory.
- */
+/* The port file (preload/portfile.h); the path was made absolute at load
+   (config.c), before main could change directory. */
 static void
 write_port_file(const char *host, int port)
 {
-    char tmp[PATH_MAX + 32], line[160];
-    const char *path = pe_cfg.port_file, *slash;
-    struct stat st;
-    int fd, n, err;
+    const char *path = pe_cfg.port_file;
+    int err;
 
-    if (!path[0])
+    if (!path[0] || !(err = pe_portfile_write(path, host, port)))
         return;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (err == -ELOOP)
         pe_log_warn("PROFEP_PORT_FILE %s is a symbolic link; left as it is, no port file "
                     "written",
                     path);
-        return;
-    }
-    slash = strrchr(path, '/');
-    snprintf(tmp, sizeof(tmp), "%.*s/.profep-port.XXXXXX", slash ? (int)(slash - path) : 1,
-             slash ? path : ".");
-    n = snprintf(line, sizeof(line), "%s:%d\n", host, port);
-    fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", path, strerror(errno));
-        return;
-    }
-    errno = 0;
-    err = write(fd, line, (size_t)n) == n ? 0 : errno ? errno : EIO; /* short: EIO */
-    if (close(fd) < 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, path) < 0)
-        err = errno;
-    if (err) {
-        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", path, strerror(err));
-        unlink(tmp);
-    }
+    else
+        pe_log_warn("cannot write PROFEP_PORT_FILE %s: %s", path, strerror(-err));
 }
 
 static int
@@ -216,27 +191,6 @@ listening_inodes(int port, unsigned long *inodes, int max)
     return n;
 }
 
-static pid_t
-parent_of(pid_t pid)
-{
-    char path[64], buf[512], *p;
-    ssize_t n;
-    int fd, ppid = 0;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: the state follows the last ')'. */
-    if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1)
-        return 0;
-    return ppid;
-}
-
 static int
 holds_socket(pid_t pid, const unsigned long *inodes, int n)
 {
@@ -273,7 +227,7 @@ port_held_by_ancestor(int port)
 
     if (port <= 0 || (n = listening_inodes(port, inodes, (int)PE_ARRAY_SIZE(inodes))) == 0)
         return 0;
-    for (pid = getppid(), depth = 0; pid > 0 && depth < 64; pid = parent_of(pid), depth++) {
+    for (pid = getppid(), depth = 0; pid > 0 && depth < 64; pid = pe_proc_ppid(pid), depth++) {
         if (holds_socket(pid, inodes, n))
             return 1;
         if (pid == 1)

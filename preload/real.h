@@ -58,7 +58,7 @@ extern int pe_real_ready;
 void pe_real_init(void);
 
 /* Bootstrap allocation while resolving; NULL when the pool is exhausted. */
-void *pe_real_boot_alloc(size_t size, size_t align);
+PE_SIGSAFE void *pe_real_boot_alloc(size_t size, size_t align);
 /* 1 if p came from the bootstrap pool (never pass it to libc). */
 PE_SIGSAFE int pe_real_owns(const void *p);
 

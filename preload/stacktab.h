@@ -53,8 +53,9 @@ typedef struct pe_stacktab_s {
  * once, published with no frames (pseudo-stacks such as "[unknown]"; the
  * caller may set their tag).  Before t is shared; not signal-safe.
  */
-void pe_stacktab_setup(pe_stacktab_t *t, uint32_t *buckets, pe_stacktab_ent_t *ents,
-                       uintptr_t *frames, uint32_t cap, uint32_t frames_cap, uint32_t reserved);
+PE_SIGSAFE void pe_stacktab_setup(pe_stacktab_t *t, uint32_t *buckets, pe_stacktab_ent_t *ents,
+                                  uintptr_t *frames, uint32_t cap, uint32_t frames_cap,
+                                  uint32_t reserved);
 
 /*
  * The id of (tag, pcs[0..n)), adding it if new; PE_STACKTAB_FULL when it is

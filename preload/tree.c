@@ -22,6 +22,8 @@
 #include "config.h"
 #include "guard.h"
 #include "log.h"
+#include "portfile.h"
+#include "proc.h"
 #include "rand.h"
 #include "real.h"
 #include "threads.h"
@@ -98,12 +100,6 @@ pe_tree_member(void)
     return role == PE_TREE_FORK || role == PE_TREE_EXEC;
 }
 
-pid_t
-pe_tree_root_pid(void)
-{
-    return role == PE_TREE_NONE ? 0 : root_pid;
-}
-
 const char *
 pe_tree_origin_name(int origin)
 {
@@ -158,67 +154,13 @@ pe_tree_start_due(int long_wait)
 
 /* ---- /proc ---------------------------------------------------------------------------- */
 
-/* State, ppid and start time (clock ticks after boot) of pid; 0 or -1 when gone. */
-static int
-proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
-{
-    char path[64], buf[1024], *p;
-    ssize_t n;
-    int fd, pp;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* The command name may hold spaces and ')': fields go on after the last ')'. */
-    if (!(p = strrchr(buf, ')')) ||
-        sscanf(p + 1,
-               " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               state, &pp, start) != 3)
-        return -1;
-    *ppid = pp;
-    return 0;
-}
-
 static int
 alive(const pe_tree_proc_t *p)
 {
-    unsigned long long st;
-    pid_t pp;
-    char s;
+    pe_proc_stat_t st;
 
-    return proc_stat(p->pid, &s, &pp, &st) == 0 && st == p->starttime && s != 'Z' && s != 'X';
-}
-
-pid_t
-pe_tree_ppid(pid_t pid)
-{
-    unsigned long long st;
-    pid_t pp;
-    char s;
-
-    return proc_stat(pid, &s, &pp, &st) == 0 ? pp : 0;
-}
-
-long long
-pe_tree_started(pid_t pid, unsigned long long starttime)
-{
-    static long long btime;
-    char line[256];
-    long hz = sysconf(_SC_CLK_TCK);
-    FILE *f;
-
-    if (!btime && (f = fopen("/proc/stat", "re"))) {
-        while (fgets(line, sizeof(line), f))
-            if (sscanf(line, "btime %lld", &btime) == 1)
-                break;
-        fclose(f);
-    }
-    return btime && hz > 0 ? btime + (long long)(starttime / (unsigned long long)hz) : 0;
+    return pe_proc_stat(p->pid, 0, &st) == 0 && st.starttime == p->starttime && st.state != 'Z' &&
+           st.state != 'X';
 }
 
 /* ---- the registry (root) ---------------------------------------------------------------- */
@@ -269,12 +211,10 @@ reg_add(const pe_tree_proc_t *p)
 static int
 descendant(pid_t pid)
 {
-    unsigned long long st;
     int depth;
-    char s;
 
     for (depth = 0; pid > 1 && depth < 64; depth++) {
-        if (proc_stat(pid, &s, &pid, &st) < 0)
+        if (!(pid = pe_proc_ppid(pid)))
             return 0;
         if (pid == getpid())
             return 1;
@@ -293,9 +233,8 @@ receive(int fd)
     struct ucred *cred = NULL;
     pe_tree_proc_t p;
     ssize_t n;
+    pe_proc_stat_t st;
     int pid, port, origin;
-    char s;
-    pid_t pp;
 
     memset(&mh, 0, sizeof(mh));
     mh.msg_iov = &iov;
@@ -321,8 +260,10 @@ receive(int fd)
     p.port = port;
     p.origin = origin;
     snprintf(p.program, sizeof(p.program), "%s", prog);
-    if (proc_stat(pid, &s, &pp, &p.starttime) == 0)
+    if (pe_proc_stat(pid, 0, &st) == 0) {
+        p.starttime = st.starttime;
         reg_add(&p);
+    }
 }
 
 static void *
@@ -371,9 +312,7 @@ root_start(void)
 static void
 write_port_file(int port)
 {
-    char path[PATH_MAX], full[2 * PATH_MAX + 8], tmp[PATH_MAX + 32], line[64];
-    const char *slash;
-    int fd, n;
+    char path[PATH_MAX], full[2 * PATH_MAX + 8];
 
     if (!port_tmpl[0] || pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)getpid()) < 0)
         return;
@@ -381,14 +320,7 @@ write_port_file(int port)
         snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
     else
         snprintf(full, sizeof(full), "%s", path);
-    slash = strrchr(full, '/');
-    snprintf(tmp, sizeof(tmp), "%.*s/.profep-port.XXXXXX", (int)(slash - full), full);
-    n = snprintf(line, sizeof(line), "127.0.0.1:%d\n", port);
-    /* Whole, then renamed: a reader never sees a partial line (server.c does the same). */
-    if ((fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW)) < 0)
-        return;
-    if (write(fd, line, (size_t)n) != n || close(fd) < 0 || rename(tmp, full) < 0)
-        unlink(tmp);
+    (void)pe_portfile_write(full, "127.0.0.1", port); /* a member stays silent */
 }
 
 static void
@@ -434,14 +366,14 @@ pe_tree_served(int port)
 static void
 self_entry(pe_tree_proc_t *p)
 {
-    char s;
-    pid_t pp;
+    pe_proc_stat_t st;
 
     memset(p, 0, sizeof(*p));
     p->pid = getpid();
     p->port = own_port;
     p->origin = role == PE_TREE_NONE ? PE_TREE_ROOT : role;
-    (void)proc_stat(p->pid, &s, &pp, &p->starttime);
+    if (pe_proc_stat(0, 0, &st) == 0)
+        p->starttime = st.starttime;
     snprintf(p->program, sizeof(p->program), "%s", pe_cfg_progname());
 }
 

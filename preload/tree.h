@@ -41,8 +41,6 @@ void pe_tree_init(void);
 int pe_tree_role(void);
 /* 1 when this process serves as a member (loopback, ephemeral port, few workers). */
 int pe_tree_member(void);
-/* The root's pid (this process's for the root), 0 outside a tree. */
-pid_t pe_tree_root_pid(void);
 
 /* Fork child, from events.c: 1 when it stays active and waits for its safe point. */
 PE_SIGSAFE int pe_tree_atfork_child(int parent_active);
@@ -90,10 +88,6 @@ typedef struct pe_tree_proc_s {
 int pe_tree_list(pe_tree_proc_t *out, int max);
 /* Root: the live process pid of the tree into *out; 0, or -ENOENT. */
 int pe_tree_find(pid_t pid, pe_tree_proc_t *out);
-/* Unix seconds when pid started (from /proc), 0 when unknown. */
-long long pe_tree_started(pid_t pid, unsigned long long starttime);
-/* ppid of pid from /proc, 0 when gone. */
-pid_t pe_tree_ppid(pid_t pid);
 /* "root", "fork" or "exec". */
 const char *pe_tree_origin_name(int origin);
 

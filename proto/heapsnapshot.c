@@ -319,49 +319,6 @@ out_rec(pe_sink_t *o, const uint32_t *v, int k, int first)
     pe_sink_write(o, q, (size_t)(e - q));
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped, invalid
-   UTF-8 replaced by U+FFFD (symbol names are bytes; JSON text must be UTF-8). */
-static void
-out_json_str(pe_sink_t *o, const char *str)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *s = (const unsigned char *)str, *run = s;
-    char esc[8];
-    int k;
-
-    pe_sink_write(o, "\"", 1);
-    while (*s) {
-        if (*s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) {
-            s++;
-            continue;
-        }
-        if (*s >= 0x80 && (k = pe_prof_utf8_len(s)) > 0) {
-            s += k;
-            continue;
-        }
-        pe_sink_write(o, (const char *)run, (size_t)(s - run));
-        if (*s == '"' || *s == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*s;
-            pe_sink_write(o, esc, 2);
-        } else if (*s == '\n') {
-            pe_sink_write(o, "\\n", 2);
-        } else if (*s == '\t') {
-            pe_sink_write(o, "\\t", 2);
-        } else if (*s < 0x20) {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[*s >> 4];
-            esc[5] = hex[*s & 15];
-            pe_sink_write(o, esc, 6);
-        } else {
-            pe_sink_write(o, "\\ufffd", 6);
-        }
-        run = ++s;
-    }
-    pe_sink_write(o, (const char *)run, (size_t)(s - run));
-    pe_sink_write(o, "\"", 1);
-}
-
 /* ---- write ------------------------------------------------------------------------ */
 
 /* Node ordinal -> the value of a to_node field, and the node's id (odd, as V8's
@@ -450,7 +407,7 @@ pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *sink)
     for (i = 0; i < h->nstr && !o->err; i++) {
         if (i)
             pe_sink_put(o, ",\n");
-        out_json_str(o, h->str[i]);
+        pe_sink_json_str(o, h->str[i]);
     }
     pe_sink_put(o, "]}\n");
     return pe_bufsink_close(&b);

@@ -199,4 +199,17 @@ pe_prof_utf8_len(const unsigned char *s)
     return n;
 }
 
+/*
+ * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
+ * starts with a byte that must not go out as is (control characters, stray or
+ * truncated multi-byte sequences, surrogates).
+ */
+static inline int
+pe_prof_xml_char_len(const unsigned char *s)
+{
+    if (*s < 0x80)
+        return *s >= 0x20 || *s == '\t' ? 1 : 0;
+    return pe_prof_utf8_len(s);
+}
+
 #endif /* PE_PROTO_INT_H */

@@ -1,7 +1,9 @@
 /*
  * sink.c: the byte sinks every encoder writes into: the shared write/put/printf
  * helpers with their sticky first error, a buffering sink, a growable memory
- * buffer, and a file descriptor sink.  The gzip sink is in gzip.c and the HTTP sink in http/.
+ * buffer, and a file descriptor sink, and the one JSON and one XML string
+ * escaper every writer of those uses.  The gzip sink is in gzip.c and the HTTP
+ * sink in http/.
  *
  * Signal-safe: no.
  */
@@ -11,12 +13,78 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto_int.h"
 #include "sink.h"
 
 /* Most printf lines are short; longer ones take one malloc. */
 #define SINK_LINE 512
 
 /* ---- shared helpers ------------------------------------------------------ */
+
+void
+pe_sink_json_str(pe_sink_t *o, const char *str)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)str, *run = s;
+    char esc[8];
+    int k;
+
+    pe_sink_write(o, "\"", 1);
+    while (*s) {
+        if (*s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) {
+            s++;
+            continue;
+        }
+        if (*s >= 0x80 && (k = pe_prof_utf8_len(s)) > 0) {
+            s += k;
+            continue;
+        }
+        pe_sink_write(o, (const char *)run, (size_t)(s - run));
+        if (*s == '"' || *s == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*s;
+            pe_sink_write(o, esc, 2);
+        } else if (*s == '\n') {
+            pe_sink_write(o, "\\n", 2);
+        } else if (*s == '\t') {
+            pe_sink_write(o, "\\t", 2);
+        } else if (*s < 0x20) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[*s >> 4];
+            esc[5] = hex[*s & 15];
+            pe_sink_write(o, esc, 6);
+        } else {
+            pe_sink_write(o, "\\ufffd", 6);
+        }
+        run = ++s;
+    }
+    pe_sink_write(o, (const char *)run, (size_t)(s - run));
+    pe_sink_write(o, "\"", 1);
+}
+
+void
+pe_sink_xml_str(pe_sink_t *o, const char *s, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = 0;
+    int k;
+
+    for (; *u && n < max; n++) {
+        switch (*u) {
+        case '&': pe_sink_put(o, "&amp;"); break;
+        case '<': pe_sink_put(o, "&lt;"); break;
+        case '>': pe_sink_put(o, "&gt;"); break;
+        case '"': pe_sink_put(o, "&quot;"); break;
+        case '\'': pe_sink_put(o, "&apos;"); break;
+        default:
+            k = pe_prof_xml_char_len(u);
+            pe_sink_write(o, k ? (const void *)u : "?", k ? (size_t)k : 1);
+            u += k ? k : 1;
+            continue;
+        }
+        u++;
+    }
+}
 
 int
 pe_sink_write(pe_sink_t *sink, const void *buf, size_t len)

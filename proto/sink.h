@@ -32,6 +32,20 @@ int pe_sink_put(pe_sink_t *sink, const char *s);
 int pe_sink_printf(pe_sink_t *sink, const char *fmt, ...) PE_PRINTF(2, 3);
 
 /*
+ * The one JSON escaper: s (NUL-terminated) as a quoted JSON string, with
+ * quotes, backslashes and control characters escaped and every byte that is
+ * not well-formed UTF-8 replaced by U+FFFD (symbol names and command lines
+ * are bytes; JSON text must be UTF-8).
+ */
+void pe_sink_json_str(pe_sink_t *sink, const char *s);
+/*
+ * The one XML (and HTML) escaper: at most `max` characters of s as character
+ * data that is also safe inside an attribute: & < > " ' as entities, anything
+ * that is not well-formed UTF-8 or not allowed in XML 1.0 as '?'.
+ */
+void pe_sink_xml_str(pe_sink_t *sink, const char *s, size_t max);
+
+/*
  * A sink that gzips (RFC 1952) into `out`.  pe_gzip_open() returns 0 or
  * -ENOMEM; pe_gzip_close() flushes the trailer, releases the zlib state and
  * returns the first error seen.  One state (~300 KiB) is kept from one stream

@@ -51,19 +51,6 @@ typedef struct svg_s {
 
 /* ---- text ------------------------------------------------------------------------ */
 
-/*
- * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
- * starts with a byte that must not go out as is (control characters, stray or
- * truncated multi-byte sequences, surrogates).
- */
-static int
-xml_char_len(const unsigned char *s)
-{
-    if (*s < 0x80)
-        return *s >= 0x20 || *s == '\t' ? 1 : 0;
-    return pe_prof_utf8_len(s);
-}
-
 /* Number of characters (code points, '?' for each bad byte) in s. */
 static size_t
 text_chars(const char *s)
@@ -73,56 +60,11 @@ text_chars(const char *s)
     int k;
 
     while (*u) {
-        k = xml_char_len(u);
+        k = pe_prof_xml_char_len(u);
         u += k ? k : 1;
         n++;
     }
     return n;
-}
-
-/*
- * Write at most `max` characters of s as XML character data (also safe inside
- * an attribute): markup characters as entities, anything that is not
- * well-formed UTF-8 or not allowed in XML as '?'.
- */
-static void
-put_xml(pe_sink_t *o, const char *s, size_t max)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = 0;
-    int k;
-
-    for (; *u && n < max; n++) {
-        switch (*u) {
-        case '&':
-            pe_sink_put(o, "&amp;");
-            u++;
-            continue;
-        case '<':
-            pe_sink_put(o, "&lt;");
-            u++;
-            continue;
-        case '>':
-            pe_sink_put(o, "&gt;");
-            u++;
-            continue;
-        case '"':
-            pe_sink_put(o, "&quot;");
-            u++;
-            continue;
-        case '\'':
-            pe_sink_put(o, "&apos;");
-            u++;
-            continue;
-        default: break;
-        }
-        k = xml_char_len(u);
-        if (k)
-            pe_sink_write(o, u, (size_t)k);
-        else
-            pe_sink_write(o, "?", 1);
-        u += k ? k : 1;
-    }
 }
 
 /* A value for people: seconds for nanoseconds, KiB.. for bytes, else "N type". */
@@ -181,12 +123,12 @@ put_tip(const svg_t *c, const pe_prof_frame_t *fr)
 {
     pe_sink_t *o = c->o;
 
-    put_xml(o, fr->full ? fr->full : fr->name, (size_t)-1);
+    pe_sink_xml_str(o, fr->full ? fr->full : fr->name, (size_t)-1);
     if (fr->inlined)
         pe_sink_put(o, " [inlined]");
     if (fr->src) {
         pe_sink_put(o, " at ");
-        put_xml(o, fr->src, (size_t)-1);
+        pe_sink_xml_str(o, fr->src, (size_t)-1);
         if (c->f->by_line && fr->line)
             pe_sink_printf(o, ":%u", fr->line);
     }
@@ -216,12 +158,12 @@ frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t wid
     pe_sink_put(o, !fr           ? "<g class=\"f root\" data-n=\""
                    : fr->inlined ? "<g class=\"f inl\" data-n=\""
                                  : "<g class=\"f\" data-n=\"");
-    put_xml(o, name, (size_t)-1);
+    pe_sink_xml_str(o, name, (size_t)-1);
     pe_sink_put(o, "\"><title>");
     if (fr)
         put_tip(c, fr);
     else
-        put_xml(o, name, (size_t)-1);
+        pe_sink_xml_str(o, name, (size_t)-1);
     pe_sink_printf(o,
                    " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                    "rx=\"2\" fill=\"rgb(%d,%d,%d)\"/><text class=\"l\" x=\"%.2f\" y=\"%.1f\">",
@@ -231,9 +173,9 @@ frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t wid
     if (fit >= 3) {
         len = text_chars(name);
         if (len <= fit) {
-            put_xml(o, name, len);
+            pe_sink_xml_str(o, name, len);
         } else {
-            put_xml(o, name, fit - 2);
+            pe_sink_xml_str(o, name, fit - 2);
             pe_sink_put(o, "..");
         }
     }
@@ -476,17 +418,17 @@ pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *tit
                    "height=\"%d\" viewBox=\"0 0 %d %d\" data-x0=\"%d\" data-xw=\"%d\" "
                    "data-cw=\"%.2f\">\n<title>",
                    SVG_WIDTH, height, SVG_WIDTH, height, SVG_PAD, SVG_XW, SVG_CHAR_W);
-    put_xml(o, title, (size_t)-1);
+    pe_sink_xml_str(o, title, (size_t)-1);
     pe_sink_printf(o,
                    "</title>\n%s<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6ef\"/>\n"
                    "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
                    svg_style, SVG_WIDTH / 2);
-    put_xml(o, title, (size_t)-1);
+    pe_sink_xml_str(o, title, (size_t)-1);
     pe_sink_printf(o, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">",
                    SVG_WIDTH / 2);
-    put_xml(o, c.vt->type ? c.vt->type : "", (size_t)-1);
+    pe_sink_xml_str(o, c.vt->type ? c.vt->type : "", (size_t)-1);
     pe_sink_put(o, " (");
-    put_xml(o, c.vt->unit ? c.vt->unit : "", (size_t)-1);
+    pe_sink_xml_str(o, c.vt->unit ? c.vt->unit : "", (size_t)-1);
     pe_sink_printf(o, "): total %s", total);
     if (f.ndropped)
         pe_sink_printf(o, ", %u negative not drawn", f.ndropped);

@@ -24,7 +24,6 @@
 pe_ring_t pe_cpu_ring;
 sem_t pe_cpu_wake;
 uint64_t pe_cpu_cookie;
-uint64_t pe_cpu_truncated;
 int pe_cpu_accept_tkill;
 uint32_t pe_wall_gen;
 
@@ -60,10 +59,8 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
     s->flags = flags;
     if (pe_unwind_cut)
         s->flags |= PE_RING_F_CUT;
-    if (n <= 1) {
-        s->flags |= PE_RING_F_TRUNCATED;
-        __atomic_add_fetch(&pe_cpu_truncated, weight, __ATOMIC_RELAXED);
-    }
+    if (n <= 1)
+        s->flags |= PE_RING_F_TRUNCATED; /* counted per window by the drain */
     /* half full: wake the collector; sem_post is async-signal-safe: an atomic
        and, only with a waiter, one futex wake; once per half ring */
     if (pe_ring_publish(&pe_cpu_ring, s))
@@ -92,8 +89,9 @@ pe_cpu_handler(int sig, siginfo_t *si, void *uc)
             if (!pe_cpu_stack_short())
                 pe_stacks_sig_capture(v, uc);
         } else if (kind == PE_SIGQ_WALL && pe_cpu_ring.slots &&
-                   (uint32_t)v == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) && (uint32_t)v) {
-            uint32_t w = (uint32_t)(v >> 32) & 255u;
+                   PE_SIGQ_WALL_GEN(v) == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) &&
+                   PE_SIGQ_WALL_GEN(v)) {
+            uint32_t w = PE_SIGQ_WALL_WEIGHT(v);
             record(si, uc, w ? w : 1,
                    PE_RING_F_WALL | (((uint32_t)(v >> 40) & 15u) << PE_RING_STATE_SHIFT));
         }

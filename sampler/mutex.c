@@ -13,7 +13,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -155,18 +154,35 @@ classify(int op, int rc)
  * Counting down G per thread samples every event independently with
  * probability p (the memoryless property), so count * rate and delay * rate
  * are unbiased estimates, with no clock read or random draw on unsampled events.
+ * Without libm (this runs in the lock interposers, perhaps in a signal
+ * handler): -ln U by preload/rand.h's series, and -ln(1 - p) by its own
+ * series p + p^2/2 + ... when p is small (1 - p would lose p's digits),
+ * relative error under 1e-15 for p <= 1/64.  floor is the truncation of a
+ * value known to be >= 0 and below 2^62.
  */
+static double
+neg_log1m(double p)
+{
+    double sum = 0, term = p;
+
+    if (p > 1.0 / 64)
+        return pe_rand_neg_log(1.0 - p);
+    for (int k = 1; k <= 9; k++, term *= p)
+        sum += term / k;
+    return sum;
+}
+
 PE_SIGSAFE int64_t
 pe_mutex_draw(uint64_t *rng, int64_t rate)
 {
-    double g;
+    double x;
 
     if (rate <= 1)
         return 1;
-    g = 1.0 + floor(log(pe_rand_unit(rng)) / log1p(-1.0 / (double)rate));
-    if (!(g >= 1.0))
+    x = pe_rand_neg_log(pe_rand_unit(rng)) / neg_log1m(1.0 / (double)rate);
+    if (!(x >= 0.0))
         return 1;
-    return g > (double)(INT64_MAX / 4) ? INT64_MAX / 4 : (int64_t)g;
+    return x >= (double)(INT64_MAX / 4 - 1) ? INT64_MAX / 4 : 1 + (int64_t)x;
 }
 
 PE_SIGSAFE void

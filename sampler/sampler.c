@@ -27,7 +27,6 @@
  * lock; `tlock` (spin) guards the timer table.  Order: life > wlock, tlock is
  * a leaf.  None is ever taken in a signal handler.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -43,6 +43,7 @@
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/proc.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "../preload/threads.h"
@@ -61,11 +62,10 @@
 #define TICK_NS (1000 * 1000000L)        /* CPU only: drain and thread-count check */
 #define FULL_SCAN_NS (10 * 1000000000LL) /* CPU only: rescan whatever the count says */
 #define GONE_NAMES 256
-#define TIMERS_MAX (2 * PE_THREADS_MAX)
+#define TIMERS_MAX 8192 /* threads with a CPU timer at once; the rest counted */
 #define NAMES_MAX 4096
 #define NAME_REFRESH_NS 1000000000LL
 #define WALL_PER_TICK 16 /* threads signalled per wall tick (async-profiler's cap) */
-#define WALL_TIDS_MAX PE_THREADS_MAX
 
 enum { K_CPU = 0, K_WALL = 1 };
 
@@ -137,9 +137,10 @@ static int ntimers_hi; /* entries [0, ntimers_hi) may be in use */
    take the new timer for a gone thread's. */
 static unsigned scan_mark;
 
-/* Application threads seen by the last scan, for the wall ticks (collector only). */
-static pid_t wall_tids[WALL_TIDS_MAX];
-static int nwall_tids, wall_rot;
+/* Application threads seen by the last scan, for the wall ticks (collector
+   only): as many as the program has (grown by the scan; kept if it cannot). */
+static pid_t *wall_tids;
+static int nwall_tids, wall_rot, wall_tids_cap;
 
 /* Thread names, direct-mapped by tid (collector/closer only, under wlock). */
 static struct {
@@ -149,6 +150,21 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
+
+/* RING_SLOTS, or under an address-space limit as many as fit in a 256th of
+   it (at least 256): the program's memory is the program's.  A smaller ring
+   is drained sooner (the handler posts the collector when it is half full). */
+static uint32_t
+ring_slots(void)
+{
+    uint32_t n = RING_SLOTS;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        while (n > 256 && (uint64_t)n * sizeof(pe_ring_slot_t) > rl.rlim_cur / 256)
+            n /= 2;
+    return n;
+}
 
 static int
 timer_find(pid_t tid)
@@ -220,25 +236,31 @@ scan_threads(void)
     pid_t tids[1024];
     int n = 0, total = 0, events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
     unsigned mark;
-    DIR *d;
-    struct dirent *e;
+    pe_proc_tasks_t it;
+    pid_t tid;
 
     /* A hook that armed before this is on a thread that exists now: the
        listing below finds it.  One that arms after takes this mark. */
     pe_spin_lock(&tlock);
     mark = ++scan_mark;
     pe_spin_unlock(&tlock);
-    d = opendir("/proc/self/task");
-    if (!d)
+    if (pe_proc_tasks_open(&it) < 0)
         return;
     nwall_tids = 0;
     for (;;) {
-        while (n < (int)PE_ARRAY_SIZE(tids) && (e = readdir(d))) {
-            pid_t tid = (pid_t)atoi(e->d_name);
-            total += tid > 0;
-            if (tid > 0 && !pe_threads_is_internal(tid)) {
+        while (n < (int)PE_ARRAY_SIZE(tids) && (tid = pe_proc_tasks_next(&it)) > 0) {
+            total++;
+            if (!pe_threads_is_internal(tid)) {
                 tids[n++] = tid;
-                if (nwall_tids < WALL_TIDS_MAX)
+                if (nwall_tids == wall_tids_cap) {
+                    int cap = wall_tids_cap ? 2 * wall_tids_cap : 1024;
+                    pid_t *v = realloc(wall_tids, (size_t)cap * sizeof(*v));
+                    if (v) {
+                        wall_tids = v;
+                        wall_tids_cap = cap;
+                    }
+                }
+                if (nwall_tids < wall_tids_cap)
                     wall_tids[nwall_tids++] = tid;
             }
         }
@@ -256,7 +278,7 @@ scan_threads(void)
             break;
         n = 0;
     }
-    closedir(d);
+    pe_proc_tasks_close(&it);
     scan_total = total;
     scan_events = events;
     pe_spin_lock(&tlock);
@@ -319,30 +341,6 @@ thread_name(pid_t tid)
     return names[h].name;
 }
 
-/* /proc state letters as wall-clock label values; code 0 is "unknown". */
-static const char *const state_names[] = {"unknown",    "running", "sleeping",
-                                          "disk-sleep", "stopped", "tracing-stop",
-                                          "zombie",     "dead",    "idle"};
-
-static unsigned
-state_code(pid_t tid)
-{
-    const char *st = pe_threads_state(tid);
-    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
-        if (!strcmp(st, state_names[i]))
-            return i;
-    return 0;
-}
-
-static unsigned
-state_code_of(const char *st)
-{
-    for (unsigned i = 1; i < PE_ARRAY_SIZE(state_names); i++)
-        if (!strcmp(st, state_names[i]))
-            return i;
-    return 0;
-}
-
 /*
  * A wall sample of a thread that is off the CPU, read from /proc without a
  * signal (quiet.h), straight into the ring.  1 when taken (or the thread is
@@ -357,7 +355,7 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
     pe_ring_slot_t *s;
     int cached, n = pe_quiet_capture(tid, pcs, PE_MAX_FRAMES, &st, &why, &cached);
 
-    *state = state_code_of(st);
+    *state = pe_proc_state_code_of(st);
     if (n == -ESRCH)
         return 1;
     if (n <= 0) {
@@ -397,8 +395,8 @@ wall_tick(uint32_t gen, int64_t periods)
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
 
-    if (weight > 255)
-        weight = 255;
+    if (weight > PE_SIGQ_WEIGHT_MAX)
+        weight = PE_SIGQ_WEIGHT_MAX;
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         unsigned st;
@@ -408,7 +406,8 @@ wall_tick(uint32_t gen, int64_t periods)
             if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
                 continue;
         } else {
-            st = state_code(tid); /* the state before our signal wakes it */
+            st = pe_proc_state_code_of(
+                pe_proc_thread_state(tid)); /* the state before our signal wakes it */
         }
         /* a vanished thread answers ESRCH */
         if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
@@ -444,7 +443,7 @@ drain(void)
         if (kind == K_WALL) {
             unsigned st = PE_RING_STATE(s->flags);
             labels[2].key = "state";
-            labels[2].str = state_names[st < PE_ARRAY_SIZE(state_names) ? st : 0];
+            labels[2].str = pe_proc_state_str(st);
             labels[3].key = "capture";
             labels[3].str = (s->flags & PE_RING_F_PROC) ? "proc" : "signal";
             nl = 4;
@@ -649,7 +648,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         if (!pe_cpu_ring.slots) {
             /* before the ring: the handler posts it once slots exist */
             sem_init(&pe_cpu_wake, 0, 0);
-            rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS);
+            rc = pe_ring_init(&pe_cpu_ring, ring_slots());
         }
         if (rc < 0) {
             pe_cpu_sig_release();
@@ -671,7 +670,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         } else {
             __atomic_store_n(&wall_period_ns, want, __ATOMIC_RELEASE);
             __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
-            if (++wall_gen_next == 0)
+            if (++wall_gen_next > PE_SIGQ_GEN_MAX)
                 wall_gen_next = 1;
             __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
             __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
@@ -831,6 +830,8 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "cut: %llu samples whose stack stops where neither DWARF nor the "
                         "frame pointer can go on (JIT code that keeps no frame pointer)",
                         (unsigned long long)w->cut);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     free(w);
     return p;
 }

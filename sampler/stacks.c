@@ -15,7 +15,6 @@
  *               is waited on briefly and otherwise left out of later batches
  *               until its handler finishes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,11 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../preload/clock.h"
 #include "../preload/guard.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
@@ -37,7 +38,13 @@
 #include "cpu.h"
 #include "stacks.h"
 
-#define CAP_SLOTS PE_THREADS_MAX
+/* Threads signalled at once in one capture (those /proc cannot give); more
+   are listed without a stack, and counted ("no capture slot free").  4096,
+   or under an address-space limit as many as fit in a 256th of it (at least
+   64): the program's memory is the program's. */
+#define CAP_SLOTS_MAX 4096
+#define CAP_SLOTS cap_slots
+static int cap_slots = CAP_SLOTS_MAX; /* set before cap is published */
 #define FILLING_GRACE_NS (50 * 1000000LL)
 
 enum { S_FREE = 0, S_PENDING, S_FILLING, S_DONE, S_ABANDONED };
@@ -65,7 +72,7 @@ pe_stacks_sig_capture(uint64_t v, void *uc)
     pid_t self = pe_gettid();
     int expected = S_PENDING;
 
-    if (!c || idx >= CAP_SLOTS)
+    if (!c || idx >= (uint32_t)CAP_SLOTS)
         return;
     s = &c[idx];
     if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != self ||
@@ -120,24 +127,17 @@ thread_alive(pid_t tid)
 static const char *
 why_silent(pid_t tid)
 {
-    char path[64], buf[2048], *p;
-    ssize_t n;
-    int fd;
+    char buf[2048], *p;
+    const char *state;
 
-    snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            if ((p = strstr(buf, "\nSigBlk:\t"))) {
-                unsigned long long blk = strtoull(p + 9, NULL, 16);
-                if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
-                    return "it blocks SIGPROF";
-            }
-        }
+    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) > 0 &&
+        (p = strstr(buf, "\nSigBlk:\t"))) {
+        unsigned long long blk = strtoull(p + 9, NULL, 16);
+        if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
+            return "it blocks SIGPROF";
     }
-    if (!strcmp(pe_threads_state(tid), "stopped") || !strcmp(pe_threads_state(tid), "tracing-stop"))
+    state = pe_proc_thread_state(tid);
+    if (!strcmp(state, "stopped") || !strcmp(state, "tracing-stop"))
         return "it is stopped";
     return "no answer";
 }
@@ -149,7 +149,7 @@ pending_deliverable(pid_t tid)
     char buf[2048], *p, *q;
     unsigned long long bit = 1ull << (PE_SAMPLER_SIG - 1);
 
-    if (pe_threads_read_task(tid, "status", buf, sizeof(buf)) <= 0)
+    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) <= 0)
         return -1;
     if (!(p = strstr(buf, "\nSigPnd:\t")) || !(q = strstr(buf, "\nSigBlk:\t")))
         return -1;
@@ -160,42 +160,51 @@ void
 pe_cpu_sig_quiesce(int timeout_ms)
 {
     int64_t until = pe_clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
-    DIR *d;
-    struct dirent *e;
+    pe_proc_tasks_t it;
+    pid_t tid;
     int busy;
 
     do {
         busy = 0;
-        if (!(d = opendir("/proc/self/task")))
+        if (pe_proc_tasks_open(&it) < 0)
             return;
-        while (!busy && (e = readdir(d))) {
-            pid_t tid = (pid_t)atoi(e->d_name);
-            if (tid > 0 && !pe_threads_is_internal(tid) && pending_deliverable(tid) == 1)
+        while (!busy && (tid = pe_proc_tasks_next(&it)) > 0)
+            if (!pe_threads_is_internal(tid) && pending_deliverable(tid) == 1)
                 busy = 1;
-        }
-        closedir(d);
+        pe_proc_tasks_close(&it);
         if (busy)
             sleep_ns(1000000);
     } while (busy && pe_clock_ns(CLOCK_MONOTONIC) < until);
 }
 
-/* Application threads from /proc/self/task, the caller and ours left out. */
+/* Every thread of the process but ours and the caller, into a malloc'd
+   array (*out): as many as there are. */
 static int
-list_threads(pid_t *tids, int max)
+list_threads(pid_t **out)
 {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    pid_t self = pe_gettid();
-    int n = 0;
+    pe_proc_tasks_t it;
+    pid_t tid, self = pe_gettid(), *v = NULL, *nv;
+    int n = 0, room = 0, rc;
 
-    if (!d)
-        return -errno;
-    while (n < max && (e = readdir(d))) {
-        pid_t tid = (pid_t)atoi(e->d_name);
-        if (tid > 0 && tid != self && !pe_threads_is_internal(tid))
-            tids[n++] = tid;
+    *out = NULL;
+    if ((rc = pe_proc_tasks_open(&it)) < 0)
+        return rc;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (tid == self || pe_threads_is_internal(tid))
+            continue;
+        if (n == room) {
+            room = room ? 2 * room : 256;
+            if (!(nv = realloc(v, (size_t)room * sizeof(*v)))) {
+                pe_proc_tasks_close(&it);
+                free(v);
+                return -ENOMEM;
+            }
+            v = nv;
+        }
+        v[n++] = tid;
     }
-    closedir(d);
+    pe_proc_tasks_close(&it);
+    *out = v;
     return n;
 }
 
@@ -226,7 +235,7 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
         pe_threads_name(st->tid, st->name, sizeof(st->name));
         slot[i] = -1;
         if (mode == PE_STACKS_SIGNAL) {
-            st->state = pe_threads_state(st->tid); /* before the signal wakes it */
+            st->state = pe_proc_thread_state(st->tid); /* before the signal wakes it */
             need++;
             continue;
         }
@@ -265,15 +274,19 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 
     *out = NULL;
     pe_py_init();
+    tids = NULL;
+    slot = NULL;
     r = calloc(1, sizeof(*r));
-    tids = malloc(CAP_SLOTS * sizeof(*tids));
-    slot = malloc(CAP_SLOTS * sizeof(*slot));
-    if (!r || !tids || !slot) {
+    if (!r) {
         rc = -ENOMEM;
         goto err_free;
     }
     pthread_mutex_lock(&cap_lock);
     if (!cap) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            while (cap_slots > 64 && (uint64_t)cap_slots * sizeof(cap_slot_t) > rl.rlim_cur / 256)
+                cap_slots /= 2;
         void *m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
@@ -289,11 +302,12 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         goto err_unlock;
     }
 
-    n = list_threads(tids, CAP_SLOTS);
+    n = list_threads(&tids);
     if (n < 0)
         n = 0;
     r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
-    if (!r->v) {
+    slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
+    if (!r->v || !slot) {
         rc = -ENOMEM;
         goto err_unlock;
     }
@@ -518,6 +532,8 @@ stacks_prof(const pe_stacks_t *s, int with_tid)
                     "capture: %d from /proc without a signal (%d of them unchanged since the "
                     "last capture), %d by signal",
                     s->nproc, s->nreused, s->nsignal);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     return p;
 }
 
@@ -531,14 +547,13 @@ pe_prof_t *
 pe_stacks_threadcreate(void)
 {
     pe_prof_vt_t t = {"threadcreate", "count"};
-    pe_thread_info_t *v = malloc(PE_THREADS_MAX * sizeof(*v));
+    pe_thread_info_t *v = NULL;
     pe_prof_t *p = pe_prof_new(&t, 1, &t, 1);
     int n, i, rc = 0;
     int64_t one = 1;
 
-    if (!v || !p)
+    if (!p || (n = pe_threads_list(&v)) < 0)
         goto err;
-    n = pe_threads_list(v, PE_THREADS_MAX);
     for (i = 0; i < n && rc == 0; i++) {
         if (v[i].ncreate > 0)
             rc = pe_prof_add(p, v[i].create_pcs, v[i].ncreate, 0, &one, NULL, 0);

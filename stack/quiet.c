@@ -24,6 +24,7 @@
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "quiet.h"
 
@@ -87,7 +88,6 @@ static uint32_t pgen;
 
 static qc_t *cache;             /* CACHE_N entries (mmap, NORESERVE) */
 static int have_schedstat = -1; /* /proc/self/task/TID/schedstat exists (CONFIG_SCHED_INFO) */
-static pe_quiet_stats_t stats;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -96,7 +96,7 @@ static int
 read_status(pid_t tid, char *state, uint64_t *nv, uint64_t *niv)
 {
     char buf[4096], *p;
-    int rc = pe_threads_read_task(tid, "status", buf, sizeof(buf));
+    int rc = pe_proc_task_read(tid, "status", buf, sizeof(buf));
 
     if (rc < 0)
         return rc;
@@ -119,7 +119,7 @@ static int
 read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
 {
     char *tok[12], *save = NULL, tmp[LINE_MAX_];
-    int rc = pe_threads_read_task(tid, "syscall", line, len), n = 0;
+    int rc = pe_proc_task_read(tid, "syscall", line, len), n = 0;
 
     if (rc < 0)
         return rc;
@@ -150,7 +150,7 @@ read_key(pid_t tid, uint64_t *k1, uint64_t *k2)
     int rc;
 
     if (have_schedstat != 0) {
-        rc = pe_threads_read_task(tid, "schedstat", buf, sizeof(buf));
+        rc = pe_proc_task_read(tid, "schedstat", buf, sizeof(buf));
         if (rc >= 0) {
             have_schedstat = 1;
             *k1 = strtoull(buf, &end, 10);
@@ -562,8 +562,6 @@ walk(walk_t *w, uintptr_t *pcs, int max, const char **why)
         n = walk_once(w, pcs, max, &r, &sp_k, &start_k);
         if (r > 0 && n < max)
             r = -UNW_EINVAL;
-        if (r >= 0)
-            stats.rbp_inferred++;
     }
     pe_tls.guard--;
     if (r < 0) {
@@ -583,7 +581,6 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     uint64_t k1, k2, k1b, k2b, nv, niv;
     walk_t w;
     qc_t *e;
-    int64_t t0;
     int rc, n;
 
     *state = "unknown";
@@ -599,8 +596,7 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         (have_schedstat || reuse_by_status(tid, e))) {
         /* it has not run since: the same stack, or the same failure */
         *cached = 1;
-        stats.reused++;
-        *state = pe_threads_state_name(e->state);
+        *state = pe_proc_state_name(e->state);
         if (e->nframes < 0) {
             *why = e->why;
             pthread_mutex_unlock(&qlock);
@@ -614,16 +610,12 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     pthread_mutex_unlock(&qlock);
     if ((rc = read_status(tid, &st, &nv, &niv)) < 0)
         return rc == -ESRCH ? -ESRCH : -ENOTSUP;
-    *state = pe_threads_state_name(st);
+    *state = pe_proc_state_name(st);
     memset(&w, 0, sizeof(w));
     if ((rc = read_syscall(tid, line, sizeof(line), &w.sp, &w.pc)) <= 0) {
         if (rc == -ESRCH)
             return -ESRCH;
         *why = rc == 0 ? PE_QUIET_WHY_RUNNING : PE_QUIET_WHY_WALK;
-        pthread_mutex_lock(&qlock);
-        if (rc == 0)
-            stats.running++;
-        pthread_mutex_unlock(&qlock);
         return rc == 0 ? -EAGAIN : -ENOTSUP;
     }
     pthread_mutex_lock(&qlock);
@@ -633,24 +625,18 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         return -ENOTSUP;
     }
     e = &cache[(unsigned)tid % CACHE_N];
-    t0 = pe_clock_ns(CLOCK_MONOTONIC);
     flush_if_objects_changed();
     w.pid = getpid();
     n = walk(&w, pcs, max, why);
-    stats.walks++;
-    stats.walk_ns += pe_clock_ns(CLOCK_MONOTONIC) - t0;
     /* still the same blocked thread?  Else the walk may have read a moving stack. */
     if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
         read_key(tid, &k1b, &k2b) < 0 || k1b != k1 || k2b != k2 ||
         (!have_schedstat && (read_status(tid, &st2, &nv, &niv) < 0 || nv != k1 || niv != k2))) {
-        stats.woke++;
         e->tid = 0;
         pthread_mutex_unlock(&qlock);
         *why = PE_QUIET_WHY_WOKE;
         return -EAGAIN;
     }
-    if (n < 0)
-        stats.failed++;
     e->tid = tid;
     e->k1 = k1;
     e->k2 = k2;
@@ -662,14 +648,6 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         memcpy(e->pcs, pcs, (size_t)n * sizeof(*pcs));
     pthread_mutex_unlock(&qlock);
     return n;
-}
-
-void
-pe_quiet_stats(pe_quiet_stats_t *out)
-{
-    pthread_mutex_lock(&qlock);
-    *out = stats;
-    pthread_mutex_unlock(&qlock);
 }
 
 void

@@ -41,14 +41,6 @@
 int pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const char **why,
                      int *cached);
 
-/* Counters since start (walks done, reuses, failures): for benches and comments. */
-typedef struct pe_quiet_stats_s {
-    uint64_t walks, reused, failed, woke, running;
-    uint64_t rbp_inferred; /* walks that needed %rbp and found it from a prologue */
-    int64_t walk_ns;       /* total time inside walks */
-} pe_quiet_stats_t;
-void pe_quiet_stats(pe_quiet_stats_t *out);
-
 /* Fork child: forget the lock and every cached stack (tids belong to the parent). */
 void pe_quiet_atfork_child(void);
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 /* ---- output buffer ---------------------------------------------------------------- */
 
@@ -1409,6 +1411,62 @@ stack_left(void)
 #define CXX_STACK_PER_CHAR 512
 #define CXX_STACK_BASE (64 << 10)
 
+/*
+ * A thread whose stack cannot afford a name (civetweb's workers have small
+ * ones) demangles on a stack of our own: one for the process, reserved at
+ * first use (MAP_NORESERVE: only the pages the demangler touches are ever
+ * backed), taken under a lock.
+ */
+#define ALT_STACK_SIZE ((size_t)CXX_STACK_BASE + CXX_STACK_PER_CHAR * PE_DEM_MAX_INPUT + (256 << 10))
+
+static pthread_mutex_t alt_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *alt_stack; /* under alt_lock */
+static ucontext_t alt_back, alt_ctx;
+static struct {
+    cxa_demangle_fn f;
+    const char *in;
+    char *res;
+    int status;
+} alt_call;
+
+static void
+alt_entry(void)
+{
+    alt_call.res = alt_call.f(alt_call.in, NULL, NULL, &alt_call.status);
+}
+
+/* f(in) on our own stack; NULL (status -1) when that stack cannot be had. */
+static char *
+alt_demangle(cxa_demangle_fn f, const char *in, int *status)
+{
+    char *volatile res = NULL; /* getcontext returns twice */
+
+    *status = -1;
+    pthread_mutex_lock(&alt_lock);
+    if (!alt_stack) {
+        void *m = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+
+        alt_stack = m == MAP_FAILED ? NULL : m;
+    }
+    if (alt_stack && getcontext(&alt_ctx) == 0) {
+        alt_ctx.uc_stack.ss_sp = alt_stack;
+        alt_ctx.uc_stack.ss_size = ALT_STACK_SIZE;
+        alt_ctx.uc_link = &alt_back;
+        alt_call.f = f;
+        alt_call.in = in;
+        alt_call.res = NULL;
+        alt_call.status = -1;
+        makecontext(&alt_ctx, alt_entry, 0);
+        if (swapcontext(&alt_back, &alt_ctx) == 0) {
+            res = alt_call.res;
+            *status = alt_call.status;
+        }
+    }
+    pthread_mutex_unlock(&alt_lock);
+    return res;
+}
+
 /* 1 printed, 0 not demangled. */
 static int
 cxx_demangle(dem_out_t *o, const char *s, size_t n)
@@ -1418,11 +1476,14 @@ cxx_demangle(dem_out_t *o, const char *s, size_t n)
     char *res;
     int status = -1;
 
-    if (!f || n > PE_DEM_MAX_INPUT || stack_left() < CXX_STACK_BASE + CXX_STACK_PER_CHAR * n)
+    if (!f || n > PE_DEM_MAX_INPUT)
         return 0;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    res = f(tmp, NULL, NULL, &status);
+    if (stack_left() >= CXX_STACK_BASE + CXX_STACK_PER_CHAR * n)
+        res = f(tmp, NULL, NULL, &status);
+    else
+        res = alt_demangle(f, tmp, &status);
     if (status != 0 || !res) {
         free(res);
         return 0;

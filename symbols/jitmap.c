@@ -36,6 +36,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/log.h"
+#include "../preload/proc.h"
 #include "symbols.h"
 
 /* 2^21 entries: 48 MiB at most (a node service has a few thousand). */
@@ -90,34 +91,9 @@ static struct {
 static time_t
 process_start_time(void)
 {
-    char buf[1024], *p;
-    unsigned long long start_ticks = 0, btime = 0;
-    FILE *f;
-    ssize_t r;
-    int fd, i;
+    pe_proc_stat_t st;
 
-    fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    r = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (r <= 0)
-        return 0;
-    buf[r] = '\0';
-    /* comm may hold spaces and parentheses: count fields after the last ')' */
-    p = strrchr(buf, ')');
-    for (i = 2; p && i < 22; i++)
-        p = strchr(p + 1, ' ');
-    if (!p || sscanf(p + 1, "%llu", &start_ticks) != 1)
-        return 0;
-    f = fopen("/proc/stat", "re");
-    if (!f)
-        return 0;
-    while (fgets(buf, sizeof(buf), f))
-        if (sscanf(buf, "btime %llu", &btime) == 1)
-            break;
-    fclose(f);
-    return btime ? (time_t)(btime + start_ticks / (unsigned long long)sysconf(_SC_CLK_TCK)) : 0;
+    return pe_proc_stat(0, 0, &st) == 0 ? (time_t)pe_proc_started(st.starttime) : 0;
 }
 
 static void

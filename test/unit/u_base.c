@@ -3,18 +3,23 @@
  * stack interner (one id per stack, also when threads race to add it; the
  * bound), the generator (uniform mean, interval mean, every bit used), the
  * spin lock under contention (and its signal-blocking form), the clock, the
- * page-start test, and the hand-on of a program's SIG_IGN (sigown.h).
+ * page-start test, the hand-on of a program's SIG_IGN (sigown.h), and the
+ * /proc reader (proc.h: stat fields, the task list, state names, boot time).
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../heap/heap.h"
 #include "../../preload/clock.h"
+#include "../../preload/proc.h"
 #include "../../preload/rand.h"
 #include "../../preload/sigown.h"
 #include "../../preload/spin.h"
@@ -354,6 +359,67 @@ test_sigown(void)
     signal(SIGUSR2, SIG_DFL);
 }
 
+/* ---- proc --------------------------------------------------------------------- */
+
+static void *
+proc_sleeper(void *arg)
+{
+    (void)arg;
+    pause();
+    return NULL;
+}
+
+static void
+test_proc(void)
+{
+    pe_proc_stat_t st;
+    pe_proc_tasks_t it;
+    pthread_t th;
+    pid_t tid, me = (pid_t)syscall(SYS_gettid);
+    int seen_me = 0, n = 0;
+    long long bt;
+
+    CHECK(pthread_create(&th, NULL, proc_sleeper, NULL) == 0);
+    CHECK(pe_proc_stat(0, 0, &st) == 0);
+    CHECK(st.state == 'R');
+    CHECK(st.ppid == getppid());
+    CHECK(st.num_threads == 2);
+    CHECK(st.starttime > 0);
+    CHECK(pe_proc_stat(getpid(), me, &st) == 0 && st.state == 'R');
+    CHECK(pe_proc_ppid(getpid()) == getppid());
+    CHECK(pe_proc_stat(0, 0x3ffffff0, &st) == -ENOENT);
+    CHECK(pe_proc_ppid(0x3ffffff0) == 0);
+    CHECK(pe_proc_tasks_open(&it) == 0);
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        seen_me += tid == me;
+        n++;
+    }
+    pe_proc_tasks_close(&it);
+    CHECKF(seen_me == 1 && n == 2, "seen_me %d n %d", seen_me, n);
+    bt = pe_proc_btime();
+    CHECK(bt > 1000000000LL && bt <= time(NULL));
+    CHECK(pe_proc_btime() == bt);
+    CHECK(pe_proc_stat(0, 0, &st) == 0);
+    CHECK(llabs(pe_proc_started(st.starttime) - (long long)time(NULL)) < 600);
+    CHECK(!strcmp(pe_proc_state_name('R'), "running"));
+    CHECK(!strcmp(pe_proc_state_name('t'), "tracing-stop"));
+    CHECK(!strcmp(pe_proc_state_name('x'), "unknown"));
+    CHECK(pe_proc_state_code_of("idle") == pe_proc_state_code('I'));
+    CHECK(pe_proc_state_code_of("nonsense") == 0);
+    CHECK(!strcmp(pe_proc_state_str(99), "unknown"));
+    for (unsigned c = 0; c < PE_PROC_STATES; c++)
+        CHECK(pe_proc_state_code_of(pe_proc_state_str(c)) == c);
+    CHECK(!strcmp(pe_proc_thread_state(me), "running"));
+    CHECK(!strcmp(pe_proc_thread_state(0x3ffffff0), "unknown"));
+    {
+        char buf[64];
+        CHECK(pe_proc_task_read(me, "comm", buf, sizeof(buf)) > 0);
+        CHECK(pe_proc_task_read(0x3ffffff0, "comm", buf, sizeof(buf)) == -ESRCH);
+    }
+    pthread_cancel(th);
+    pthread_join(th, NULL);
+}
+
 int
 main(void)
 {
@@ -363,5 +429,6 @@ main(void)
     test_spin();
     test_clock_page();
     test_sigown();
+    test_proc();
     return pe_test_done();
 }

@@ -229,7 +229,10 @@ test_cxx_stack(void)
     memcpy(deep_in, "_Z1f", 4);
     memset(deep_in + 4, 'P', 1000);
     memcpy(deep_in + 1004, "i", 2);
-    CHECK(demangle_on_stack(256 << 10) == NULL);
+    /* A thread whose stack cannot afford the name (civetweb's workers) demangles
+       it on our own stack, as one with a big stack does on its own. */
+    r = demangle_on_stack(256 << 10);
+    CHECKF(r && !strncmp(r, "f(int*****", 10), "%.40s", r ? r : "(NULL)");
     r = demangle_on_stack(16 << 20);
     CHECKF(r && !strncmp(r, "f(int*****", 10), "%.40s", r ? r : "(NULL)");
 }

@@ -124,8 +124,9 @@ test_trie(void)
                       "7,0,0,0],") != NULL,
                "object nodes:\n%s", doc);
         /* frames are named as the text views print them: no debug info read here */
-        CHECKF(strstr(doc, "\"[u_heapsnapshot] hs_top\",\n\"[u_heapsnapshot] hs_mid\",\n"
-                           "\"[u_heapsnapshot] hs_leaf1\",\n\"[u_heapsnapshot] hs_leaf2\"]") != NULL,
+        CHECKF(strstr(doc,
+                      "\"[u_heapsnapshot] hs_top\",\n\"[u_heapsnapshot] hs_mid\",\n"
+                      "\"[u_heapsnapshot] hs_leaf1\",\n\"[u_heapsnapshot] hs_leaf2\"]") != NULL,
                "%s", doc);
         /* root: element to GC roots, property to hs_top at ordinal 2 (to_node 14) */
         CHECK(strstr(doc, "\"edges\":[1,1,7\n,2,2,14\n") != NULL);

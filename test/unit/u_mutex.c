@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <gnu/libc-version.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../preload/init.h"
+#include "../../preload/rand.h"
 #include "../../sampler/mutex.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"
@@ -80,6 +82,44 @@ test_draw(void)
     CHECKF(sum / n > 97 && sum / n < 103, "mean interval %.2f for rate 100", sum / n);
     CHECK(lo >= 1);
     CHECK(pe_mutex_draw(&rng, INT64_MAX) >= 1);
+}
+
+/*
+ * The draw is computed without libm (it may run in a signal handler): it must
+ * give libm's G = 1 + floor(ln U / ln(1 - p)) for the same U, but where the two
+ * straddle an integer, and so the geometric law: P(G = 1) = p and mean 1/p.
+ */
+static void
+test_draw_distribution(void)
+{
+    static const int64_t rates[] = {2, 3, 10, 63, 64, 65, 100, 1000, 1000000, 1000000000};
+    const int n = 200000;
+
+    for (unsigned r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+        int64_t rate = rates[r];
+        uint64_t rng = 0x9e3779b97f4a7c15ull + (uint64_t)r, ref = rng;
+        double sum = 0, p = 1.0 / (double)rate;
+        int ones = 0, differ = 0, far = 0;
+
+        for (int i = 0; i < n; i++) {
+            int64_t g = pe_mutex_draw(&rng, rate);
+            double want = 1.0 + floor(log(pe_rand_unit(&ref)) / log1p(-p));
+            differ += (double)g != want;
+            far += fabs((double)g - want) > 1;
+            ones += g == 1;
+            sum += (double)g;
+        }
+        /* the series' ~1e-11 relative error moves a floor by one now and then,
+           more often the larger G is */
+        CHECKF(far == 0 && differ <= n / 10000 + (int)(n * 1e-11 * (double)rate),
+               "rate %lld: %d of %d draws differ from libm's, %d by more than 1", (long long)rate,
+               differ, n, far);
+        /* mean 1/p, sd sqrt(1-p)/p: 5 standard errors */
+        CHECKF(fabs(sum / n * p - 1) < 5 * sqrt(1 - p) / sqrt(n), "rate %lld: mean %.4g",
+               (long long)rate, sum / n);
+        CHECKF(fabs((double)ones / n - p) < 5 * sqrt(p * (1 - p) / n) + 1e-9,
+               "rate %lld: P(G=1) %.5f, want %.5f", (long long)rate, (double)ones / n, p);
+    }
 }
 
 /* ---- the slow path ----------------------------------------------------------------- */
@@ -433,6 +473,7 @@ main(void)
     pe_init_set_active();
     CHECK(pe_mutex_rate() == 0); /* pe_cfg not loaded: off */
     test_draw();
+    test_draw_distribution();
     test_slow_path();
     test_rate();
     test_signal();

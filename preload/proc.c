@@ -1,0 +1,295 @@
+/*
+ * proc.c: the one /proc reader (proc.h).  Owns the parsing of stat lines, the
+ * thread-state names and the task listing; what a caller makes of the
+ * fields (a tree member's liveness, a sample's state label) stays with it.
+ * Paths are built by hand and files read with plain system calls, so no
+ * caller has to care whether it may allocate.
+ *
+ * Signal-safe: yes, but pe_proc_started (sysconf) and the name lookups by
+ * string.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+/* Append s to the path at *n (capacity cap, room kept for the NUL). */
+static void
+put_str(char *path, size_t cap, size_t *n, const char *s)
+{
+    while (*s && *n + 1 < cap)
+        path[(*n)++] = *s++;
+    path[*n] = '\0';
+}
+
+static void
+put_int(char *path, size_t cap, size_t *n, long v)
+{
+    char d[24];
+    int i = 0;
+
+    if (v < 0) {
+        put_str(path, cap, n, "-");
+        v = -v;
+    }
+    do
+        d[i++] = (char)('0' + v % 10);
+    while ((v /= 10) && i < (int)sizeof(d));
+    while (i > 0 && *n + 1 < cap)
+        path[(*n)++] = d[--i];
+    path[*n] = '\0';
+}
+
+/* /proc/<pid|self>[/task/<tid>]/<what> */
+static void
+proc_path(char *path, size_t cap, pid_t pid, pid_t tid, const char *what)
+{
+    size_t n = 0;
+
+    put_str(path, cap, &n, "/proc/");
+    if (pid > 0)
+        put_int(path, cap, &n, pid);
+    else
+        put_str(path, cap, &n, "self");
+    if (tid > 0) {
+        put_str(path, cap, &n, "/task/");
+        put_int(path, cap, &n, tid);
+    }
+    put_str(path, cap, &n, "/");
+    put_str(path, cap, &n, what);
+}
+
+/* Skip to the start of the next space-separated field; NULL at the end. */
+static const char *
+next_field(const char *p)
+{
+    while (*p && *p != ' ')
+        p++;
+    while (*p == ' ')
+        p++;
+    return *p ? p : NULL;
+}
+
+static long long
+parse_ll(const char *p)
+{
+    long long v = 0;
+    int neg = *p == '-';
+
+    p += neg;
+    while (*p >= '0' && *p <= '9')
+        v = v * 10 + (*p++ - '0');
+    return neg ? -v : v;
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+int
+pe_proc_read(const char *path, char *buf, size_t len)
+{
+    ssize_t n;
+    int fd, err;
+
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -errno;
+    n = read(fd, buf, len - 1);
+    err = errno;
+    close(fd);
+    if (n < 0)
+        return -err;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+int
+pe_proc_task_read(pid_t tid, const char *what, char *buf, size_t len)
+{
+    char path[64];
+    ssize_t n;
+    int fd, err;
+
+    proc_path(path, sizeof(path), 0, tid, what);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    n = read(fd, buf, len - 1);
+    err = errno;
+    close(fd);
+    if (n < 0)
+        return err == ESRCH ? -ESRCH : -EIO;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+int
+pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st)
+{
+    char path[64], buf[1024];
+    const char *p;
+    int n, f;
+
+    proc_path(path, sizeof(path), pid, tid, "stat");
+    if ((n = pe_proc_read(path, buf, sizeof(buf))) < 0)
+        return n;
+    /* The command name may hold spaces and ')': fields go on after the last ')'. */
+    if (!(p = strrchr(buf, ')')) || p[1] != ' ' || !p[2])
+        return -EINVAL;
+    p += 2; /* field 3 */
+    memset(st, 0, sizeof(*st));
+    st->state = *p;
+    for (f = 3; p && f < 22; f++) {
+        if (!(p = next_field(p)))
+            return -EINVAL;
+        if (f + 1 == 4)
+            st->ppid = (pid_t)parse_ll(p);
+        else if (f + 1 == 20)
+            st->num_threads = (long)parse_ll(p);
+        else if (f + 1 == 22)
+            st->starttime = (unsigned long long)parse_ll(p);
+    }
+    return 0;
+}
+
+pid_t
+pe_proc_ppid(pid_t pid)
+{
+    pe_proc_stat_t st;
+
+    return pe_proc_stat(pid, 0, &st) == 0 ? st.ppid : 0;
+}
+
+long long
+pe_proc_btime(void)
+{
+    static long long btime; /* written once; every reader computes the same value */
+    char buf[4096];
+    const char *p;
+    size_t keep = 0;
+    ssize_t n;
+    long long v = __atomic_load_n(&btime, __ATOMIC_RELAXED);
+    int fd;
+
+    if (v)
+        return v;
+    /* btime follows the CPU lines and the long intr line: read on, keeping a
+       tail that may hold the start of the line we look for */
+    if ((fd = open("/proc/stat", O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    while ((n = read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
+        n += (ssize_t)keep;
+        buf[n] = '\0';
+        if ((p = strstr(buf, "\nbtime ")) && strchr(p + 7, '\n')) {
+            v = parse_ll(p + 7);
+            __atomic_store_n(&btime, v, __ATOMIC_RELAXED);
+            break;
+        }
+        keep = n > 64 ? 64 : (size_t)n;
+        memmove(buf, buf + n - (ssize_t)keep, keep);
+    }
+    close(fd);
+    return v;
+}
+
+long long
+pe_proc_started(unsigned long long starttime)
+{
+    long long bt = pe_proc_btime();
+    long hz = sysconf(_SC_CLK_TCK);
+
+    return bt && hz > 0 ? bt + (long long)(starttime / (unsigned long long)hz) : 0;
+}
+
+/* ---- thread states ---------------------------------------------------------------------- */
+
+/* Code order is the wall profile's label order: keep it (0 is "unknown"). */
+static const struct {
+    char letter;
+    const char *name;
+} states[PE_PROC_STATES] = {
+    {'?', "unknown"},    {'R', "running"}, {'S', "sleeping"},
+    {'D', "disk-sleep"}, {'T', "stopped"}, {'t', "tracing-stop"},
+    {'Z', "zombie"},     {'X', "dead"},    {'I', "idle"},
+};
+
+unsigned
+pe_proc_state_code(char letter)
+{
+    for (unsigned i = 1; i < PE_PROC_STATES; i++)
+        if (states[i].letter == letter)
+            return i;
+    return 0;
+}
+
+const char *
+pe_proc_state_str(unsigned code)
+{
+    return states[code < PE_PROC_STATES ? code : 0].name;
+}
+
+unsigned
+pe_proc_state_code_of(const char *name)
+{
+    for (unsigned i = 1; i < PE_PROC_STATES; i++)
+        if (!strcmp(name, states[i].name))
+            return i;
+    return 0;
+}
+
+const char *
+pe_proc_state_name(char letter)
+{
+    return pe_proc_state_str(pe_proc_state_code(letter));
+}
+
+const char *
+pe_proc_thread_state(pid_t tid)
+{
+    pe_proc_stat_t st;
+
+    return pe_proc_stat(0, tid, &st) == 0 ? pe_proc_state_name(st.state) : "unknown";
+}
+
+/* ---- the task list ---------------------------------------------------------------------- */
+
+int
+pe_proc_tasks_open(pe_proc_tasks_t *it)
+{
+    it->pos = it->end = 0;
+    it->fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return it->fd < 0 ? -errno : 0;
+}
+
+pid_t
+pe_proc_tasks_next(pe_proc_tasks_t *it)
+{
+    for (;;) {
+        if (it->pos >= it->end) {
+            long n = syscall(SYS_getdents64, it->fd, it->buf, sizeof(it->buf));
+            if (n <= 0)
+                return 0;
+            it->pos = 0;
+            it->end = (int)n;
+        }
+        /* struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name */
+        const char *d = it->buf + it->pos;
+        unsigned short reclen;
+        memcpy(&reclen, d + 16, sizeof(reclen));
+        it->pos += reclen;
+        long long tid = parse_ll(d + 19);
+        if (tid > 0)
+            return (pid_t)tid;
+    }
+}
+
+void
+pe_proc_tasks_close(pe_proc_tasks_t *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}

@@ -1,0 +1,97 @@
+/*
+ * proc.h: the one reader of /proc for every module: a process's or a
+ * thread's stat fields, a thread's other files, the thread list of
+ * /proc/self/task, the names of the state letters, and the boot time.
+ *
+ * Nothing here allocates or locks: paths are formatted by hand into the
+ * caller's stack, files are read with one open/read/close, directories with
+ * getdents64 into a buffer inside the caller's iterator.  The one cached
+ * value (the boot time) is written once with an atomic store.  Callers range
+ * from the server's and collector's threads to the fork child's safe point;
+ * none is a signal handler today, but all of this could be.
+ *
+ * Signal-safe: yes (open, read, close, getdents64 and hand formatting only).
+ */
+#ifndef PE_PROC_H
+#define PE_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pe.h"
+
+/* The fields of /proc/PID/stat (or .../task/TID/stat) that we use. */
+typedef struct pe_proc_stat_s {
+    char state;                   /* field 3: R, S, D, T, t, Z, X, I */
+    pid_t ppid;                   /* field 4 */
+    long num_threads;             /* field 20 */
+    unsigned long long starttime; /* field 22: clock ticks after boot, tells pid reuse apart */
+} pe_proc_stat_t;
+
+/*
+ * Read the file at path into buf (at most len - 1 bytes, NUL-terminated).
+ * The length, -ENOENT when it does not exist, or -errno.
+ */
+PE_SIGSAFE int pe_proc_read(const char *path, char *buf, size_t len);
+/*
+ * Read /proc/self/task/<tid>/<what> into buf (at most len - 1 bytes,
+ * NUL-terminated).  The length, -ESRCH when the thread is gone, or -errno.
+ */
+PE_SIGSAFE int pe_proc_task_read(pid_t tid, const char *what, char *buf, size_t len);
+/*
+ * Parse /proc/<pid>/stat (tid 0) or /proc/<pid>/task/<tid>/stat (pid 0: self)
+ * into *st.  The command name may hold spaces and ')': the fields are counted
+ * after the last ')'.  0, or -errno (-ENOENT when gone, -EINVAL when the line
+ * does not parse).
+ */
+PE_SIGSAFE int pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st);
+/* The parent of pid, or 0 when it is gone or unreadable. */
+PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
+
+/*
+ * The boot time in seconds since the epoch (/proc/stat's btime, read once),
+ * or 0 when unknown.
+ */
+PE_SIGSAFE long long pe_proc_btime(void);
+/* Wall-clock seconds since the epoch of a stat starttime (field 22); 0 when unknown. */
+long long pe_proc_started(unsigned long long starttime);
+
+/*
+ * Thread states.  The letters of /proc/PID/stat get small codes (0 is
+ * "unknown") so that a sample can carry one in a byte; each code has a name
+ * ("running", "sleeping", "disk-sleep", "stopped", "tracing-stop", "zombie",
+ * "dead", "idle").
+ */
+#define PE_PROC_STATES 9
+PE_SIGSAFE unsigned pe_proc_state_code(char letter);
+/* The name of a code; "unknown" for 0 and out of range. */
+PE_SIGSAFE const char *pe_proc_state_str(unsigned code);
+/* The code of a name given by pe_proc_state_str (0 when none). */
+unsigned pe_proc_state_code_of(const char *name);
+/* The name of a state letter ('R' -> "running"; "unknown"). */
+PE_SIGSAFE const char *pe_proc_state_name(char letter);
+/* The state of thread tid of this process, named; "unknown" when it cannot be read. */
+const char *pe_proc_thread_state(pid_t tid);
+
+/*
+ * The threads of this process, from /proc/self/task:
+ *     pe_proc_tasks_t it;
+ *     if (pe_proc_tasks_open(&it) == 0) {
+ *         while ((tid = pe_proc_tasks_next(&it)) > 0) ...
+ *         pe_proc_tasks_close(&it);
+ *     }
+ * The iterator lives on the caller's stack (4 KiB); a thread that starts or
+ * exits during the listing may or may not be seen.
+ */
+typedef struct pe_proc_tasks_s {
+    int fd;
+    int pos, end;
+    char buf[4096] __attribute__((aligned(8)));
+} pe_proc_tasks_t;
+
+PE_NODISCARD PE_SIGSAFE int pe_proc_tasks_open(pe_proc_tasks_t *it);
+/* The next thread id, or 0 at the end (or on a read error). */
+PE_SIGSAFE pid_t pe_proc_tasks_next(pe_proc_tasks_t *it);
+PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
+
+#endif /* PE_PROC_H */
