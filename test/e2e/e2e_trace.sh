@@ -10,7 +10,8 @@
 # offline in headless Chromium, imports it without warning and lists every thread
 # (test/e2e/trace_speedscope.js; the screenshot stays in $BUILD/test/trace-speedscope.png).
 # Then gzip, the memory budget (ends early and says so), our own requests in the trace,
-# bad input (400), two at once (409) and a client that goes away (the recording stops).
+# bad input (400), two at once (409), a client that goes away (the recording stops) and
+# `profep trace`.
 cd "$(dirname "$0")/../.." || exit 1
 source test/e2e/lib.sh
 P=$BUILD/test
@@ -83,6 +84,9 @@ sleep 1
 check "a second trace while one records -> 409" [ "$(pe_status '/debug/pprof/trace?seconds=1')" = 409 ]
 wait $lp
 check "the first one still answers" grep -q traceEvents $T/long.json
+(cd $T && bash "$OLDPWD/scripts/profep" trace "$PE_ADDR" 0.5 -o p.json 2>$T/profep.err)
+check "profep trace 0.5 writes the file and says how to open it" \
+    bash -c "grep -q traceEvents $T/p.json && grep -q 'ui.perfetto.dev' $T/profep.err && grep -q 'Not go tool trace' $T/profep.err"
 curl -s -m 1 -o /dev/null "http://$PE_ADDR/debug/pprof/trace?seconds=60"
 # the recording stops within ~100 ms of the hang-up: the next trace is not refused for 60 s
 check "a client that went away stopped its recording (a new one within 5 s)" \
