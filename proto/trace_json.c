@@ -60,32 +60,12 @@ PE_PRINTF(2, 3) static void putf(tj_out_t *o, const char *fmt, ...)
     o->err = pe_sink_write(o->s, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-/* A JSON string: quotes, backslashes and control bytes escaped; other bytes as they are. */
+/* A JSON string (sink.c's escaper: also makes names that are not UTF-8 valid JSON). */
 static void
 put_str(tj_out_t *o, const char *str)
 {
-    char buf[256];
-    size_t n = 0;
-
-    buf[n++] = '"';
-    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++) {
-        if (n > sizeof(buf) - 8) {
-            if (!o->err)
-                o->err = pe_sink_write(o->s, buf, n);
-            n = 0;
-        }
-        if (*p == '"' || *p == '\\') {
-            buf[n++] = '\\';
-            buf[n++] = (char)*p;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            n += (size_t)snprintf(buf + n, 8, "\\u%04x", *p);
-        } else {
-            buf[n++] = (char)*p;
-        }
-    }
-    buf[n++] = '"';
     if (!o->err)
-        o->err = pe_sink_write(o->s, buf, n);
+        pe_sink_json_str(o->s, str ? str : "");
 }
 
 static void
@@ -330,22 +310,25 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
          "trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"start_monotonic_ns\":%lld,\"seconds_"
          "asked\":%g,"
          "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
+         "\"slowed_ticks\":%llu,"
          "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
          "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,"
          "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
          "\"ended_early\":",
          t->pid, (long long)t->start_real_ns, (long long)t->start_ns, t->seconds_asked,
          (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
-         (unsigned long long)t->late_ticks, t->nthreads, (long long)t->nsamples,
-         (long long)t->nevents, (unsigned long long)t->events_dropped, (long long)t->budget,
-         (long long)t->used, (unsigned long long)t->mutex_rate, (double)t->tick_ns_sum / 1e6,
-         (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
+         (unsigned long long)t->late_ticks, (unsigned long long)t->slowed_ticks, t->nthreads,
+         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped,
+         (long long)t->budget, (long long)t->used, (unsigned long long)t->mutex_rate,
+         (double)t->tick_ns_sum / 1e6, (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
     if (t->ended)
         put_str(o, t->ended);
     else
         put(o, "false");
     put(o, ",\"note\":\"states and stacks are samples every delay s (a slice lasts until the "
-           "thread's next sample); lock and condition waits are the interposers' sampled events "
+           "thread's next sample); ticks space out when a capture of every thread would cost the "
+           "recorder more than 10%% of a CPU (slowed_ticks); lock and condition waits are the "
+           "interposers' sampled events "
            "(1 in mutex_rate) with their measured durations\"}}\n");
 }
 

@@ -41,7 +41,7 @@ run() { # label, program args...
     env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port LD_PRELOAD=$LIB "$BIN" "$@" >/dev/null 2>&1 &
     PID=$!
     for _ in $(seq 200); do [ -s $T/port ] && break; sleep 0.05; done
-    port=$(cat $T/port 2>/dev/null)
+    port=$(cat $T/port 2>/dev/null); port=${port##*:} # the file holds HOST:PORT
     [ -n "$port" ] || { echo "$label: the program did not start its server"; return; }
     sleep 1
     for what in baseline trace wall; do
