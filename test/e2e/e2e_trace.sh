@@ -4,12 +4,14 @@
 # lock trace-B holds (running) for 100 ms, in a loop, logging what each phase really took
 # (a busy machine stretches them); every whole phase inside the trace must be a slice of
 # that state whose length is within the sampling gaps at its two edges of the truth (two
-# periods when the ticks came on time; most must be within two periods), in order, and
+# periods when the ticks came on time; most must be within two periods; a phase spent off
+# the CPU also gets the time p_trace waited runnable in it, schedstat's run_delay, which
+# /proc calls R and the trace running: only a busy machine has any), in order, and
 # the lock interposer's waits (PROFEP_MUTEX_RATE=1) must equal the program's.  The JSON
 # passes a trace-event schema check (test/e2e/trace_check.py) and speedscope from npm,
 # offline in headless Chromium, imports it without warning and lists every thread
 # (test/e2e/trace_speedscope.js; the screenshot stays in $BUILD/test/trace-speedscope.png).
-# Then gzip, the memory budget (ends early and says so), our own requests in the trace,
+# Then gzip, thread start/exit instants (p_trace churn), the memory budget (ends early and says so), our own requests in the trace,
 # bad input (400), two at once (409), a client that goes away (the recording stops) and
 # `profep trace`.
 cd "$(dirname "$0")/../.." || exit 1
@@ -91,6 +93,26 @@ curl -s -m 1 -o /dev/null "http://$PE_ADDR/debug/pprof/trace?seconds=60"
 # the recording stops within ~100 ms of the hang-up: the next trace is not refused for 60 s
 check "a client that went away stopped its recording (a new one within 5 s)" \
     eventually 5 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -m 10 'http://$PE_ADDR/debug/pprof/trace?seconds=0.1')\" = 200 ]"
+pe_stop
+
+# ---- thread start and exit, as the pthread_create trampoline and the exit hook see them
+pe_start $P/p_trace churn 100 60 || pe_finish
+sleep 0.3
+code=$(curl -s -m 60 -o $T/c.json -w '%{http_code}' "http://$PE_ADDR/debug/pprof/trace?seconds=1.5")
+check "churn: a trace of threads coming and going answers 200 ($code)" [ "$code" = 200 ]
+python3 - $T/c.json >$T/churn.out <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+starts = [e for e in ev if e.get("ph") == "i" and e["name"] == "thread start"]
+exits = [e for e in ev if e.get("ph") == "i" and e["name"] == "thread exit"]
+named = {e["tid"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"]["name"] == "short-lived"}
+# ~11 threads in 1.5 s (one every 130 ms or so): each starts, exits, and most are sampled
+ok = len(starts) >= 5 and len(exits) >= 5 and len(named) >= 3
+print("%s thread start/exit instants: %d starts, %d exits; %d short-lived threads sampled and named" % (
+    "ok  " if ok else "FAIL", len(starts), len(exits), len(named)))
+PY
+cat $T/churn.out
+check "$(cut -c6- $T/churn.out)" grep -q '^ok' $T/churn.out
 pe_stop
 
 # ---- the memory budget: 100 sleeping threads, 1.5 MiB (the event buffer is 1 MiB of it)

@@ -142,11 +142,12 @@ def truth(d, delay, logpath):
     with open(logpath) as f:
         for line in f:
             w = line.split()
-            if len(w) >= 5 and w[0] == "PHASE":
-                who, state = w[1], " ".join(w[2:-2])
-                t0, t1 = (int(w[-2]) - base) / 1e6, (int(w[-1]) - base) / 1e6
+            if len(w) >= 6 and w[0] == "PHASE":
+                who, state = w[1], " ".join(w[2:-3])
+                t0, t1 = (int(w[-3]) - base) / 1e6, (int(w[-2]) - base) / 1e6
+                rd = int(w[-1]) / 1e6  # ms it waited runnable for a CPU within the phase
                 if t0 > 2 * per and t1 < end - 2 * per:
-                    phases.append((who, state, t0, t1))
+                    phases.append((who, state, t0, t1, rd))
     slices = {who: state_slices(ev, tids[who]) for who in ("trace-A", "trace-B")}
     for who in ("trace-A", "trace-B"):
         # between phases the program takes short steps of its own: A's semaphore hand-shake
@@ -162,7 +163,7 @@ def truth(d, delay, logpath):
         else:
             bad("%s: slices out of order: %s" % (who, seq))
     stats = {}
-    for who, state, t0, t1 in phases:
+    for who, state, t0, t1, rd in phases:
         if state == "lock wait":
             continue
         best, bo = None, 0
@@ -176,13 +177,16 @@ def truth(d, delay, logpath):
             stats[k].append((t1 - t0, None, False, False))
             continue
         err = (best[1] - best[0]) - (t1 - t0)
-        # the two edges' gaps (a slice's edges are ticks), and 1 ms for the capture's own time
+        # the two edges' gaps (a slice's edges are ticks), 1 ms for the capture's own time, and
+        # the time the thread waited runnable inside a phase it spends off the CPU (R: the
+        # trace rightly says running there; only a busy machine has any)
         g = gap.get(round(best[0], 3), per) + gap.get(round(best[1], 3), per) + 1
-        stats[k].append((t1 - t0, err, abs(err) <= 2 * per, abs(err) <= max(g, 2 * per)))
+        slack = rd if state != "running" else 0
+        stats[k].append((t1 - t0, err, abs(err) <= 2 * per + slack, abs(err) <= max(g, 2 * per) + slack))
     for (who, state), v in sorted(stats.items()):
         strict = sum(1 for x in v if x[2])
         bound = sum(1 for x in v if x[3])
-        desc = "%s '%s': %d phases, true ms / trace error ms: %s; %d within 2 periods (%.0f ms), %d within their edges' gaps" % (
+        desc = "%s '%s': %d phases, true ms / trace error ms: %s; %d within 2 periods (%.0f ms; + time runnable off the CPU), %d within their edges' gaps" % (
             who, state, len(v), " ".join("%.0f/%s" % (t, "none" if e is None else "%+.0f" % e) for t, e, _, _ in v),
             strict, 2 * per, bound)
         # on a busy machine a tick can come late: its edge is then late by that gap, no more
@@ -199,7 +203,7 @@ def truth(d, delay, logpath):
     # the interposer's measured waits (PROFEP_MUTEX_RATE=1: every one) against the program's
     waits = [(e["ts"] / 1e3, e["dur"] / 1e3) for e in ev if e.get("ph") == "X" and e.get("name") == "lock wait" and e["args"].get("tid") == tids["trace-A"]]
     errs = []
-    for who, state, t0, t1 in phases:
+    for who, state, t0, t1, rd in phases:
         if state != "lock wait":
             continue
         m = [dur for ts, dur in waits if abs(ts - t0) < 2 * per]
