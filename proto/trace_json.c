@@ -160,14 +160,13 @@ stack_frames(pe_tj_trace_t *t, const int32_t *smap, int32_t stack, int state, tj
     return n;
 }
 
-/* Sample indices in thread order, then time order (qsort's comparator over a trace). */
-static const pe_tj_sample_t *sort_samples;
-
+/* Sample indices in thread order, then time order (qsort_r: two answers may be written at once). */
 static int
-by_thread(const void *a, const void *b)
+by_thread(const void *a, const void *b, void *samples)
 {
     int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    const pe_tj_sample_t *x = &sort_samples[i], *y = &sort_samples[j];
+    const pe_tj_sample_t *x = (const pe_tj_sample_t *)samples + i,
+                         *y = (const pe_tj_sample_t *)samples + j;
 
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
@@ -369,8 +368,7 @@ pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out)
     }
     for (int64_t i = 0; i < t->nsamples; i++)
         idx[i] = i;
-    sort_samples = t->samples;
-    qsort(idx, (size_t)t->nsamples, sizeof(*idx), by_thread);
+    qsort_r(idx, (size_t)t->nsamples, sizeof(*idx), by_thread, t->samples);
 
     put(&o, "{\"traceEvents\":[");
     meta_name(&o, t->pid, 0, "process_name", "profiled process");
