@@ -83,11 +83,17 @@ pe_http_h_trace(pe_req_t *r)
         rc = 499; /* nobody to answer; the slot and the memory go back now */
         goto out;
     }
+    /* the compressor first (it writes nothing before its first write): a failure can still
+       be answered */
+    if (gzip && pe_gzip_open(&gz, &resp.sink, 6) < 0) {
+        rc = pe_http_error(r, 500, "the trace failed: out of memory for gzip");
+        goto out;
+    }
     /* pe_http_begin writes the type into its header line as given: the encoding rides along */
     pe_http_begin(r, &resp,
                   gzip ? "application/json\r\nContent-Encoding: gzip" : "application/json",
                   "trace.json");
-    if (gzip && pe_gzip_open(&gz, &resp.sink, 6) == 0) {
+    if (gzip) {
         (void)pe_tj_write(t, &gz.sink);
         (void)pe_gzip_close(&gz);
     } else {

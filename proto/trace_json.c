@@ -60,32 +60,12 @@ PE_PRINTF(2, 3) static void putf(tj_out_t *o, const char *fmt, ...)
     o->err = pe_sink_write(o->s, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-/* A JSON string: quotes, backslashes and control bytes escaped; other bytes as they are. */
+/* A JSON string (sink.c's escaper: also makes names that are not UTF-8 valid JSON). */
 static void
 put_str(tj_out_t *o, const char *str)
 {
-    char buf[256];
-    size_t n = 0;
-
-    buf[n++] = '"';
-    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p; p++) {
-        if (n > sizeof(buf) - 8) {
-            if (!o->err)
-                o->err = pe_sink_write(o->s, buf, n);
-            n = 0;
-        }
-        if (*p == '"' || *p == '\\') {
-            buf[n++] = '\\';
-            buf[n++] = (char)*p;
-        } else if (*p < 0x20 || *p == 0x7f) {
-            n += (size_t)snprintf(buf + n, 8, "\\u%04x", *p);
-        } else {
-            buf[n++] = (char)*p;
-        }
-    }
-    buf[n++] = '"';
     if (!o->err)
-        o->err = pe_sink_write(o->s, buf, n);
+        pe_sink_json_str(o->s, str ? str : "");
 }
 
 static void
@@ -136,7 +116,9 @@ frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_
     putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", ph, t->pid,
          tid, us(t, ns), fr->f ? "stack" : "state");
     put_str(o, fr->name);
-    if (fr->f && (fr->f->line || fr->f->inlined || fr->f->file)) {
+    /* args: the place and whether inlined (not the object file: speedscope prints a frame's
+       args beside its name, and a path there drowns the name) */
+    if (fr->f && (fr->f->line || fr->f->inlined)) {
         const char *src = fr->f->src ? strrchr(fr->f->src, '/') : NULL;
         char at[300];
 
@@ -149,11 +131,6 @@ frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_
                      (unsigned)fr->f->line);
             put(o, "\"at\":");
             put_str(o, at);
-            put(o, fr->f->file || fr->f->inlined ? "," : "");
-        }
-        if (fr->f->file) {
-            put(o, "\"object\":");
-            put_str(o, fr->f->file);
             put(o, fr->f->inlined ? "," : "");
         }
         if (fr->f->inlined)
@@ -183,14 +160,13 @@ stack_frames(pe_tj_trace_t *t, const int32_t *smap, int32_t stack, int state, tj
     return n;
 }
 
-/* Sample indices in thread order, then time order (qsort's comparator over a trace). */
-static const pe_tj_sample_t *sort_samples;
-
+/* Sample indices in thread order, then time order (qsort_r: two answers may be written at once). */
 static int
-by_thread(const void *a, const void *b)
+by_thread(const void *a, const void *b, void *samples)
 {
     int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    const pe_tj_sample_t *x = &sort_samples[i], *y = &sort_samples[j];
+    const pe_tj_sample_t *x = (const pe_tj_sample_t *)samples + i,
+                         *y = (const pe_tj_sample_t *)samples + j;
 
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
@@ -215,7 +191,8 @@ thread_chart(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_thr
             frame_event(o, t, th->tid, "E", s->t_ns, &cur[i]);
         for (int i = common; i < nn; i++)
             frame_event(o, t, th->tid, "B", s->t_ns, &nxt[i]);
-        memcpy(cur, nxt, (size_t)nn * sizeof(*cur));
+        /* frames kept open keep the place they opened with: their E repeats their B */
+        memcpy(cur + common, nxt + common, (size_t)(nn - common) * sizeof(*cur));
         ncur = nn;
     }
     /* the last sample lasts one period, or to the end when the thread lived on */
@@ -328,24 +305,29 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
 {
     putf(o,
          "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"libprofendpoints "
-         "/debug/pprof/trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"seconds_asked\":%g,"
+         "/debug/pprof/"
+         "trace\",\"pid\":%d,\"start_realtime_ns\":%lld,\"start_monotonic_ns\":%lld,\"seconds_"
+         "asked\":%g,"
          "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
+         "\"slowed_ticks\":%llu,"
          "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
          "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,"
          "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
          "\"ended_early\":",
-         t->pid, (long long)t->start_real_ns, t->seconds_asked,
+         t->pid, (long long)t->start_real_ns, (long long)t->start_ns, t->seconds_asked,
          (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
-         (unsigned long long)t->late_ticks, t->nthreads, (long long)t->nsamples,
-         (long long)t->nevents, (unsigned long long)t->events_dropped, (long long)t->budget,
-         (long long)t->used, (unsigned long long)t->mutex_rate, (double)t->tick_ns_sum / 1e6,
-         (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
+         (unsigned long long)t->late_ticks, (unsigned long long)t->slowed_ticks, t->nthreads,
+         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped,
+         (long long)t->budget, (long long)t->used, (unsigned long long)t->mutex_rate,
+         (double)t->tick_ns_sum / 1e6, (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
     if (t->ended)
         put_str(o, t->ended);
     else
         put(o, "false");
     put(o, ",\"note\":\"states and stacks are samples every delay s (a slice lasts until the "
-           "thread's next sample); lock and condition waits are the interposers' sampled events "
+           "thread's next sample); ticks space out when a capture of every thread would cost the "
+           "recorder more than 10%% of a CPU (slowed_ticks); lock and condition waits are the "
+           "interposers' sampled events "
            "(1 in mutex_rate) with their measured durations\"}}\n");
 }
 
@@ -386,8 +368,7 @@ pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out)
     }
     for (int64_t i = 0; i < t->nsamples; i++)
         idx[i] = i;
-    sort_samples = t->samples;
-    qsort(idx, (size_t)t->nsamples, sizeof(*idx), by_thread);
+    qsort_r(idx, (size_t)t->nsamples, sizeof(*idx), by_thread, t->samples);
 
     put(&o, "{\"traceEvents\":[");
     meta_name(&o, t->pid, 0, "process_name", "profiled process");

@@ -66,6 +66,7 @@ typedef struct pe_tj_trace_s {
     const char *ended;    /* NULL: ran its time; else why it ended early */
     int64_t budget, used; /* bytes */
     uint64_t ticks, late_ticks, events_dropped, mutex_rate;
+    uint64_t slowed_ticks;            /* ticks spaced out to keep the recorder's CPU share */
     int64_t tick_ns_sum, tick_ns_max; /* time spent capturing, all ticks and the longest */
     int64_t cpu_ns;                   /* CPU time of the recording thread */
     pe_tj_thread_t *threads;

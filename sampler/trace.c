@@ -30,8 +30,11 @@
 #include "stacks.h"
 #include "trace.h"
 
-#define TRACE_EVENTS 16384            /* event slots (64 bytes each) */
-#define TRACE_CAPTURE_MS 100          /* bound on one tick's capture */
+#define TRACE_EVENTS 16384   /* event slots (64 bytes each) */
+#define TRACE_CAPTURE_MS 100 /* bound on one tick's wait for signalled threads */
+/* The recorder's CPU, at most this share of one CPU: with many threads the ticks space out
+   (each capture costs ~10-30 us a thread) rather than the recorder taking a core. */
+#define TRACE_CPU_SHARE 0.1
 #define TRACE_STOP_EVERY_NS 100000000 /* how often stop() is asked */
 
 int pe_trace_on;
@@ -270,8 +273,7 @@ state_of(const pe_stack_t *st, int prev_state, int same_stack)
 {
     const char *s = st->state ? st->state : "";
 
-    if (!st->answered)
-        return PE_TJ_NO_ANSWER;
+    /* a signalled thread that did not answer in time still has its /proc state */
     if (!strcmp(s, "running"))
         return PE_TJ_RUNNING;
     if (!strcmp(s, "disk-sleep"))
@@ -284,16 +286,16 @@ state_of(const pe_stack_t *st, int prev_state, int same_stack)
             return prev_state;
         return in_futex(st->tid) ? PE_TJ_FUTEX : PE_TJ_SLEEPING;
     }
-    return PE_TJ_UNKNOWN;
+    return st->answered ? PE_TJ_UNKNOWN : PE_TJ_NO_ANSWER;
 }
 
 /* One tick: capture every thread, append their samples.  0, or -E2BIG / -ENOMEM / -EPERM. */
 static int
-tick(rec_t *r, int64_t now)
+tick(rec_t *r, int64_t now, int wait_ms)
 {
     pe_tj_trace_t *t = r->t;
     pe_stacks_t *s = NULL;
-    int rc = pe_stacks_capture_mode(TRACE_CAPTURE_MS, PE_STACKS_AUTO, &s);
+    int rc = pe_stacks_capture_mode(wait_ms, PE_STACKS_AUTO, &s);
 
     if (rc < 0)
         return rc;
@@ -363,6 +365,11 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
 {
     int expected = 0, rc = 0;
     int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
+    /* a running thread answers our signal when it next runs: on a busy machine that can take
+       long; past half a period it is sampled as running without a stack */
+    int wait_ms = (int)(o->delay * 500) < 1                  ? 1
+                  : (int)(o->delay * 500) > TRACE_CAPTURE_MS ? TRACE_CAPTURE_MS
+                                                             : (int)(o->delay * 500);
     pe_tj_trace_t *t;
     rec_t r;
 
@@ -403,24 +410,30 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
             next_stop = now + TRACE_STOP_EVERY_NS;
         }
         if (now >= next) {
-            int64_t took;
-            rc = tick(&r, now);
-            took = pe_clock_ns(CLOCK_MONOTONIC) - now;
+            int64_t took, after, cpu = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            rc = tick(&r, now, wait_ms);
+            after = pe_clock_ns(CLOCK_MONOTONIC);
+            cpu = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+            took = after - now;
             t->tick_ns_sum += took;
             if (took > t->tick_ns_max)
                 t->tick_ns_max = took;
             t->ticks++;
             if (rc == -E2BIG) {
-                t->ended = "the memory budget (PROFEP_TRACE_MEM) was reached";
+                t->ended = "the memory budget (mem=, MiB) was reached";
                 rc = 0;
                 break;
             }
             if (rc < 0)
                 break;
             next += period;
-            if (next <= now) { /* late (a busy machine, a slow capture): skip, do not burst */
-                t->late_ticks += (uint64_t)((now - next) / period + 1);
-                next = now + period;
+            if ((double)cpu > (double)period * TRACE_CPU_SHARE) { /* too many threads: space out */
+                t->slowed_ticks++;
+                if (next < now + (int64_t)((double)cpu / TRACE_CPU_SHARE))
+                    next = now + (int64_t)((double)cpu / TRACE_CPU_SHARE);
+            } else if (next <= after) { /* late (a busy machine): skip, do not burst */
+                t->late_ticks += (uint64_t)((after - next) / period + 1);
+                next = after + period;
             }
         }
         sleep_until(next < end ? next : end);
