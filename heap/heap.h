@@ -36,6 +36,7 @@
 #include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "../proto/profile.h"
+#include "../proto/timeline.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64
@@ -340,15 +341,8 @@ typedef struct pe_heap_ck_ent_s {
     int64_t cnt_fx, bytes_fx;
 } pe_heap_ck_ent_t;
 
-/* One second of the timeline; bytes. */
-typedef struct pe_heap_tl_s {
-    int64_t t_ms;                        /* CLOCK_REALTIME */
-    uint64_t rss;                        /* /proc/self/statm resident pages */
-    uint64_t heap;                       /* sampled live-heap estimate */
-    uint64_t mi_inuse, mi_free, mi_mmap; /* mallinfo2: uordblks, fordblks, hblkhd */
-    uint32_t threads;                    /* the process's, ours included */
-    uint32_t have_arena;                 /* mallinfo2 was found */
-} pe_heap_tl_t;
+/* One second of the timeline: proto/timeline.h's point, which the chart reads. */
+typedef pe_prof_tl_point_t pe_heap_tl_t;
 
 /*
  * Start the history thread (internal, every signal blocked): every second it
