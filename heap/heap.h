@@ -213,9 +213,6 @@ PE_SIGSAFE void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 PE_SIGSAFE void pe_heap_free_slow(void *p);
 /* malloc_usable_size of such a block. */
 PE_SIGSAFE size_t pe_heap_usable_slow(void *p);
-/* The first allocations of the process, before the real allocator is known:
-   tagged blocks from the static pool (NULL once it is resolved, or empty). */
-PE_SIGSAFE void *pe_heap_pool_alloc(size_t size, size_t align);
 /* The same, resolving the real functions first: NULL when that worked (the
    caller calls the real function) or the pool is exhausted. */
 PE_SIGSAFE void *pe_heap_boot_alloc(size_t size, size_t align);
@@ -376,9 +373,6 @@ typedef struct pe_heap_age_s {
     double min_s, max_s; /* the window, seconds */
     uint32_t now;        /* pe_heap_now_s() when the request was read */
 } pe_heap_age_t;
-/* A live block's age in whole seconds; 1 when it is in the window. */
-uint32_t pe_heap_age_of(const pe_heap_age_t *f, const pe_heap_live_t *b);
-int pe_heap_age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b);
 
 /*
  * A view: per-stack live objects and bytes (or their change), with what it

@@ -280,9 +280,10 @@ is_extra(const char *key, const pe_prof_label_t *extra, int nextra)
     return 0;
 }
 
-const char *
-pe_prof_merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_t *extra,
-                  int nextra)
+/* One serialized (uncompressed) profile into m (decode.h's pe_prof_merge_add_gz). */
+static const char *
+merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_t *extra,
+          int nextra)
 {
     const uint8_t *buf = data;
     pb_t b = {buf, buf + len}, sub, s2;
@@ -454,7 +455,7 @@ pe_prof_merge_add_gz(pe_prof_merge_t *m, const void *gz, size_t len, size_t max,
         }
         cap *= 2;
     }
-    res = pe_prof_merge_add(m, out, z.total_out, extra, nextra);
+    res = merge_add(m, out, z.total_out, extra, nextra);
 out:
     inflateEnd(&z);
     free(out);

@@ -26,16 +26,11 @@ typedef struct pe_prof_merge_s {
 } pe_prof_merge_t;
 
 /*
- * Decode one serialized (uncompressed) profile of len bytes and add its
- * samples to m, each with the labels extra[0..nextra) (at most 2; a label of
- * the profile with one of their keys is dropped).  NULL, or why it was not
- * added ("its profile does not decode", "other sample types", "out of memory").
- */
-const char *pe_prof_merge_add(pe_prof_merge_t *m, const void *data, size_t len,
-                              const pe_prof_label_t *extra, int nextra);
-/*
- * The same for a gzipped profile, inflated into at most `max` bytes: also
- * "its profile is not gzip", "... is cut short", "... is too large".
+ * Inflate a gzipped profile of len bytes (into at most `max` bytes), decode
+ * it and add its samples to m, each with the labels extra[0..nextra) (at most
+ * 2; a label of the profile with one of their keys is dropped).  NULL, or why
+ * it was not added: "its profile is not gzip", "... is cut short", "... is too
+ * large", "its profile does not decode", "other sample types", "out of memory".
  */
 const char *pe_prof_merge_add_gz(pe_prof_merge_t *m, const void *gz, size_t len, size_t max,
                                  const pe_prof_label_t *extra, int nextra);
