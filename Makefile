@@ -5,6 +5,7 @@
 #   make demo       install missing packages, build, profile a workload, print its top
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
+#   make fuzz-dwarf libFuzzer on the DWARF reader (symbols/dwarf.c)
 #   make stress     the host under load and faults, with the figures
 # V=1 shows commands; WERROR=1 turns warnings into errors.
 
@@ -59,7 +60,8 @@ CORE_AR := $(BUILD)/libpe_core.a
 SSL3      := $(firstword $(wildcard /usr/lib/*/libssl.so.3 /usr/lib/libssl.so.3))
 TLS_SHIMS := $(if $(SSL3),$(BUILD)/libprofendpoints-ssl.so $(BUILD)/libprofendpoints-crypto.so)
 
-.PHONY: all test tests unit demo bench install clean format lint proto asan fuzz deps stress
+.PHONY: all test tests unit demo bench install clean format lint proto asan fuzz fuzz-demangle \
+        fuzz-dwarf deps stress
 all: $(LIB) $(TLS_SHIMS)
 
 $(BUILD)/libprofendpoints-ssl.so: http/tls/ssl_shim.c
@@ -182,6 +184,37 @@ fuzz:
 	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus \
 	    >$(BUILD)-fuzz/fuzz.log 2>&1; st=$$?; grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz.log | \
 	    tail -n 20; echo "fuzz: exit $$st, log $(BUILD)-fuzz/fuzz.log"; exit $$st
+
+# libFuzzer on the demangler (test/unit/fuzz_demangle.c, seeds in test/unit/corpus_dem/),
+# with libstdc++'s __cxa_demangle loaded, for FUZZ_SECONDS.
+fuzz-demangle:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_demangle \
+	    test/unit/fuzz_demangle.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_dem && cp test/unit/corpus_dem/* $(BUILD)-fuzz/corpus_dem/
+	$(Q)$(BUILD)-fuzz/fuzz_demangle -max_total_time=$(FUZZ_SECONDS) -max_len=4200 -timeout=10 \
+	    -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 $(BUILD)-fuzz/corpus_dem \
+	    >$(BUILD)-fuzz/fuzz_demangle.log 2>&1; st=$$?; grep -v '^#[0-9]' \
+	    $(BUILD)-fuzz/fuzz_demangle.log | tail -n 20; \
+	    echo "fuzz-demangle: exit $$st, log $(BUILD)-fuzz/fuzz_demangle.log"; exit $$st
+
+# libFuzzer on symbols/dwarf.c (test/unit/fuzz_dwarf.c): each input is a whole ELF file, from
+# the seeds in test/unit/corpus_dwarf/.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into
+# test/unit/corpus_dwarf/ (build/test/u_dwarf replays it) and fix the reader.
+fuzz-dwarf:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_dwarf \
+	    test/unit/fuzz_dwarf.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_dwarf && cp test/unit/corpus_dwarf/* $(BUILD)-fuzz/corpus_dwarf/
+	$(Q)$(BUILD)-fuzz/fuzz_dwarf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=1024 -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus_dwarf >$(BUILD)-fuzz/fuzz_dwarf.log 2>&1; st=$$?; \
+	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_dwarf.log | tail -n 20; \
+	    echo "fuzz-dwarf: exit $$st, log $(BUILD)-fuzz/fuzz_dwarf.log"; exit $$st
 
 # The host program under load and faults, with the figures (README "Hardening"):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,

@@ -28,7 +28,8 @@
 #include "../preload/threads.h"
 #include "heap_int.h"
 
-#define PE_HEAP_ASLOTS (1u << 16)
+#define PE_HEAP_ASLOTS aslots /* 1 << 16, fewer under an address-space limit (set once) */
+static uint32_t aslots;
 #define SIZE_BITS 44
 
 typedef struct arec_slot_s {
@@ -49,6 +50,8 @@ pe_heap_allocs_init(void)
 {
     if (table)
         return 0;
+    if (!aslots)
+        aslots = pe_heap_fit(1u << 16, sizeof(*table), 1024);
     table = pe_heap_map(PE_HEAP_ASLOTS * sizeof(*table));
     return table ? 0 : -ENOMEM;
 }

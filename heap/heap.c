@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "../preload/log.h"
 #include "../preload/real.h"
@@ -51,6 +52,21 @@ pe_heap_map_hashed(size_t bytes)
         mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
 
     return p == MAP_FAILED ? NULL : p;
+}
+
+uint32_t
+pe_heap_fit(uint32_t want, size_t per, unsigned share)
+{
+    static uint64_t limit; /* bytes; UINT64_MAX: none */
+    struct rlimit rl;
+
+    if (!limit)
+        limit = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                    ? (uint64_t)rl.rlim_cur
+                    : UINT64_MAX;
+    while (want > 256 && limit != UINT64_MAX && (uint64_t)want * per > limit / share)
+        want >>= 1;
+    return want;
 }
 
 /* ---- our own frames ----------------------------------------------------------- */
@@ -137,7 +153,7 @@ live_slots(int64_t rate)
 
     while (s < want && s < (1u << 21))
         s <<= 1;
-    return s;
+    return pe_heap_fit((uint32_t)s, 32, 1024);
 }
 
 int
@@ -154,6 +170,7 @@ pe_heap_init(int64_t rate_bytes)
     pe_heap_tag_key_init();
     /* glibc keeps a header below every block: reading p - 8 is always safe. */
     pe_heap_hot.page_start_ok = !pe_real_foreign_malloc;
+    pe_heap_own_init(); /* before our threads start: they never take an arena */
     if ((err = pe_heap_stacks_init()) < 0 ||
         (err = pe_heap_live_init(live_slots(rate_bytes))) < 0 ||
         (err = pe_heap_allocs_init()) < 0) {
@@ -162,7 +179,9 @@ pe_heap_init(int64_t rate_bytes)
     }
     check_available();
     if (!available) {
-        pe_log_warn("heap profiling off: %s", reason);
+        /* Said by the heap endpoints' 503 and the index page, not on stderr:
+           a program with its own allocator (Chromium's processes, each of
+           them) is nothing wrong with a setting. */
         return -ENOTSUP;
     }
     __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
@@ -198,6 +217,7 @@ pe_heap_atfork_child(int lives)
 {
     if (!inited)
         return;
+    pe_heap_own_atfork_child();
     pe_heap_allocs_atfork_child();
     pe_heap_history_atfork_child();
     /* A child of a process tree keeps sampling: the blocks it inherited stay

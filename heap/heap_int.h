@@ -30,6 +30,11 @@ extern uint64_t pe_heap_dropped_live;
 void *pe_heap_map(size_t bytes);
 /* The same for hash tables probed at random: populated up front when small. */
 void *pe_heap_map_hashed(size_t bytes);
+/* Entries for a table that would hold `want` (a power of two) of `per`
+   bytes: want, or under an address-space limit (RLIMIT_AS, read once) the
+   largest power of two whose table takes at most 1/share of it (at least
+   256): the program's memory is the program's (README "Limitations"). */
+uint32_t pe_heap_fit(uint32_t want, size_t per, unsigned share);
 /* Trim our own frames off the leaf end of pcs; returns the new start index. */
 PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 
@@ -132,5 +137,26 @@ PE_SIGSAFE void pe_heap_allocs_record(uint32_t stack, uint64_t size);
 /* In-flight recorders (stop waits for 0). */
 extern int pe_heap_allocs_inflight;
 void pe_heap_allocs_atfork_child(void);
+
+/* ---- own.c: our threads' allocator ------------------------------------------- */
+
+/* After the tag keys (pe_heap_init): on with glibc behind us. */
+void pe_heap_own_init(void);
+int pe_heap_own_on(void);
+/* The whole call, for a thread of ours (pe_tls.internal). */
+void *pe_heap_own_alloc(pe_heap_kind_t kind, size_t align, size_t size);
+/* 1 when p (not NULL, pe_heap_maybe_tagged) is one of own.c's blocks. */
+int pe_heap_own_is(void *p);
+void pe_heap_own_free(void *p);
+void *pe_heap_own_realloc(void *old, size_t size);
+size_t pe_heap_own_usable(void *p);
+/* On a thread of ours: a glibc block to free (later, on a program thread),
+   and one to resize (into one of ours). */
+void pe_heap_own_give_up(void *p);
+void *pe_heap_own_adopt(void *old, size_t size);
+/* On a program thread: free what ours gave up. */
+int pe_heap_own_pending(void);
+void pe_heap_own_drain_slow(void);
+void pe_heap_own_atfork_child(void);
 
 #endif /* PE_HEAP_INT_H */

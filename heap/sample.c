@@ -411,11 +411,16 @@ void *
 pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
 {
     int64_t rate = 0;
-    int want = decide(size, &rate), saved_errno, err;
-    int big = size >= PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
+    int want, saved_errno, err, big;
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on())
+        return pe_heap_own_alloc(kind, align, size);
+    if (PE_UNLIKELY(pe_heap_own_pending()) && !pe_tls.internal)
+        pe_heap_own_drain_slow();
+    want = decide(size, &rate);
+    big = size >= PE_HEAP_TAG_ALWAYS && big_tags(); /* (before our guard is set) */
     if (!want && !big)
         return plain_alloc(kind, align, size);
     saved_errno = errno;
@@ -515,8 +520,14 @@ pe_heap_free_slow(void *p)
 
     if (pe_real_owns(p))
         return; /* the bootstrap pool is static, never freed */
+    if (pe_heap_own_is(p)) {
+        pe_heap_own_free(p);
+        return;
+    }
     if ((t = pe_heap_tag_of(p)))
-        pe_real.free(untag(t, p));
+        p = untag(t, p);
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on())
+        pe_heap_own_give_up(p); /* glibc's free would give this thread an arena */
     else
         pe_heap_hot.real_free(p); /* (not resolved yet: it resolves) */
 }
@@ -528,6 +539,8 @@ pe_heap_usable_slow(void *p)
 
     if (pe_real_owns(p))
         return pe_heap_pool_size(p);
+    if (pe_heap_own_is(p))
+        return pe_heap_own_usable(p);
     if ((t = pe_heap_tag_of(p)))
         return pe_heap_tag_usable(t, p);
     return pe_real.malloc_usable_size(p);
@@ -560,6 +573,20 @@ pe_heap_realloc_slow(void *old, size_t size, int counted)
         if ((p = malloc(size ? size : 1)))
             memcpy(p, old, min_size(size, pe_heap_pool_size(old)));
         return p;
+    }
+    if (pe_heap_own_is(old))
+        return pe_heap_own_realloc(old, size);
+    if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on()) {
+        /* glibc's or a tag on a thread of ours: into one of ours (copied) */
+        if ((t = pe_heap_tag_of(old))) {
+            size_t have = pe_heap_tag_usable(t, old);
+            if ((p = pe_heap_own_alloc(PE_HEAP_MALLOC, 16, size))) {
+                memcpy(p, old, min_size(size, have));
+                pe_heap_own_give_up(untag(t, old));
+            }
+            return p;
+        }
+        return pe_heap_own_adopt(old, size);
     }
     if ((t = pe_heap_tag_of(old))) {
         if (size == 0) /* the real realloc decides what size 0 means */

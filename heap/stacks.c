@@ -4,7 +4,8 @@
  * /allocs_profile) name stacks by the ids handed out here.
  *
  *   tab        the stacks themselves: preload/stacktab.h (lock-free, ids
- *              valid for the life of the process, PE_HEAP_STACKS of them)
+ *              valid for the life of the process, PE_HEAP_STACKS of them, or
+ *              fewer under an address-space limit: pe_heap_fit)
  *   totals[]   per stripe (preload/guard.h) and stack, the running totals on one
  *              cache line: a thread adds to its own stripe's line only, so
  *              two threads sampling the same stack do not pass a line back
@@ -22,9 +23,8 @@
 #include "../preload/stacktab.h"
 #include "heap_int.h"
 
-#define PE_HEAP_STACKS (1u << 15) /* distinct stacks kept */
-#define PE_HEAP_BUCKETS (PE_HEAP_STACKS * 2)
-#define PE_HEAP_FRAMES_CAP (1u << 21) /* pcs in all: 16 MiB of address space */
+#define PE_HEAP_STACKS_MAX (1u << 15) /* distinct stacks kept */
+#define PE_HEAP_FRAMES_PER 64         /* pcs per stack on average: 16 MiB in all */
 
 /* One stripe's totals for one stack: estimates (fixed point) and raw sampled
    values; relaxed atomics. */
@@ -35,7 +35,8 @@ typedef struct stack_totals_s {
 
 static pe_stacktab_t tab;
 static int tab_ready;          /* tab is set up (writer: init, before sharing) */
-static stack_totals_t *totals; /* [stripe * PE_HEAP_STACKS + id] */
+static stack_totals_t *totals; /* [stripe * nstacks + id] */
+static uint32_t nstacks;       /* set once by init */
 uint64_t pe_heap_stacks_full;
 
 int
@@ -47,14 +48,19 @@ pe_heap_stacks_init(void)
 
     if (tab_ready)
         return 0;
-    buckets = pe_heap_map_hashed(PE_HEAP_BUCKETS * sizeof(*buckets));
-    ents = pe_heap_map(PE_HEAP_STACKS * sizeof(*ents));
-    frames = pe_heap_map(PE_HEAP_FRAMES_CAP * sizeof(*frames));
-    totals = pe_heap_map((size_t)PE_STRIPES * PE_HEAP_STACKS * sizeof(*totals));
+    /* 1.5 KiB of address space a stack: 51 MiB at most, a 128th of a limit */
+    nstacks = pe_heap_fit(PE_HEAP_STACKS_MAX,
+                          2 * sizeof(*buckets) + sizeof(*ents) +
+                              PE_HEAP_FRAMES_PER * sizeof(*frames) + PE_STRIPES * sizeof(*totals),
+                          128);
+    buckets = pe_heap_map_hashed(2 * (size_t)nstacks * sizeof(*buckets));
+    ents = pe_heap_map(nstacks * sizeof(*ents));
+    frames = pe_heap_map((size_t)nstacks * PE_HEAP_FRAMES_PER * sizeof(*frames));
+    totals = pe_heap_map((size_t)PE_STRIPES * nstacks * sizeof(*totals));
     if (!buckets || !ents || !frames || !totals)
         return -ENOMEM;
     /* id 0: the "[unknown]" pseudo-stack, no frames, never in a bucket */
-    pe_stacktab_setup(&tab, buckets, ents, frames, PE_HEAP_STACKS, PE_HEAP_FRAMES_CAP, 1);
+    pe_stacktab_setup(&tab, buckets, ents, frames, nstacks, nstacks * PE_HEAP_FRAMES_PER, 1);
     __atomic_store_n(&tab_ready, 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -82,9 +88,9 @@ pe_heap_stacks_account(uint32_t id, int freed, uint64_t cnt_fx, uint64_t size)
     stack_totals_t *e;
     uint64_t bytes = pe_heap_bytes_fx(cnt_fx, size);
 
-    if (!totals || id >= PE_HEAP_STACKS)
+    if (!totals || id >= nstacks)
         return;
-    e = &totals[(size_t)pe_stripe() * PE_HEAP_STACKS + id];
+    e = &totals[(size_t)pe_stripe() * nstacks + id];
     if (!freed) {
         pe_stripe_add(&e->acnt, cnt_fx);
         pe_stripe_add(&e->abytes, bytes);
@@ -120,14 +126,14 @@ pe_heap_stacks_read(uint32_t id, pe_heap_rec_t *rec)
     /* Read frees before allocs: a block freed after we read its alloc can
        then never make inuse negative. */
     for (int s = 0; s < PE_STRIPES; s++) {
-        stack_totals_t *e = &totals[(size_t)s * PE_HEAP_STACKS + id];
+        stack_totals_t *e = &totals[(size_t)s * nstacks + id];
         fc += __atomic_load_n(&e->fcnt, __ATOMIC_ACQUIRE);
         fb += __atomic_load_n(&e->fbytes, __ATOMIC_ACQUIRE);
         fn += __atomic_load_n(&e->raw_fn, __ATOMIC_ACQUIRE);
         fr += __atomic_load_n(&e->raw_fb, __ATOMIC_ACQUIRE);
     }
     for (int s = 0; s < PE_STRIPES; s++) {
-        stack_totals_t *e = &totals[(size_t)s * PE_HEAP_STACKS + id];
+        stack_totals_t *e = &totals[(size_t)s * nstacks + id];
         ac += __atomic_load_n(&e->acnt, __ATOMIC_ACQUIRE);
         ab += __atomic_load_n(&e->abytes, __ATOMIC_ACQUIRE);
         an += __atomic_load_n(&e->raw_an, __ATOMIC_ACQUIRE);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
 #include "http_int.h"
 
@@ -50,6 +51,12 @@ pe_http_h_index(pe_req_t *r)
         pe_sink_put(s, "</td></tr>\n");
     }
     pe_sink_put(s, "</table>\n");
+    pe_py_init(); /* CPython's frames: said here, not on the program's stderr */
+    if (pe_py_note()[0]) {
+        pe_sink_put(s, "<p>");
+        pe_sink_xml_str(s, pe_py_note(), (size_t)-1);
+        pe_sink_put(s, "</p>\n");
+    }
     pe_http_tree_index(s); /* the process tree, when there is one (h_tree.c) */
     pe_sink_put(s, "<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {

@@ -296,14 +296,22 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
 {
     static const char *const formats[] = {"pprof", "text", "folded", "svg", "tree", "flat", NULL};
     static const char *const groupings[] = {"none", "thread", NULL};
+    static const char *const namings[] = {"short", "full", NULL};
+    static const char *const granularities[] = {"functions", "lines", NULL};
     char filename[96], title[256];
     pe_text_opts_t topts;
     pe_resp_t resp;
     double mincount, maxdepth;
-    int st, fmt, pprof, group, vi, def;
+    int st, fmt, pprof, group, vi, def, full, by_line;
 
-    if ((st = pe_param_bool(r, "pprof", 1, &pprof)))
+    if ((st = pe_param_bool(r, "pprof", 1, &pprof)) ||
+        (st = pe_param_enum(r, "names", namings, 0, &full)) ||
+        (st = pe_param_enum(r, "granularity", granularities, 0, &by_line)))
         return st;
+    /* names=full: parameters and template arguments in every view */
+    if (pe_prof_set_full_names(p, full) < 0)
+        return pe_http_error(r, 503, "%s: out of memory naming the profile", r->path);
+    pe_prof_set_by_line(p, by_line);
     def = !pprof ? FMT_TREE : !pe_param(r, "pprof") && browser(r) ? FMT_SVG : FMT_PPROF;
     if ((st = pe_param_enum(r, "format", formats, def, &fmt)) || (st = sample_index(r, p, &vi)))
         return st;

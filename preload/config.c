@@ -643,6 +643,12 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      FIELD(mutex_rate),
      .allowed = "an integer N >= 0 (1 in N waits)",
      .help = "record 1 in N contended lock waits; 0 turns it off"},
+    {.name = "PROFEP_DEBUG_MEM",
+     .def = "256m",
+     .parse = load_size,
+     FIELD(debug_mem),
+     .allowed = "bytes >= 0, e.g. 256m",
+     .help = "memory kept for debug info (source lines, inlined frames); 0: names only"},
 };
 const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
 

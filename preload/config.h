@@ -43,6 +43,7 @@ typedef struct pe_cfg_s {
     int log_level;       /* PROFEP_LOG: enum pe_log_level */
     int64_t mutex_rate;  /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
     char tls_cert[256];  /* PROFEP_TLS_CERT, absolute, "" = plain HTTP */
+    int64_t debug_mem;   /* PROFEP_DEBUG_MEM bytes of debug info kept, 0 = no lines */
 
     /* PROFEP_PORT_FILE, %p expanded, made absolute at load */
     char port_file[PATH_MAX];

@@ -53,7 +53,7 @@ thread_trampoline(void *p)
 
     pe_tls.internal = t->internal;
     pe_threads_register(t->create_pcs, t->ncreate);
-    pe_real.free(t);
+    free(t); /* through heap/: one of our threads never calls glibc's (own.c) */
     if (!pe_tls.internal && pe_init_active())
         pe_event_thread_start();
     return start(arg);
@@ -69,7 +69,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
     if (!pe_init_active() && !pe_tls.internal)
         return pe_real.pthread_create(thread, attr, start, arg);
     pe_guard_enter();
-    t = pe_real.malloc(sizeof(*t));
+    t = malloc(sizeof(*t)); /* (guarded: not sampled; a thread of ours: heap/own.c) */
     if (!t) {
         pe_guard_exit();
         return pe_real.pthread_create(thread, attr, start, arg);
@@ -82,7 +82,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(voi
     err = t->internal ? pe_threads_create_small(thread, attr, thread_trampoline, t)
                       : pe_real.pthread_create(thread, attr, thread_trampoline, t);
     if (err)
-        pe_real.free(t);
+        free(t);
     return err;
 }
 

@@ -87,10 +87,11 @@ pe_init(void)
     pe_threads_publish_tls();
     pe_event_init(); /* the thread-exit key (a low index) and the fork handlers */
     pe_hooks_resolve();
-    if (pe_unwind_init() < 0)
+    /* With PROFEP_ADDR=off nothing is printed but a bad setting's line. */
+    if (pe_unwind_init() < 0 && !pe_cfg.server_off)
         pe_log_warn("libunwind unavailable; stacks are taken by frame pointers only");
-    (void)pe_heap_init(pe_cfg.heap_rate); /* says why itself when it cannot work */
-    if (pe_sampler_init() < 0)
+    (void)pe_heap_init(pe_cfg.heap_rate); /* its 503s say why when it cannot work */
+    if (pe_sampler_init() < 0 && !pe_cfg.server_off)
         pe_log_warn("CPU sampling unavailable");
     (void)pe_peek_init(); /* PROFEP_PEEK_SIGNAL; says why itself when it cannot */
     pe_tree_init();       /* root or member of a process tree (tree.h) */

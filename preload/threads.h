@@ -4,8 +4,9 @@
  *
  * Each slot holds a tid, whether the thread is ours, and the stack that created
  * it (/debug/pprof/threadcreate).  Slots are claimed and released with atomics,
- * so the registry never takes a lock; it holds at most PE_THREADS_MAX threads,
- * beyond which new threads go unregistered (still sampled via /proc/self/task).
+ * so the registry never takes a lock; it grows with the program (a chain of
+ * tables, threads.c), and a thread it has no memory for goes unregistered
+ * (still sampled via /proc/self/task).
  *
  * Signal-safe: pe_threads_is_internal only.
  */
@@ -17,8 +18,9 @@
 #include "guard.h"
 #include "pe.h"
 
-#define PE_THREADS_MAX 4096
 #define PE_THREADS_CREATE_FRAMES 32
+/* The stack of each thread the library starts itself (civetweb's: 100 KiB). */
+#define PE_THREADS_STACK (128u << 10)
 
 typedef struct pe_thread_info_s {
     pid_t tid;
@@ -49,10 +51,10 @@ void pe_threads_each_tls(void (*fn)(pe_tls_t *t));
 /* 1 if tid is one of the library's threads. */
 PE_SIGSAFE int pe_threads_is_internal(pid_t tid);
 /*
- * Copy the live registered threads into out (up to max); returns the count.
- * Internal threads are skipped.
+ * Copy the live registered threads into a malloc'd array (*out; free() it);
+ * returns the count, or -ENOMEM.  Internal threads are skipped.
  */
-int pe_threads_list(pe_thread_info_t *out, int max);
+int pe_threads_list(pe_thread_info_t **out);
 /* In a fork child: forget every thread but the caller. */
 void pe_threads_atfork_child(void);
 /*
@@ -66,7 +68,8 @@ int pe_threads_start_internal(void *(*fn)(void *), void *arg);
  * stack (civetweb: 100 KiB; tree.c: 64 KiB).  glibc refuses one smaller than
  * the program's static TLS plus a minimum (EINVAL), and a program with big
  * __thread arrays has a big one: then the stack is doubled until it fits
- * (up to 8 MiB).  Detach state and guard size are kept.
+ * (up to 8 MiB).  Detach state and guard size are kept.  No attr: a joinable
+ * thread on PE_THREADS_STACK.
  */
 int pe_threads_create_small(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                             void *arg);

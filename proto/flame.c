@@ -21,14 +21,15 @@
 static int
 stack_cmp(const void *a, const void *b, void *arg)
 {
-    const pe_prof_t *p = arg;
+    const pe_flame_t *f = arg;
+    const pe_prof_t *p = f->p;
     pe_prof_sample_t x, y;
     int i, c;
 
     pe_prof_sample(p, (int)*(const uint32_t *)a, &x);
     pe_prof_sample(p, (int)*(const uint32_t *)b, &y);
     for (i = 0; i < x.nframes && i < y.nframes; i++) {
-        const char *nx = pe_flame_name(&x, i), *ny = pe_flame_name(&y, i);
+        const char *nx = pe_flame_name(f, &x, i), *ny = pe_flame_name(f, &y, i);
 
         if (nx != ny && (c = strcmp(nx, ny)) != 0) /* interned: mostly nx == ny */
             return c;
@@ -50,6 +51,7 @@ pe_flame_init(pe_flame_t *f, pe_prof_t *p, int value_index, int positive_only)
     if (err)
         return err;
     f->p = p;
+    f->by_line = pe_prof_by_line(p);
     f->vi = value_index < 0 ? pe_prof_default_index(p) : value_index;
     if (f->vi >= pe_prof_ntypes(p))
         return -EINVAL;
@@ -70,7 +72,7 @@ pe_flame_init(pe_flame_t *f, pe_prof_t *p, int value_index, int positive_only)
         if (s.nframes > f->maxdepth)
             f->maxdepth = s.nframes;
     }
-    qsort_r(f->idx, f->n, sizeof(*f->idx), stack_cmp, p);
+    qsort_r(f->idx, f->n, sizeof(*f->idx), stack_cmp, f);
     return 0;
 }
 

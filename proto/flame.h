@@ -28,6 +28,7 @@ typedef struct pe_flame_s {
     int maxdepth;      /* most frames in any kept sample */
     int64_t total;     /* sum of the kept samples' values */
     uint32_t ndropped; /* samples left out because their value was negative (svg only) */
+    int by_line;       /* one frame per place ("File:Line; Function"), not per function */
 } pe_flame_t;
 
 /*
@@ -43,11 +44,21 @@ void pe_flame_free(pe_flame_t *f);
 /* Sample i of the order (0 <= i < f->n) as encoders see it. */
 void pe_flame_sample(const pe_flame_t *f, uint32_t i, pe_prof_sample_t *s);
 
-/* Function name of the frame `depth` steps from the root of s (0 = outermost). */
-static inline const char *
-pe_flame_name(const pe_prof_sample_t *s, int depth)
+/* The frame `depth` steps from the root of s (0 = outermost). */
+static inline const pe_prof_frame_t *
+pe_flame_frame(const pe_prof_sample_t *s, int depth)
 {
-    return s->frames[s->nframes - 1 - depth]->name;
+    return s->frames[s->nframes - 1 - depth];
+}
+
+/* What makes that frame a box of its own: its function name, or its place
+   with granularity=lines (pe_prof_set_by_line). */
+static inline const char *
+pe_flame_name(const pe_flame_t *f, const pe_prof_sample_t *s, int depth)
+{
+    const pe_prof_frame_t *fr = pe_flame_frame(s, depth);
+
+    return f->by_line ? fr->label : fr->name;
 }
 
 /* Names are interned by the model, so equal names are usually equal pointers. */

@@ -58,8 +58,9 @@ pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index)
             pe_flame_sample(&f, j, &next);
             if (next.nframes != s.nframes)
                 break;
-            for (d = 0;
-                 d < s.nframes && pe_flame_same(pe_flame_name(&s, d), pe_flame_name(&next, d)); d++)
+            for (d = 0; d < s.nframes &&
+                        pe_flame_same(pe_flame_name(&f, &s, d), pe_flame_name(&f, &next, d));
+                 d++)
                 ;
             if (d != s.nframes)
                 break;
@@ -72,7 +73,7 @@ pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index)
         for (d = 0; d < s.nframes; d++) {
             if (d)
                 pe_sink_write(o, ";", 1);
-            put_frame(o, pe_flame_name(&s, d));
+            put_frame(o, pe_flame_name(&f, &s, d));
         }
         pe_sink_printf(o, " %" PRId64 "\n", v);
     }

@@ -20,39 +20,101 @@
 
 /* ---- stacks ---------------------------------------------------------------------- */
 
-/* A resolved sample's frames: "#\taddr\tname+off\tfile" per frame. */
+/*
+ * A resolved sample's frames as Go's debug=1 writes them: "#\tPC\tname+off\t
+ * FILE:LINE", with the mapping's path where no line is known.  An inlined
+ * call is a line of its own with the same PC and no offset, as Go writes its
+ * inlined frames.
+ */
 static void
 put_frames(pe_sink_t *out, const pe_prof_sample_t *sm)
 {
     for (int f = 0; f < sm->nframes; f++) {
         const pe_prof_frame_t *fr = sm->frames[f];
+
         pe_sink_printf(out, "#\t%#llx\t%s", (unsigned long long)fr->addr, fr->name);
-        if (fr->offset)
+        if (fr->offset && !fr->inlined)
             pe_sink_printf(out, "+%#llx", (unsigned long long)fr->offset);
-        pe_sink_printf(out, "\t%s\n", fr->file ? fr->file : "");
+        if (fr->src && fr->line)
+            pe_sink_printf(out, "\t%s:%u\n", fr->src, fr->line);
+        else
+            pe_sink_printf(out, "\t%s\n", fr->src ? fr->src : fr->file ? fr->file : "");
     }
+}
+
+/* " @ PC PC...": the stack's return addresses, as Go writes them. */
+static void
+put_pcs(pe_sink_t *out, const uintptr_t *pcs, int n)
+{
+    pe_sink_put(out, " @");
+    for (int f = 0; f < n; f++)
+        pe_sink_printf(out, " %#" PRIxPTR, pcs[f]);
+    pe_sink_put(out, "\n");
 }
 
 int
 pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
 {
-    char name[512];
-    int f;
+    pe_prof_vt_t vt = {"count", "count"};
+    pe_prof_sample_t sm;
+    pe_prof_t *p;
 
-    pe_sink_put(out, " @");
-    for (f = 0; f < n; f++)
-        pe_sink_printf(out, " %#" PRIxPTR, pcs[f]);
-    pe_sink_put(out, "\n");
-    for (f = 0; f < n; f++) {
-        uintptr_t pc = pcs[f] - 1; /* the call, not the return address */
-        const char *s = pe_sym_symbolize(pc, name, sizeof(name));
-
-        if (s)
-            pe_sink_printf(out, "#\t%#" PRIxPTR "\t%s\n", pc, s);
-        else
-            pe_sink_printf(out, "#\t%#" PRIxPTR "\n", pc);
+    put_pcs(out, pcs, n);
+    /* Resolved as profiles are: readable names, lines, inlined calls. */
+    p = pe_prof_new(&vt, 1, NULL, 0);
+    if (p && n > 0 && pe_prof_add(p, pcs, n, 0, NULL, NULL, 0) == 0 &&
+        pe_prof_resolve(p, 0) == 0 && pe_prof_nsamples(p) == 1) {
+        pe_prof_sample(p, 0, &sm);
+        put_frames(out, &sm);
     }
+    pe_prof_free(p);
     return pe_sink_put(out, "\n");
+}
+
+/*
+ * The records' stacks as one profile, sample i being record i's (a label
+ * keeps equal stacks apart), so that the whole text is resolved at once.
+ * NULL on ENOMEM: the caller writes addresses only.
+ */
+static pe_prof_t *
+records_prof(int n, const uint32_t *stacks, size_t stride, pe_prof_stack_fn stack)
+{
+    pe_prof_vt_t vt = {"count", "count"};
+    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_prof_label_t l = {.key = "record"};
+    pe_prof_t *p = pe_prof_new(&vt, 1, NULL, 0);
+    int i, k;
+
+    for (i = 0; p && i < n; i++) {
+        k = stack(*(const uint32_t *)((const char *)stacks + (size_t)i * stride), pcs,
+                  PE_MAX_FRAMES);
+        l.num = i;
+        if (pe_prof_add(p, pcs, k > 0 ? k : 0, 0, NULL, &l, 1) < 0) {
+            pe_prof_free(p);
+            p = NULL;
+        }
+    }
+    if (p && (pe_prof_resolve(p, 0) < 0 || pe_prof_nsamples(p) != n)) {
+        pe_prof_free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* Record i's stack: its addresses, then its frames when resolved. */
+static void
+put_record(pe_sink_t *out, pe_prof_t *p, int i, uint32_t id, pe_prof_stack_fn stack)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_prof_sample_t sm;
+    int k = stack(id, pcs, PE_MAX_FRAMES);
+
+    put_pcs(out, pcs, k > 0 ? k : 0);
+    if (p) {
+        pe_prof_sample(p, i, &sm);
+        put_frames(out, &sm);
+    }
+    pe_sink_put(out, "\n");
 }
 
 static const pe_prof_label_t *
@@ -156,7 +218,7 @@ pe_prof_write_go_heap(pe_sink_t *out, const pe_prof_go_heap_t *v, int n, int64_t
                       pe_prof_stack_fn stack)
 {
     int64_t t_in = 0, t_inb = 0, t_a = 0, t_ab = 0;
-    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_prof_t *p;
 
     for (int i = 0; i < n; i++) {
         t_in += v[i].inuse_n;
@@ -168,13 +230,13 @@ pe_prof_write_go_heap(pe_sink_t *out, const pe_prof_go_heap_t *v, int n, int64_t
                    "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64
                    "] @ heap/%" PRId64 "\n",
                    t_in, t_inb, t_a, t_ab, heap_rate);
+    p = n > 0 ? records_prof(n, &v[0].stack, sizeof(v[0]), stack) : NULL;
     for (int i = 0; i < n && !out->err; i++) {
-        int k = stack(v[i].stack, pcs, PE_MAX_FRAMES);
-
         pe_sink_printf(out, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", v[i].inuse_n,
                        v[i].inuse_b, v[i].alloc_n, v[i].alloc_b);
-        pe_prof_write_go_stack(out, pcs, k > 0 ? k : 0);
+        put_record(out, p, i, v[i].stack, stack);
     }
+    pe_prof_free(p);
     return out->err;
 }
 
@@ -182,16 +244,16 @@ int
 pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
                             const pe_prof_go_contention_t *v, int n, pe_prof_stack_fn stack)
 {
-    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_prof_t *p;
 
     pe_sink_printf(out, "--- %s:\ncycles/second=1000000000\nsampling period=%" PRId64 "\n", name,
                    period);
+    p = n > 0 ? records_prof(n, &v[0].stack, sizeof(v[0]), stack) : NULL;
     for (int i = 0; i < n && !out->err; i++) {
-        int k = stack(v[i].stack, pcs, PE_MAX_FRAMES);
-
         pe_sink_printf(out, "%" PRIu64 " %" PRIu64, v[i].delay_ns, v[i].count);
-        pe_prof_write_go_stack(out, pcs, k > 0 ? k : 0);
+        put_record(out, p, i, v[i].stack, stack);
     }
+    pe_prof_free(p);
     return out->err;
 }
 

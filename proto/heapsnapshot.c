@@ -9,7 +9,7 @@
  *   0        ""              synthetic  element -> 1, property -> outermost frames
  *   1        "(GC roots)"    synthetic  none (DevTools computes distances only
  *                                       when the root has a child of that name)
- *   2..      function name   object     property -> callee frames (named after
+ *   2..      frame label     object     property -> callee frames (named after
  *                                       the callee), element -> its objects
  *   then     leaf's name     native     none; self_size = the block's bytes
  *
@@ -21,7 +21,8 @@
  * `analyze object-size` ranks object nodes by retained size, which makes it a
  * list of the heaviest call paths.
  *
- * The frame nodes are a trie of call paths keyed by function name from the
+ * The frame nodes are a trie of call paths keyed by frame label ("File:Line;
+ * Function", as the text views print a frame) from the
  * outermost frame (main, _start) down to the allocation site, so shared
  * prefixes are one node.  Every node but the root has exactly one retainer,
  * hence the dominator tree is the trie itself and the retained size of a frame
@@ -244,7 +245,7 @@ pe_prof_hsnap_build(pe_prof_t *p, const pe_prof_hsnap_obj_t *objs, size_t n, pe_
         pe_prof_sample(p, (int)i, &s);
         parent = 0;
         for (d = s.nframes - 1; d >= 0; d--) {
-            if ((si = str_index(h, s.frames[d]->name)) < 0 ||
+            if ((si = str_index(h, s.frames[d]->label)) < 0 ||
                 !(parent = frame_get(h, parent, (uint32_t)si)))
                 goto err_free;
         }

@@ -13,10 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "../preload/clock.h"
+#include "../preload/config.h"
 #include "../preload/log.h"
+#include "../symbols/demangle.h"
 #include "../symbols/pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 #include "proto_int.h"
+
+static int frame_names(pe_prof_t *p, pe_prof_loc_t *loc);
+
+/* Inlined frames kept per address: deeper chains keep their innermost end. */
+#define PE_PROF_MAX_INLINE 32
+/* Time one resolve may spend reading debug info before it goes on with names only. */
+#define DEBUG_TIME_NS (2 * 1000000000LL)
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -231,6 +242,67 @@ func_get(pe_prof_t *p, const char *name)
     return p->nfuncs - 1;
 }
 
+/* Readable and short forms of a new function's raw name.  0 or -ENOMEM. */
+static int
+func_names(pe_prof_t *p, pe_prof_func_t *f, const char *raw, int readable)
+{
+    char full[1024], brief[1024];
+    const char *d;
+
+    d = readable ? raw : pe_dem_demangle(raw, full, sizeof(full));
+    if (d && d != raw) {
+        if (!(f->full = pe_prof_intern(p, d)))
+            return -ENOMEM;
+        f->sysname = f->name; /* pprof: the mangled name is the system name */
+    }
+    /* Plain C names and pseudo-names ("[truncated]") stay as they are. */
+    if (d && (!readable || (strstr(d, "::") && d[0] != '['))) {
+        pe_dem_shorten(d, brief, sizeof(brief));
+        if (strcmp(brief, d) != 0 && !(f->shown = pe_prof_intern(p, brief)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/*
+ * A native function: its raw (mangled) name and source file (NULL when
+ * unknown), so two static functions of one name in two files stay two.
+ * Created on first use with its readable names; -1 on ENOMEM.
+ */
+static int64_t
+native_func_get(pe_prof_t *p, const char *raw, const char *src)
+{
+    char key[2048];
+    const char *ikey, *iraw, *isrc = NULL;
+    int64_t fi;
+
+    if (src)
+        snprintf(key, sizeof(key), "%s\x01%s", raw, src);
+    ikey = pe_prof_intern(p, src ? key : raw);
+    if (!ikey)
+        return -1;
+    if (p->func_of_str && pe_prof_stridx(ikey) < p->cap_func_of_str &&
+        p->func_of_str[pe_prof_stridx(ikey)])
+        return p->func_of_str[pe_prof_stridx(ikey)] - 1;
+    iraw = pe_prof_intern(p, raw);
+    if (!iraw || (src && !(isrc = pe_prof_intern(p, src))) || (fi = func_get(p, ikey)) < 0)
+        return -1;
+    p->funcs[fi].name = iraw;
+    p->funcs[fi].file = isrc;
+    if (func_names(p, &p->funcs[fi], iraw, 0))
+        return -1;
+    return fi;
+}
+
+/* The name frames of function f show. */
+static const char *
+func_shown(const pe_prof_t *p, const pe_prof_func_t *f)
+{
+    if (!p->full_names && f->shown)
+        return f->shown;
+    return f->full ? f->full : f->name;
+}
+
 static uint32_t
 loc_hashfn(const pe_prof_t *p, uint32_t i)
 {
@@ -425,6 +497,7 @@ pe_prof_new(const pe_prof_vt_t *types, int ntypes, const pe_prof_vt_t *period_ty
         p->period_type.unit = intern_opt(p, period_type->unit ? period_type->unit : "", &err);
     }
     p->period = period;
+    p->debug_budget = -1;
     if (err)
         goto err_free;
     return p;
@@ -521,12 +594,15 @@ pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *
         iname = pe_prof_intern(p, names[i]);
         if (!iname || (fi = func_get(p, iname)) < 0)
             return -ENOMEM;
+        if (!p->funcs[fi].named_loc && func_names(p, &p->funcs[fi], iname, 1))
+            return -ENOMEM;
         if (!p->funcs[fi].named_loc) {
             /* Address 0, outside every mapping: pprof shows just the name. */
             loc = loc_new(p, 0);
             if (!loc)
                 return -ENOMEM;
-            loc->frame.name = iname;
+            loc->frame.name = iname; /* set again by resolve (names=full) */
+            loc->frame.full = iname;
             loc->func = (uint32_t)fi + 1;
             loc->resolved = 1;
             loc->pseudo = 1;
@@ -542,6 +618,39 @@ pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos)
 {
     p->time_nanos = time_nanos;
     p->duration_nanos = duration_nanos;
+}
+
+int
+pe_prof_set_full_names(pe_prof_t *p, int full)
+{
+    uint32_t i;
+
+    if (p->full_names == (full != 0))
+        return 0;
+    p->full_names = full != 0;
+    /* Frames resolved already show the other form: name them again. */
+    for (i = 0; i < p->nlocs; i++)
+        if (p->locs[i]->resolved && frame_names(p, p->locs[i]))
+            return -ENOMEM;
+    return 0;
+}
+
+void
+pe_prof_set_by_line(pe_prof_t *p, int by_line)
+{
+    p->by_line = by_line != 0;
+}
+
+int
+pe_prof_by_line(const pe_prof_t *p)
+{
+    return p->by_line;
+}
+
+void
+pe_prof_set_debug_budget(pe_prof_t *p, int64_t bytes)
+{
+    p->debug_budget = bytes;
 }
 
 void
@@ -593,6 +702,145 @@ pe_prof_comment(pe_prof_t *p, const char *fmt, ...)
     return 0;
 }
 
+/* An inlined frame at loc's address: a location of its own that is in no table. */
+static pe_prof_loc_t *
+inline_loc(pe_prof_t *p, const pe_prof_loc_t *loc, const pe_dw_frame_t *l, int64_t fi)
+{
+    pe_prof_loc_t *il = arena_alloc(p, sizeof(*il));
+
+    if (!il)
+        return NULL;
+    memset(il, 0, sizeof(*il));
+    il->frame.addr = loc->frame.addr;
+    il->frame.file = loc->frame.file;
+    il->frame.src = p->funcs[fi].file;
+    il->frame.line = l->line;
+    il->frame.inlined = 1;
+    il->id = loc->id;
+    il->func = (uint32_t)fi + 1;
+    il->map = loc->map;
+    il->resolved = 1;
+    return il;
+}
+
+/*
+ * Source lines and inlined frames of loc (its function fi, or -1 when the
+ * symbol tables did not name it).  Leaves loc as it was when there is no
+ * debug info; 0 or -ENOMEM.
+ */
+static int
+resolve_lines(pe_prof_t *p, pe_sym_batch_t *syms, pe_prof_loc_t *loc, int64_t *fi)
+{
+    pe_dw_frame_t l[PE_PROF_MAX_INLINE];
+    const char *raw;
+    int64_t ifi;
+    int n, k;
+
+    n = pe_sym_lines(syms, loc->frame.addr, l, PE_PROF_MAX_INLINE);
+    if (n == -E2BIG && !p->lines_cut)
+        p->lines_cut = "the debug info budget (PROFEP_DEBUG_MEM) was reached";
+    else if (n == -ETIMEDOUT && !p->lines_cut)
+        p->lines_cut = "reading debug info took longer than its bound (2 s)";
+    if (n <= 0)
+        return 0;
+    /* The function the code belongs to: the symbol table's name (it keeps
+       clone suffixes such as .isra.0) with the debug info's file. */
+    raw = *fi >= 0 ? p->funcs[*fi].name : l[n - 1].name;
+    if (raw) {
+        if ((ifi = native_func_get(p, raw, l[n - 1].file)) < 0)
+            return -ENOMEM;
+        *fi = ifi;
+    }
+    loc->frame.src = *fi >= 0 ? p->funcs[*fi].file : NULL;
+    loc->frame.line = l[n - 1].line;
+    if (n > 1) {
+        loc->inl = arena_alloc(p, (size_t)(n - 1) * sizeof(*loc->inl));
+        if (!loc->inl)
+            return -ENOMEM;
+        for (k = 0; k < n - 1; k++) {
+            ifi = native_func_get(p, l[k].name ? l[k].name : "??", l[k].file);
+            if (ifi < 0 || !(loc->inl[k] = inline_loc(p, loc, &l[k], ifi)))
+                return -ENOMEM;
+        }
+        loc->ninl = (uint16_t)(n - 1);
+    }
+    return 1;
+}
+
+static const char *
+base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+
+    return s ? s + 1 : path;
+}
+
+/* Names shown in every frame, once the functions are known (names=full or
+   short), and the frame's label.  0 or -ENOMEM. */
+static int
+frame_names(pe_prof_t *p, pe_prof_loc_t *loc)
+{
+    const pe_prof_func_t *f;
+    pe_prof_frame_t *fr = &loc->frame;
+    char label[1200];
+    uint16_t k;
+
+    if (loc->func) {
+        f = &p->funcs[loc->func - 1];
+        fr->name = func_shown(p, f);
+        fr->full = f->full ? f->full : f->name;
+    } else if (!fr->full) {
+        fr->full = fr->name;
+    }
+    if (fr->src && fr->line)
+        snprintf(label, sizeof(label), "%s:%u; %s", base_name(fr->src), fr->line, fr->name);
+    else if (fr->src)
+        snprintf(label, sizeof(label), "%s; %s", base_name(fr->src), fr->name);
+    else if (fr->file && !loc->pseudo)
+        snprintf(label, sizeof(label), "[%s] %s", base_name(fr->file), fr->name);
+    else
+        snprintf(label, sizeof(label), "%s", fr->name);
+    if (!(fr->label = pe_prof_intern(p, label)))
+        return -ENOMEM;
+    for (k = 0; k < loc->ninl; k++)
+        if (frame_names(p, loc->inl[k]))
+            return -ENOMEM;
+    return 0;
+}
+
+/* Samples' frames with the inlined ones, for the views (pprof keeps locations). */
+static int
+expand_samples(pe_prof_t *p)
+{
+    const pe_prof_loc_t *loc;
+    pe_prof_smp_t *s;
+    uint32_t i, n;
+    int j, k;
+
+    for (i = p->nexpanded; i < p->nsamples; i++) {
+        s = p->samples[i];
+        for (j = 0, n = 0; j < s->nframes; j++)
+            n += 1 + pe_prof_loc_of(s->frames[j])->ninl;
+        if (n == s->nframes || n > UINT16_MAX) {
+            s->xframes = s->frames;
+            s->nxframes = s->nframes;
+            continue;
+        }
+        s->xframes = arena_alloc(p, n * sizeof(*s->xframes));
+        if (!s->xframes)
+            return -ENOMEM;
+        for (j = 0, n = 0; j < s->nframes; j++) {
+            loc = pe_prof_loc_of(s->frames[j]);
+            for (k = 0; k < loc->ninl; k++)
+                s->xframes[n++] = &loc->inl[k]->frame;
+            s->xframes[n++] = s->frames[j];
+        }
+        s->nxframes = (uint16_t)n;
+    }
+    p->nexpanded = p->nsamples;
+    return 0;
+}
+
 int
 pe_prof_resolve(pe_prof_t *p, int no_names)
 {
@@ -601,15 +849,16 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
     const char *name, *iname;
     char hex[2 + 2 * sizeof(uintptr_t) + 1];
     uintptr_t start = 0;
+    int64_t budget;
     uint32_t i, m;
     int64_t fi = -1;
-    int err = 0;
+    int err = 0, lined;
 
     /* Sticky, so an encoder's own resolve(p, 0) cannot undo the caller's choice. */
     if (no_names)
         p->no_names = 1;
     if (p->nresolved == p->nlocs)
-        return 0;
+        return p->nexpanded == p->nsamples ? 0 : expand_samples(p);
 
     err = pe_prof_maps_load(p);
     if (err) {
@@ -620,6 +869,8 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
     err = pe_sym_begin(&syms);
     if (err)
         return err;
+    budget = p->debug_budget >= 0 ? p->debug_budget : pe_cfg.debug_mem;
+    pe_sym_lines_limits(syms, (size_t)budget, pe_clock_ns(CLOCK_MONOTONIC) + DEBUG_TIME_NS);
     for (i = p->nresolved; i < p->nlocs; i++) {
         loc = p->locs[i];
         if (loc->resolved)
@@ -631,36 +882,62 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         }
         m = pe_prof_maps_find(p, loc->frame.addr);
         name = pe_sym_lookup(syms, loc->frame.addr, &start);
-        if (name) {
-            iname = pe_prof_intern(p, name);
-            if (!iname || (fi = func_get(p, iname)) < 0) {
-                err = -ENOMEM;
-                break;
-            }
-        } else {
+        fi = -1;
+        if (name && (fi = native_func_get(p, name, NULL)) < 0) {
+            err = -ENOMEM;
+            break;
+        }
+        iname = NULL;
+        if (!name) {
             snprintf(hex, sizeof(hex), "0x%" PRIxPTR, loc->frame.addr);
-            iname = pe_prof_intern(p, hex);
-            if (!iname) {
+            if (!(iname = pe_prof_intern(p, hex))) {
                 err = -ENOMEM;
                 break;
             }
         }
-        /* Commit only once nothing can fail, so a retry does not count twice. */
+        /* Commit the location only once nothing can fail, so a retry does not count twice. */
+        if (m)
+            loc->frame.file = p->maps[m - 1].path;
+        if ((lined = resolve_lines(p, syms, loc, &fi)) < 0) {
+            err = lined;
+            break;
+        }
         loc->frame.name = iname;
         loc->frame.offset = name ? loc->frame.addr - start : 0;
-        loc->func = name ? (uint32_t)fi + 1 : 0;
+        loc->func = fi >= 0 ? (uint32_t)fi + 1 : 0;
         loc->map = m;
+        if ((err = frame_names(p, loc)) < 0)
+            break;
         if (m) {
-            loc->frame.file = p->maps[m - 1].path;
             p->maps[m - 1].nlocs++;
-            p->maps[m - 1].nnamed += name != NULL;
+            p->maps[m - 1].nnamed += loc->func != 0;
+            p->maps[m - 1].nlined += lined;
+            p->maps[m - 1].inlines |= lined;
         }
         loc->resolved = 1;
     }
     pe_sym_end(syms);
-    if (!err)
-        p->nresolved = p->nlocs;
-    return err;
+    if (err)
+        return err;
+    p->nresolved = p->nlocs;
+    /* Pseudo-frames and CPython frames: names as shown, sources from CPython. */
+    for (i = 0; i < p->nlocs; i++) {
+        loc = p->locs[i];
+        if (loc->py) {
+            loc->frame.src = loc->frame.file;
+            loc->frame.line = loc->line > 0 ? (uint32_t)loc->line : 0;
+        }
+        if ((loc->pseudo || loc->py) && frame_names(p, loc))
+            return -ENOMEM;
+    }
+    if (p->lines_cut) {
+        char why[160];
+
+        snprintf(why, sizeof(why), "source lines: only some locations have them: %s", p->lines_cut);
+        pe_prof_comment(p, "%s", why);
+        p->lines_cut = NULL; /* said once */
+    }
+    return expand_samples(p);
 }
 
 int
@@ -705,8 +982,7 @@ pe_prof_sample(const pe_prof_t *p, int i, pe_prof_sample_t *out)
 {
     const pe_prof_smp_t *s = p->samples[i];
 
-    out->nframes = s->nframes;
-    out->frames = s->frames;
+    out->frames = pe_prof_smp_frames(s, &out->nframes);
     out->values = s->values;
     out->nlabels = s->nlabels;
     out->labels = s->labels;

@@ -16,6 +16,9 @@
 #include "profile.pb.h"
 #include "proto_int.h"
 
+/* Lines one Location carries (profile.options: Location.line max_count). */
+#define PE_PROF_PB_LINES 32
+
 /* nanopb writes a varint at a time; batch those before each deflate call. */
 #define PPROF_OBUF 8192
 /* Like Go's runtime/pprof: speed matters more than the last 20% of size. */
@@ -99,6 +102,14 @@ enc_mappings(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
         msg.build_id = pe_prof_stridx(m->build_id);
         /* Only claim names when every address got one; else pprof may fill in the rest. */
         msg.has_functions = !p->no_names && m->nlocs > 0 && m->nnamed == m->nlocs;
+        /* Lines read in process: pprof must not read the binary again (it
+           would, for the few addresses without a name, and lose the rest). */
+        if (!p->no_names && m->nlined > 0) {
+            msg.has_functions = true;
+            msg.has_filenames = true;
+            msg.has_line_numbers = true;
+            msg.has_inline_frames = m->inlines;
+        }
         if (!pb_encode_tag_for_field(stream, field) ||
             !pb_encode_submessage(stream, perftools_profiles_Mapping_fields, &msg))
             return false;
@@ -110,8 +121,8 @@ enc_locations(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {
     const pe_prof_t *p = *arg;
     perftools_profiles_Location msg;
-    const pe_prof_loc_t *loc;
-    uint32_t i;
+    const pe_prof_loc_t *loc, *in;
+    uint32_t i, k;
 
     for (i = 0; i < p->nlocs; i++) {
         loc = p->locs[i];
@@ -120,9 +131,15 @@ enc_locations(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
         msg.mapping_id = loc->map ? p->maps[loc->map - 1].id : 0;
         msg.address = loc->frame.addr;
         if (loc->func && p->funcs[loc->func - 1].id) {
-            msg.line_count = 1;
-            msg.line[0].function_id = p->funcs[loc->func - 1].id;
-            msg.line[0].line = loc->py ? loc->line : 0;
+            /* Innermost first: the inlined calls, then the function itself. */
+            for (k = 0; k < loc->ninl && k + 1 < PE_PROF_PB_LINES; k++) {
+                in = loc->inl[k];
+                msg.line[msg.line_count].function_id = p->funcs[in->func - 1].id;
+                msg.line[msg.line_count++].line = in->frame.line;
+            }
+            msg.line[msg.line_count].function_id = p->funcs[loc->func - 1].id;
+            msg.line[msg.line_count++].line =
+                loc->py ? (int64_t)loc->line : (int64_t)loc->frame.line;
         }
         if (!pb_encode_tag_for_field(stream, field) ||
             !pb_encode_submessage(stream, perftools_profiles_Location_fields, &msg))
@@ -143,17 +160,18 @@ enc_functions(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
             continue;
         memset(&msg, 0, sizeof(msg));
         msg.id = p->funcs[i].id;
-        /* Mangled in both: pprof demangles `name` itself when asked to. */
-        msg.name = pe_prof_stridx(p->funcs[i].name);
-        msg.system_name = msg.name;
-        if (p->funcs[i].file) { /* CPython functions */
+        /* The readable name, the mangled one as the system name (pprof's
+           proto); a name nobody mangled is both. */
+        msg.name = pe_prof_stridx(p->funcs[i].full ? p->funcs[i].full : p->funcs[i].name);
+        msg.system_name = pe_prof_stridx(p->funcs[i].name);
+        if (p->funcs[i].file)
             msg.filename = pe_prof_stridx(p->funcs[i].file);
-            msg.start_line = p->funcs[i].start_line;
-            /* A system name of its own: pprof then takes `name` as already
-               demangled, instead of cutting "<module>" or "<lambda>" to ""
-               as a C++ template. */
+        msg.start_line = p->funcs[i].start_line;
+        /* CPython functions: a system name of their own, so pprof takes `name`
+           as already demangled instead of cutting "<module>" or "<lambda>" to
+           "" as a C++ template. */
+        if (p->funcs[i].sysname)
             msg.system_name = pe_prof_stridx(p->funcs[i].sysname);
-        }
         if (!pb_encode_tag_for_field(stream, field) ||
             !pb_encode_submessage(stream, perftools_profiles_Function_fields, &msg))
             return false;
@@ -202,8 +220,11 @@ prepare(pe_prof_t *p)
         if (loc->map && !p->maps[loc->map - 1].id)
             p->maps[loc->map - 1].id = ++mid;
         /* With no_names only pseudo-frames keep a function; pprof names the rest. */
-        if (loc->func && (loc->pseudo || loc->py || !p->no_names))
+        if (loc->func && (loc->pseudo || loc->py || !p->no_names)) {
             p->funcs[loc->func - 1].id = 1;
+            for (uint32_t k = 0; k < loc->ninl; k++)
+                p->funcs[loc->inl[k]->func - 1].id = 1;
+        }
     }
     /* Function ids in table order, so enc_functions emits them ascending. */
     for (i = 0; i < p->nfuncs; i++)

@@ -40,12 +40,23 @@ typedef struct pe_prof_label_s {
     const char *unit;
 } pe_prof_label_t;
 
-/* A resolved frame, as encoders see it. */
+/*
+ * A resolved frame, as encoders see it.  An address whose debug info has
+ * inlined calls is several frames: the inlined functions first (innermost
+ * first, `inlined` set), then the function the code belongs to.
+ */
 typedef struct pe_prof_frame_s {
-    uintptr_t addr;   /* location address (call site for callers) */
-    const char *name; /* function name, never NULL ("0x7f..." when unknown) */
-    const char *file; /* mapping path, or NULL */
-    uint64_t offset;  /* addr - function start, 0 when unknown */
+    uintptr_t addr;    /* location address (call site for callers) */
+    const char *name;  /* function name as shown, never NULL ("0x7f..." when unknown): without
+                          parameters and template arguments unless pe_prof_set_full_names */
+    const char *file;  /* mapping path (CPython frames: the source file), or NULL */
+    uint64_t offset;   /* addr - function start, 0 when unknown */
+    const char *full;  /* the whole readable (demangled) name, never NULL once resolved */
+    const char *src;   /* source file from the debug info, NULL when unknown */
+    uint32_t line;     /* source line, 0 when unknown */
+    uint8_t inlined;   /* inlined into the frame after it */
+    const char *label; /* as Julia prints a frame: "File:Line; Function" (the source file's
+                          base name), or "[object] Function" without a line; never NULL */
 } pe_prof_frame_t;
 
 /* A sample, as encoders see it; pointers stay valid until pe_prof_free. */
@@ -87,6 +98,16 @@ int pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64
                       const pe_prof_label_t *labels, int nlabels);
 
 void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
+/* Frames show whole names (parameters, template arguments: names=full) instead
+   of pprof's short ones.  At any time; 0 or -ENOMEM. */
+int pe_prof_set_full_names(pe_prof_t *p, int full);
+/* Flame graphs and folded stacks get one frame per place ("File:Line;
+   Function") instead of one per function (granularity=lines). */
+void pe_prof_set_by_line(pe_prof_t *p, int by_line);
+int pe_prof_by_line(const pe_prof_t *p);
+/* Bytes of debug info the next resolve may keep (PROFEP_DEBUG_MEM; 0: names
+   only); the default is pe_cfg's.  For tests and the tree merge. */
+void pe_prof_set_debug_budget(pe_prof_t *p, int64_t bytes);
 void pe_prof_set_default_type(pe_prof_t *p, const char *type);
 /*
  * Rename the sample types (same count, same order) and the period type, e.g.

@@ -30,18 +30,24 @@ typedef struct pe_prof_loc_s {
     uint32_t func;         /* function index + 1; 0 = no name (pprof gets no Line) */
     uint32_t map;          /* mapping index + 1; 0 = outside every mapping */
     uint8_t resolved;
-    uint8_t pseudo; /* pe_prof_add_named's: address 0, never looked up by address */
-    uint8_t py;     /* a CPython frame (pynames.h): its names come with it */
-    int32_t line;   /* py: the frame's current line */
+    uint8_t pseudo;             /* pe_prof_add_named's: address 0, never looked up by address */
+    uint8_t py;                 /* a CPython frame (pynames.h): its names come with it */
+    int32_t line;               /* py: the frame's current line */
+    uint16_t ninl;              /* inlined frames at this address (frame.inlined set in each) */
+    struct pe_prof_loc_s **inl; /* arena; innermost first, each with its own func */
 } pe_prof_loc_t;
 
+/* A function.  Native ones are keyed by the raw (mangled) name and source file. */
 typedef struct pe_prof_func_s {
-    const char *name;    /* interned */
+    const char *name;    /* interned: native: the raw symbol; CPython: the qualname */
+    const char *full;    /* the readable name (demangled), or NULL: name is */
+    const char *shown;   /* what views show: the short form, or NULL: full or name */
     uint32_t named_loc;  /* location index + 1 of its pseudo-location, 0 if none */
     uint32_t id;         /* pprof id, assigned by pprof.c; 0 = not emitted */
-    const char *file;    /* CPython functions: co_filename (interned), else NULL */
+    const char *file;    /* source file (CPython: co_filename), interned, or NULL */
     int64_t start_line;  /* CPython functions: co_firstlineno */
-    const char *sysname; /* CPython functions: "python:" + name (pprof.c says why), else NULL */
+    const char *sysname; /* pprof's system_name: the mangled name, CPython "python:" + name
+                            (pprof.c says why), or NULL */
 } pe_prof_func_t;
 
 typedef struct pe_prof_map_s {
@@ -52,14 +58,18 @@ typedef struct pe_prof_map_s {
     int is_main;          /* the main executable's text */
     int current;          /* present in the latest /proc/self/maps read */
     uint32_t nlocs, nnamed;
-    uint32_t id; /* pprof id, assigned by pprof.c; 0 = not emitted */
+    uint32_t nlined; /* locations with a source line */
+    uint8_t inlines; /* its debug info was read for inlined calls */
+    uint32_t id;     /* pprof id, assigned by pprof.c; 0 = not emitted */
 } pe_prof_map_t;
 
 typedef struct pe_prof_smp_s {
     uint32_t hash;
     uint16_t nframes, nlabels;
-    const pe_prof_frame_t **frames; /* arena */
-    pe_prof_label_t *labels;        /* arena; strings interned */
+    const pe_prof_frame_t **frames;  /* arena; one per location (pprof's) */
+    const pe_prof_frame_t **xframes; /* arena: frames with inlined ones, after resolve */
+    uint16_t nxframes;
+    pe_prof_label_t *labels; /* arena; strings interned */
     int64_t values[PE_PROF_MAX_TYPES];
 } pe_prof_smp_t;
 
@@ -105,7 +115,20 @@ struct pe_prof_s {
     uint32_t ncur_maps;
 
     int no_names;
+    int full_names;        /* pe_prof_set_full_names */
+    int by_line;           /* pe_prof_set_by_line */
+    int64_t debug_budget;  /* bytes; -1: pe_cfg's */
+    uint32_t nexpanded;    /* samples whose xframes are set */
+    const char *lines_cut; /* why some locations got no lines, once (a comment) */
 };
+
+/* A sample's frames as views see them: with inlined frames once resolved. */
+static inline const pe_prof_frame_t *const *
+pe_prof_smp_frames(const pe_prof_smp_t *s, int *n)
+{
+    *n = s->xframes ? s->nxframes : s->nframes;
+    return s->xframes ? s->xframes : s->frames;
+}
 
 /* String-table index of an interned string. */
 static inline uint32_t

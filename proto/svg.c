@@ -3,7 +3,12 @@
  * own small script; nothing is fetched).  The root ("all") is the bottom row
  * and callees stack upwards; a frame's width is its share of the total of one
  * sample type; siblings are in name order.  Each frame is a <g class="f"> with
- * a <title> tooltip (name, value, percentage), a <rect> and a label cut to fit.
+ * a <title> tooltip (the whole name, "[inlined]" for an inlined call, the
+ * source file and, by line, the line; value, percentage), a <rect> and a
+ * label cut to fit: the short name, or "File:Line; Function" with
+ * granularity=lines.  Inlined calls have dashed outlines.  A button switches
+ * between one box per function and one per line (the page's URL again, with
+ * granularity= changed).
  * The script adds click-to-zoom (the frame fills the width, its ancestors stay
  * as a dimmed bar, the root or "Reset Zoom" or Escape undoes it), search (a
  * prompt for a regular expression, or Ctrl-F or '/': matches turn magenta and
@@ -108,14 +113,36 @@ colour(const char *name, int *r, int *g, int *b)
 
 /* ---- frames ---------------------------------------------------------------------- */
 
+/*
+ * The tooltip's words for a frame: the whole name, "[inlined]" for an inlined
+ * call, and where: the file and line, or, when the box joins several lines of
+ * one function, the file alone.
+ */
+static void
+put_tip(const svg_t *c, const pe_prof_frame_t *fr)
+{
+    pe_sink_t *o = c->o;
+
+    pe_sink_xml_str(o, fr->full ? fr->full : fr->name, (size_t)-1);
+    if (fr->inlined)
+        pe_sink_put(o, " [inlined]");
+    if (fr->src) {
+        pe_sink_put(o, " at ");
+        pe_sink_xml_str(o, fr->src, (size_t)-1);
+        if (c->f->by_line && fr->line)
+            pe_sink_printf(o, ":%u", fr->line);
+    }
+}
+
 /* One frame: `level` 0 is the root row; start and width are in units of value. */
 static void
-frame(svg_t *c, int level, const char *name, int64_t start, int64_t width)
+frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t width)
 {
     pe_sink_t *o = c->o;
     double x = SVG_PAD + (double)start * c->scale, w = (double)width * c->scale;
     int y = SVG_TOP + (c->nlevels - 1 - level) * SVG_ROW, r, g, b;
     double pct = c->f->total ? 100.0 * (double)width / (double)c->f->total : 0;
+    const char *name = fr ? (c->f->by_line ? fr->label : fr->name) : "all";
     size_t fit, len;
     char val[64];
 
@@ -124,11 +151,19 @@ frame(svg_t *c, int level, const char *name, int64_t start, int64_t width)
     if (level == 0) {
         r = 215, g = 215, b = 205;
     } else {
-        colour(name, &r, &g, &b);
+        colour(fr->name, &r, &g, &b);
     }
     human(val, sizeof(val), width, c->vt);
-    pe_sink_put(o, level ? "<g class=\"f\"><title>" : "<g class=\"f root\"><title>");
+    /* data-n: the label the script fits into the box again after a zoom. */
+    pe_sink_put(o, !fr           ? "<g class=\"f root\" data-n=\""
+                   : fr->inlined ? "<g class=\"f inl\" data-n=\""
+                                 : "<g class=\"f\" data-n=\"");
     pe_sink_xml_str(o, name, (size_t)-1);
+    pe_sink_put(o, "\"><title>");
+    if (fr)
+        put_tip(c, fr);
+    else
+        pe_sink_xml_str(o, name, (size_t)-1);
     pe_sink_printf(o,
                    " (%s, %.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
                    "rx=\"2\" fill=\"rgb(%d,%d,%d)\"/><text class=\"l\" x=\"%.2f\" y=\"%.1f\">",
@@ -152,38 +187,40 @@ static int
 frames(svg_t *c)
 {
     const pe_flame_t *f = c->f;
-    const char **open_name;
+    const pe_prof_frame_t **open_frame;
     int64_t *open_start, x = 0;
     int nopen = 0, common, d;
     pe_prof_sample_t s;
     uint32_t i;
 
-    open_name = malloc(((size_t)f->maxdepth + 1) * sizeof(*open_name));
+    open_frame = malloc(((size_t)f->maxdepth + 1) * sizeof(*open_frame));
     open_start = malloc(((size_t)f->maxdepth + 1) * sizeof(*open_start));
-    if (!open_name || !open_start) {
-        free(open_name);
+    if (!open_frame || !open_start) {
+        free(open_frame);
         free(open_start);
         return -ENOMEM;
     }
     for (i = 0; i < f->n && !c->o->err; i++) {
         pe_flame_sample(f, i, &s);
-        for (common = 0; common < nopen && common < s.nframes &&
-                         pe_flame_same(open_name[common], pe_flame_name(&s, common));
+        for (common = 0;
+             common < nopen && common < s.nframes &&
+             pe_flame_same(f->by_line ? open_frame[common]->label : open_frame[common]->name,
+                           pe_flame_name(f, &s, common));
              common++)
             ;
         for (d = nopen - 1; d >= common; d--)
-            frame(c, d + 1, open_name[d], open_start[d], x - open_start[d]);
+            frame(c, d + 1, open_frame[d], open_start[d], x - open_start[d]);
         for (d = common; d < s.nframes; d++) {
-            open_name[d] = pe_flame_name(&s, d);
+            open_frame[d] = pe_flame_frame(&s, d);
             open_start[d] = x;
         }
         nopen = s.nframes;
         x += s.values[f->vi];
     }
     for (d = nopen - 1; d >= 0; d--)
-        frame(c, d + 1, open_name[d], open_start[d], x - open_start[d]);
-    frame(c, 0, "all", 0, x);
-    free(open_name);
+        frame(c, d + 1, open_frame[d], open_start[d], x - open_start[d]);
+    frame(c, 0, NULL, 0, x);
+    free(open_frame);
     free(open_start);
     return 0;
 }
@@ -199,6 +236,8 @@ static const char svg_style[] = "<style>\n"
                                 "g.f { cursor: pointer; }\n"
                                 "g.f:hover rect { stroke: #000; stroke-width: 0.6; }\n"
                                 "g.anc rect { opacity: 0.55; }\n"
+                                "g.inl rect { stroke: #7a4a00; stroke-width: 0.6; "
+                                "stroke-dasharray: 3 2; }\n"
                                 "</style>\n";
 
 /*
@@ -217,13 +256,15 @@ static const char svg_script[] =
     "var unzoomBtn = document.getElementById('unzoom');\n"
     "var searchBtn = document.getElementById('search');\n"
     "var resetBtn = document.getElementById('resetsearch');\n"
+    "var granBtn = document.getElementById('gran');\n"
     "var frames = [], rootFrame = null, term = '';\n"
     "var gs = document.getElementsByClassName('f');\n"
     "for (var i = 0; i < gs.length; i++) {\n"
     "  var g = gs[i], r = g.getElementsByTagName('rect')[0];\n"
     "  var tip = g.getElementsByTagName('title')[0].textContent, cut = tip.lastIndexOf(' (');\n"
     "  var f = { g: g, r: r, l: g.getElementsByTagName('text')[0], tip: tip,\n"
-    "    name: cut < 0 ? tip : tip.slice(0, cut), fill: r.getAttribute('fill'),\n"
+    "    name: g.getAttribute('data-n') || (cut < 0 ? tip : tip.slice(0, cut)),\n"
+    "    fill: r.getAttribute('fill'),\n"
     "    x: +r.getAttribute('x'), w: +r.getAttribute('width'), y: +r.getAttribute('y') };\n"
     "  g.setAttribute('data-i', String(i));\n"
     "  if (g.classList.contains('root')) rootFrame = f;\n"
@@ -308,6 +349,11 @@ static const char svg_script[] =
     "  if (e.target === unzoomBtn) { unzoom(); return; }\n"
     "  if (e.target === searchBtn) { ask(); return; }\n"
     "  if (e.target === resetBtn) { resetSearch(); return; }\n"
+    "  if (e.target === granBtn && /^https?:/.test(location.protocol)) {\n"
+    "    var u = new URL(location.href);\n"
+    "    u.searchParams.set('granularity', granBtn.getAttribute('data-to'));\n"
+    "    location.href = u.toString(); return;\n"
+    "  }\n"
     "  var f = frameOf(e.target);\n"
     "  if (f) zoom(f);\n"
     "});\n"
@@ -393,8 +439,11 @@ pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *tit
                    "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"44\" text-anchor=\"end\">"
                    "Search</text>\n"
                    "<text id=\"resetsearch\" class=\"btn\" x=\"%d\" y=\"24\" text-anchor=\"end\" "
-                   "style=\"display:none\">Reset Search</text>\n",
-                   SVG_PAD, SVG_WIDTH - SVG_PAD, SVG_WIDTH - SVG_PAD);
+                   "style=\"display:none\">Reset Search</text>\n"
+                   "<text id=\"gran\" class=\"btn\" x=\"%d\" y=\"24\" data-to=\"%s\">%s</text>\n",
+                   SVG_PAD, SVG_WIDTH - SVG_PAD, SVG_WIDTH - SVG_PAD, SVG_PAD,
+                   f.by_line ? "functions" : "lines",
+                   f.by_line ? "One box per function" : "One box per line");
     err = frames(&c);
     pe_sink_printf(o,
                    "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"

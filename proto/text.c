@@ -1,8 +1,10 @@
 /*
  * text.c: the model as a plain-text report shaped like Julia's Profile.print:
  * a call tree from the outermost frame to the leaf (format=:tree) or one line
- * per function (format=:flat), optionally one section per `thread` label.
- * We have no line numbers, so a frame prints as "[<mapping basename>] <func>".
+ * per place (format=:flat), optionally one section per `thread` label.  A
+ * frame prints as Julia prints it, "File:Line; Function", where the debug
+ * info gave a line, else "[object] Function"; inlined calls are frames of
+ * their own.
  *
  * Signal-safe: no.
  */
@@ -38,6 +40,18 @@ base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* A flat row's File column: the source file's base name, else "[object]". */
+static const char *
+flat_file(const pe_prof_frame_t *f)
+{
+    static __thread char buf[TEXT_FILE_WIDTH + 3];
+
+    if (f->src)
+        return base_name(f->src);
+    snprintf(buf, sizeof(buf), "[%.*s]", TEXT_FILE_WIDTH, base_name(f->file));
+    return buf;
+}
+
 static int
 digits(int64_t v)
 {
@@ -57,9 +71,8 @@ digits(int64_t v)
 /* ---- tree ------------------------------------------------------------------------ */
 
 typedef struct node_s {
-    uint32_t parent;  /* 0 = the root, which is node 0 itself */
-    uint32_t name;    /* string index of the function name */
-    const char *file; /* mapping path of the first frame seen here */
+    uint32_t parent; /* 0 = the root, which is node 0 itself */
+    uint32_t name;   /* string index of the frame's label */
     int64_t total, self;
     uint32_t kids, nkids; /* range in tree_t.order */
 } node_t;
@@ -105,7 +118,7 @@ tree_rehash(tree_t *t)
 static uint32_t
 tree_child(tree_t *t, uint32_t parent, const pe_prof_frame_t *f)
 {
-    uint32_t name = pe_prof_stridx(f->name), h, i;
+    uint32_t name = pe_prof_stridx(f->label), h, i;
     node_t *n;
 
     if ((t->n + 1) * 2 > t->hcap && tree_rehash(t))
@@ -129,7 +142,6 @@ tree_child(tree_t *t, uint32_t parent, const pe_prof_frame_t *f)
     memset(n, 0, sizeof(*n));
     n->parent = parent;
     n->name = name;
-    n->file = f->file;
     t->hash[h] = t->n;
     return t->n++;
 }
@@ -151,10 +163,11 @@ node_cmp(const void *a, const void *b, void *arg)
 static int
 tree_build(tree_t *t, const text_t *c, const uint32_t *idx, uint32_t nidx)
 {
+    const pe_prof_frame_t *const *frames;
     const pe_prof_smp_t *s;
     uint32_t i, node;
     int64_t v;
-    int j;
+    int j, nframes;
 
     memset(t, 0, sizeof(*t));
     t->p = c->p;
@@ -168,8 +181,9 @@ tree_build(tree_t *t, const text_t *c, const uint32_t *idx, uint32_t nidx)
         v = s->values[c->vi];
         t->nodes[0].total += v;
         node = 0;
-        for (j = s->nframes - 1; j >= 0; j--) {
-            node = tree_child(t, node, s->frames[j]);
+        frames = pe_prof_smp_frames(s, &nframes);
+        for (j = nframes - 1; j >= 0; j--) {
+            node = tree_child(t, node, frames[j]);
             if (!node)
                 return -ENOMEM;
             t->nodes[node].total += v;
@@ -221,11 +235,11 @@ tree_print(const text_t *c, const tree_t *t, uint32_t ni, int depth, int width)
         }
         indent[k] = '\0';
         if (n->self)
-            pe_sink_printf(c->out, "%*" PRId64 "|%s%" PRId64 " [%s] %s\n", width, n->self, indent,
-                           n->total, base_name(n->file), c->p->strs[n->name]);
+            pe_sink_printf(c->out, "%*" PRId64 "|%s%" PRId64 " %s\n", width, n->self, indent,
+                           n->total, c->p->strs[n->name]);
         else
-            pe_sink_printf(c->out, "%*s|%s%" PRId64 " [%s] %s\n", width, "", indent, n->total,
-                           base_name(n->file), c->p->strs[n->name]);
+            pe_sink_printf(c->out, "%*s|%s%" PRId64 " %s\n", width, "", indent, n->total,
+                           c->p->strs[n->name]);
     }
     if (c->opts->maxdepth > 0 && depth >= c->opts->maxdepth)
         return;
@@ -251,7 +265,8 @@ report_tree(const text_t *c, const uint32_t *idx, uint32_t nidx)
     width = digits(t.nodes[0].total);
     if (width < 8)
         width = 8;
-    pe_sink_printf(c->out, "%*s| [+additional indent] Count [File] Function\n", width, "Overhead");
+    pe_sink_printf(c->out, "%*s| [+additional indent] Count File:Line; Function\n", width,
+                   "Overhead");
     pe_sink_printf(c->out, "%.*s\n", width + 44,
                    "================================================================");
     tree_print(c, &t, 0, 0, width);
@@ -263,8 +278,8 @@ out:
 /* ---- flat ------------------------------------------------------------------------ */
 
 typedef struct flat_s {
-    uint32_t name;
-    const char *file;
+    uint32_t name;            /* string index of the label: one row per place */
+    const pe_prof_frame_t *f; /* the first frame seen there */
     int64_t count, self;
 } flat_t;
 
@@ -290,9 +305,11 @@ report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
     flat_t *rows = NULL;
     uint32_t nrows = 0, capr = 0, i, name;
     int64_t total = 0, v;
-    int j, cw, fw = 4;
+    int j, cw, fw = 4, nframes;
+    const pe_prof_frame_t *const *frames;
     const pe_prof_smp_t *s;
     const pe_prof_frame_t *f;
+    char line[16];
     int err = 0;
 
     if (!row_of || !seen_in) {
@@ -303,9 +320,10 @@ report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
         s = p->samples[idx[i]];
         v = s->values[c->vi];
         total += v;
-        for (j = 0; j < s->nframes; j++) {
-            f = s->frames[j];
-            name = pe_prof_stridx(f->name);
+        frames = pe_prof_smp_frames(s, &nframes);
+        for (j = 0; j < nframes; j++) {
+            f = frames[j];
+            name = pe_prof_stridx(f->label);
             if (!row_of[name]) {
                 if (nrows == capr) {
                     uint32_t ncap = capr ? capr * 2 : 256;
@@ -318,7 +336,7 @@ report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
                     rows = nr;
                     capr = ncap;
                 }
-                rows[nrows] = (flat_t){.name = name, .file = f->file};
+                rows[nrows] = (flat_t){.name = name, .f = f};
                 row_of[name] = ++nrows;
             }
             if (j == 0)
@@ -332,21 +350,26 @@ report_flat(const text_t *c, const uint32_t *idx, uint32_t nidx)
     }
     qsort_r(rows, nrows, sizeof(*rows), flat_cmp, (void *)p);
     for (i = 0; i < nrows; i++)
-        if ((int)strlen(base_name(rows[i].file)) > fw)
-            fw = (int)strlen(base_name(rows[i].file));
+        if ((int)strlen(flat_file(rows[i].f)) > fw)
+            fw = (int)strlen(flat_file(rows[i].f));
     if (fw > TEXT_FILE_WIDTH)
         fw = TEXT_FILE_WIDTH;
     cw = digits(total) > 5 ? digits(total) : 5;
-    pe_sink_printf(c->out, "%*s %*s %-*s %s\n", cw, "Count", cw > 8 ? cw : 8, "Overhead", fw,
-                   "File", "Function");
-    pe_sink_printf(c->out, "%*s %*s %-*s %s\n", cw, "=====", cw > 8 ? cw : 8, "========", fw,
-                   "====", "========");
+    /* Julia's flat columns: Count Overhead File Line Function. */
+    pe_sink_printf(c->out, "%*s %*s %-*s %5s %s\n", cw, "Count", cw > 8 ? cw : 8, "Overhead", fw,
+                   "File", "Line", "Function");
+    pe_sink_printf(c->out, "%*s %*s %-*s %5s %s\n", cw, "=====", cw > 8 ? cw : 8, "========", fw,
+                   "====", "====", "========");
     for (i = 0; i < nrows && !c->out->err; i++) {
         if (rows[i].count < c->opts->mincount)
             break;
-        pe_sink_printf(c->out, "%*" PRId64 " %*" PRId64 " %-*s %s\n", cw, rows[i].count,
-                       cw > 8 ? cw : 8, rows[i].self, fw, base_name(rows[i].file),
-                       p->strs[rows[i].name]);
+        f = rows[i].f;
+        if (f->line)
+            snprintf(line, sizeof(line), "%u", f->line);
+        else
+            snprintf(line, sizeof(line), "?");
+        pe_sink_printf(c->out, "%*" PRId64 " %*" PRId64 " %-*s %5s %s\n", cw, rows[i].count,
+                       cw > 8 ? cw : 8, rows[i].self, fw, flat_file(f), line, f->name);
     }
 out:
     free(rows);

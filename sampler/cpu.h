@@ -37,7 +37,8 @@
  * go with rt_tgsigqueueinfo, si_code SI_QUEUE, si_pid our pid, and this value:
  *   63..48 PE_SIGQ_TAG   47..44 kind
  *   capture: 43..24 batch generation (20 bits), 23..0 slot index
- *   wall:    43..40 /proc state code, 39..32 weight (1..255), 31..0 session gen
+ *   wall:    43..40 /proc state code, 39..20 weight (1..2^20-1: 30,000 threads
+ *            at 16 a tick weigh ~1,900 each), 19..0 session gen
  * A program's own SIGPROF (kill, tgkill: SI_USER/SI_TKILL) never matches.
  */
 #define PE_SIGQ_TAG 0x7077ull
@@ -47,9 +48,13 @@
 #define PE_SIGQ_CAP(gen, idx)                                                                      \
     ((PE_SIGQ_TAG << 48) | ((uint64_t)PE_SIGQ_CAPTURE << 44) |                                     \
      ((uint64_t)((gen)&0xfffffu) << 24) | ((uint64_t)(idx)&0xffffffu))
+#define PE_SIGQ_WEIGHT_MAX 0xfffffu
+#define PE_SIGQ_GEN_MAX 0xfffffu
 #define PE_SIGQ_WALLV(state, weight, gen)                                                          \
     ((PE_SIGQ_TAG << 48) | ((uint64_t)PE_SIGQ_WALL << 44) | ((uint64_t)((state)&15u) << 40) |      \
-     ((uint64_t)((weight)&255u) << 32) | (uint64_t)(uint32_t)(gen))
+     ((uint64_t)((weight)&PE_SIGQ_WEIGHT_MAX) << 20) | (uint64_t)((gen)&PE_SIGQ_GEN_MAX))
+#define PE_SIGQ_WALL_WEIGHT(v) ((uint32_t)((v) >> 20) & PE_SIGQ_WEIGHT_MAX)
+#define PE_SIGQ_WALL_GEN(v) ((uint32_t)(v)&PE_SIGQ_GEN_MAX)
 
 /* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
 #define PE_RING_F_WALL 2u

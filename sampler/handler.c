@@ -89,8 +89,9 @@ pe_cpu_handler(int sig, siginfo_t *si, void *uc)
             if (!pe_cpu_stack_short())
                 pe_stacks_sig_capture(v, uc);
         } else if (kind == PE_SIGQ_WALL && pe_cpu_ring.slots &&
-                   (uint32_t)v == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) && (uint32_t)v) {
-            uint32_t w = (uint32_t)(v >> 32) & 255u;
+                   PE_SIGQ_WALL_GEN(v) == __atomic_load_n(&pe_wall_gen, __ATOMIC_RELAXED) &&
+                   PE_SIGQ_WALL_GEN(v)) {
+            uint32_t w = PE_SIGQ_WALL_WEIGHT(v);
             record(si, uc, w ? w : 1,
                    PE_RING_F_WALL | (((uint32_t)(v >> 40) & 15u) << PE_RING_STATE_SHIFT));
         }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -60,11 +61,10 @@
 #define TICK_NS (1000 * 1000000L)        /* CPU only: drain and thread-count check */
 #define FULL_SCAN_NS (10 * 1000000000LL) /* CPU only: rescan whatever the count says */
 #define GONE_NAMES 256
-#define TIMERS_MAX (2 * PE_THREADS_MAX)
+#define TIMERS_MAX 8192 /* threads with a CPU timer at once; the rest counted */
 #define NAMES_MAX 4096
 #define NAME_REFRESH_NS 1000000000LL
 #define WALL_PER_TICK 16 /* threads signalled per wall tick (async-profiler's cap) */
-#define WALL_TIDS_MAX PE_THREADS_MAX
 
 enum { K_CPU = 0, K_WALL = 1 };
 
@@ -136,9 +136,10 @@ static int ntimers_hi; /* entries [0, ntimers_hi) may be in use */
    take the new timer for a gone thread's. */
 static unsigned scan_mark;
 
-/* Application threads seen by the last scan, for the wall ticks (collector only). */
-static pid_t wall_tids[WALL_TIDS_MAX];
-static int nwall_tids, wall_rot;
+/* Application threads seen by the last scan, for the wall ticks (collector
+   only): as many as the program has (grown by the scan; kept if it cannot). */
+static pid_t *wall_tids;
+static int nwall_tids, wall_rot, wall_tids_cap;
 
 /* Thread names, direct-mapped by tid (collector/closer only, under wlock). */
 static struct {
@@ -148,6 +149,21 @@ static struct {
 } names[NAMES_MAX];
 
 /* ---- helpers -------------------------------------------------------------------- */
+
+/* RING_SLOTS, or under an address-space limit as many as fit in a 256th of
+   it (at least 256): the program's memory is the program's.  A smaller ring
+   is drained sooner (the handler posts the collector when it is half full). */
+static uint32_t
+ring_slots(void)
+{
+    uint32_t n = RING_SLOTS;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        while (n > 256 && (uint64_t)n * sizeof(pe_ring_slot_t) > rl.rlim_cur / 256)
+            n /= 2;
+    return n;
+}
 
 static int
 timer_find(pid_t tid)
@@ -235,7 +251,15 @@ scan_threads(void)
             total++;
             if (!pe_threads_is_internal(tid)) {
                 tids[n++] = tid;
-                if (nwall_tids < WALL_TIDS_MAX)
+                if (nwall_tids == wall_tids_cap) {
+                    int cap = wall_tids_cap ? 2 * wall_tids_cap : 1024;
+                    pid_t *v = realloc(wall_tids, (size_t)cap * sizeof(*v));
+                    if (v) {
+                        wall_tids = v;
+                        wall_tids_cap = cap;
+                    }
+                }
+                if (nwall_tids < wall_tids_cap)
                     wall_tids[nwall_tids++] = tid;
             }
         }
@@ -370,8 +394,8 @@ wall_tick(uint32_t gen, int64_t periods)
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
 
-    if (weight > 255)
-        weight = 255;
+    if (weight > PE_SIGQ_WEIGHT_MAX)
+        weight = PE_SIGQ_WEIGHT_MAX;
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         unsigned st;
@@ -623,7 +647,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         if (!pe_cpu_ring.slots) {
             /* before the ring: the handler posts it once slots exist */
             sem_init(&pe_cpu_wake, 0, 0);
-            rc = pe_ring_init(&pe_cpu_ring, RING_SLOTS);
+            rc = pe_ring_init(&pe_cpu_ring, ring_slots());
         }
         if (rc < 0) {
             pe_cpu_sig_release();
@@ -645,7 +669,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         } else {
             __atomic_store_n(&wall_period_ns, want, __ATOMIC_RELEASE);
             __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
-            if (++wall_gen_next == 0)
+            if (++wall_gen_next > PE_SIGQ_GEN_MAX)
                 wall_gen_next = 1;
             __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
             __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
@@ -805,6 +829,8 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "cut: %llu samples whose stack stops where neither DWARF nor the "
                         "frame pointer can go on (JIT code that keeps no frame pointer)",
                         (unsigned long long)w->cut);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     free(w);
     return p;
 }

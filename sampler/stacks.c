@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +38,13 @@
 #include "cpu.h"
 #include "stacks.h"
 
-#define CAP_SLOTS PE_THREADS_MAX
+/* Threads signalled at once in one capture (those /proc cannot give); more
+   are listed without a stack, and counted ("no capture slot free").  4096,
+   or under an address-space limit as many as fit in a 256th of it (at least
+   64): the program's memory is the program's. */
+#define CAP_SLOTS_MAX 4096
+#define CAP_SLOTS cap_slots
+static int cap_slots = CAP_SLOTS_MAX; /* set before cap is published */
 #define FILLING_GRACE_NS (50 * 1000000LL)
 
 enum { S_FREE = 0, S_PENDING, S_FILLING, S_DONE, S_ABANDONED };
@@ -65,7 +72,7 @@ pe_stacks_sig_capture(uint64_t v, void *uc)
     pid_t self = pe_gettid();
     int expected = S_PENDING;
 
-    if (!c || idx >= CAP_SLOTS)
+    if (!c || idx >= (uint32_t)CAP_SLOTS)
         return;
     s = &c[idx];
     if (__atomic_load_n(&s->tid, __ATOMIC_RELAXED) != self ||
@@ -170,20 +177,34 @@ pe_cpu_sig_quiesce(int timeout_ms)
     } while (busy && pe_clock_ns(CLOCK_MONOTONIC) < until);
 }
 
-/* Application threads from /proc/self/task, the caller and ours left out. */
+/* Every thread of the process but ours and the caller, into a malloc'd
+   array (*out): as many as there are. */
 static int
-list_threads(pid_t *tids, int max)
+list_threads(pid_t **out)
 {
     pe_proc_tasks_t it;
-    pid_t tid, self = pe_gettid();
-    int n = 0, rc;
+    pid_t tid, self = pe_gettid(), *v = NULL, *nv;
+    int n = 0, room = 0, rc;
 
+    *out = NULL;
     if ((rc = pe_proc_tasks_open(&it)) < 0)
         return rc;
-    while (n < max && (tid = pe_proc_tasks_next(&it)) > 0)
-        if (tid != self && !pe_threads_is_internal(tid))
-            tids[n++] = tid;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (tid == self || pe_threads_is_internal(tid))
+            continue;
+        if (n == room) {
+            room = room ? 2 * room : 256;
+            if (!(nv = realloc(v, (size_t)room * sizeof(*v)))) {
+                pe_proc_tasks_close(&it);
+                free(v);
+                return -ENOMEM;
+            }
+            v = nv;
+        }
+        v[n++] = tid;
+    }
     pe_proc_tasks_close(&it);
+    *out = v;
     return n;
 }
 
@@ -253,15 +274,19 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 
     *out = NULL;
     pe_py_init();
+    tids = NULL;
+    slot = NULL;
     r = calloc(1, sizeof(*r));
-    tids = malloc(CAP_SLOTS * sizeof(*tids));
-    slot = malloc(CAP_SLOTS * sizeof(*slot));
-    if (!r || !tids || !slot) {
+    if (!r) {
         rc = -ENOMEM;
         goto err_free;
     }
     pthread_mutex_lock(&cap_lock);
     if (!cap) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            while (cap_slots > 64 && (uint64_t)cap_slots * sizeof(cap_slot_t) > rl.rlim_cur / 256)
+                cap_slots /= 2;
         void *m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
@@ -277,11 +302,12 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         goto err_unlock;
     }
 
-    n = list_threads(tids, CAP_SLOTS);
+    n = list_threads(&tids);
     if (n < 0)
         n = 0;
     r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
-    if (!r->v) {
+    slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
+    if (!r->v || !slot) {
         rc = -ENOMEM;
         goto err_unlock;
     }
@@ -506,6 +532,8 @@ stacks_prof(const pe_stacks_t *s, int with_tid)
                     "capture: %d from /proc without a signal (%d of them unchanged since the "
                     "last capture), %d by signal",
                     s->nproc, s->nreused, s->nsignal);
+    if (pe_py_note()[0])
+        pe_prof_comment(p, "%s", pe_py_note());
     return p;
 }
 
@@ -519,14 +547,13 @@ pe_prof_t *
 pe_stacks_threadcreate(void)
 {
     pe_prof_vt_t t = {"threadcreate", "count"};
-    pe_thread_info_t *v = malloc(PE_THREADS_MAX * sizeof(*v));
+    pe_thread_info_t *v = NULL;
     pe_prof_t *p = pe_prof_new(&t, 1, &t, 1);
     int n, i, rc = 0;
     int64_t one = 1;
 
-    if (!v || !p)
+    if (!p || (n = pe_threads_list(&v)) < 0)
         goto err;
-    n = pe_threads_list(v, PE_THREADS_MAX);
     for (i = 0; i < n && rc == 0; i++) {
         if (v[i].ncreate > 0)
             rc = pe_prof_add(p, v[i].create_pcs, v[i].ncreate, 0, &one, NULL, 0);

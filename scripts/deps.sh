@@ -9,16 +9,19 @@
 # server: redis, a real server for test/e2e/e2e_server.sh and e2e_heap_time_redis.sh; python: CPython 3.11's internal headers,
 # which test/unit/u_pyframes.c checks our frame offsets against; fleet: Go's pprof profile parser,
 # which test/e2e/e2e_fleet.sh builds a reader with; tree: prefork servers for
-# test/e2e/e2e_tree_servers.sh, nginx-light and postgresql-15)
+# test/e2e/e2e_tree_servers.sh, nginx-light and postgresql-15; names: clang, llvm-symbolizer
+# (the truth for names, lines and inlined frames), libc's debug info and Go's pprof parser for
+# test/e2e/e2e_names.sh)
 set -eu
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
-      clang-format"
+      clang-format rustc"
 [ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
 [ "${1:-}" = tree ] && pkgs="$pkgs nginx-light postgresql-15"
 [ "${1:-}" = fleet ] && pkgs="$pkgs golang-github-google-pprof-dev"
+[ "${1:-}" = names ] && pkgs="$pkgs golang-github-google-pprof-dev clang llvm libc6-dbg binutils"
 [ "${1:-}" = python ] && pkgs="$pkgs python3.11-dev"
 # (a node and npm already on PATH, e.g. NodeSource's nodejs with its own npm, are kept)
 [ "${1:-}" = node ] && ! { command -v node && command -v npm; } >/dev/null && pkgs="$pkgs nodejs npm"

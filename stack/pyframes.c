@@ -123,6 +123,8 @@ static const pe_py_layout_t *L;
 static uintptr_t runtime, code_type, unicode_type, eval_lo, eval_hi;
 static int active;
 static char version[16];
+/* What pe_py_note says: found, or why native frames only ("" for no CPython). */
+static char note[160];
 static pid_t self_pid;
 static unsigned char (*wins)[PAGE + FRAME_READ]; /* [NWIN], mmap'd by init */
 static int win_busy[NWIN];
@@ -606,9 +608,10 @@ init_once(void)
         if (hex >= layouts[i]->hex_min && hex <= layouts[i]->hex_max)
             L = layouts[i];
     if (!L) {
-        pe_log_warn(
-            "python: CPython %s has no known frame layout (we know 3.11, 3.12): native frames only",
-            hex ? version : "older than 3.11");
+        snprintf(note, sizeof(note),
+                 "python: CPython %s has no known frame layout (we know 3.11, 3.12): native "
+                 "frames only",
+                 hex ? version : "older than 3.11");
         return;
     }
     eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
@@ -616,7 +619,8 @@ init_once(void)
     unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     if (!eval || !code_type || !unicode_type ||
         !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) {
-        pe_log_warn("python: CPython %s without the symbols we need: native frames only", version);
+        snprintf(note, sizeof(note),
+                 "python: CPython %s without the symbols we need: native frames only", version);
         return;
     }
     runtime = (uintptr_t)rt;
@@ -625,7 +629,9 @@ init_once(void)
     self_pid = getpid();
     pthread_atfork(NULL, NULL, atfork_child);
     if (rd(self_pid, runtime, &probe, sizeof(probe))) {
-        pe_log_warn("python: process_vm_readv on ourselves fails: native frames only");
+        snprintf(note, sizeof(note),
+                 "python: CPython %s, process_vm_readv on ourselves fails: native frames only",
+                 version);
         return;
     }
     {
@@ -633,7 +639,9 @@ init_once(void)
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         wins = m == MAP_FAILED ? NULL : m; /* without: a read per frame */
     }
-    pe_log_info("python: CPython %s, Python frames in every stack", version);
+    /* In the profiles' comments and the index page, not on stderr: the
+       program's stderr gets our one "serving" line and nothing else. */
+    snprintf(note, sizeof(note), "python: CPython %s, Python frames in every stack", version);
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 }
 
@@ -647,4 +655,10 @@ int
 pe_py_active(void)
 {
     return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+const char *
+pe_py_note(void)
+{
+    return note;
 }

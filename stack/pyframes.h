@@ -40,13 +40,17 @@
 /*
  * Find the interpreter (once per process; later calls return at once): its
  * exported _PyRuntime, Py_Version, PyCode_Type, PyUnicode_Type and the extent
- * of _PyEval_EvalFrameDefault.  A CPython of another version is logged in one
- * line and left with native frames only.  Not signal-safe; call before the
- * first sample that should carry Python frames (window open, stack capture).
+ * of _PyEval_EvalFrameDefault.  A CPython of another version is left with
+ * native frames only, and pe_py_note says so (nothing goes to stderr).  Not signal-safe; call
+ * before the first sample that should carry Python frames (window open, stack capture).
  */
 void pe_py_init(void);
 /* 1 when Python frames are captured (tests, comments). */
 int pe_py_active(void);
+/* After pe_py_init: one line for the profiles' comments and the index page
+   ("python: CPython 3.11.2, Python frames in every stack", or why native
+   frames only); "" when the program is not CPython. */
+const char *pe_py_note(void);
 
 /*
  * In the signal handler, after the native unwind of the interrupted thread:

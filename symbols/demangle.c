@@ -10,9 +10,12 @@
 #include "symbols/demangle.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 /* ---- output buffer ---------------------------------------------------------------- */
 
@@ -1380,6 +1383,90 @@ out_cxx(dem_out_t *o, const char *s)
     out_str(o, run);
 }
 
+/* Bytes of stack below this frame on the calling thread (read once per thread). */
+static size_t
+stack_left(void)
+{
+    static __thread uintptr_t lo; /* the lowest usable address, above the guard */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    pthread_attr_t a;
+    size_t size, guard = 0;
+    void *addr;
+
+    if (!lo && pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+            pthread_attr_getguardsize(&a, &guard);
+            lo = (uintptr_t)addr + guard;
+        }
+        pthread_attr_destroy(&a);
+    }
+    if (!lo)
+        return 256 << 10; /* unknown: as much as a small thread stack has */
+    return sp > lo ? sp - lo : 0;
+}
+
+/* libstdc++'s demangler puts arrays sized by the input on the stack (about 72 bytes a
+   character) and recurses about as deep as the input is long: measured at up to ~360 bytes
+   a character.  Names it cannot afford on this thread's stack stay mangled. */
+#define CXX_STACK_PER_CHAR 512
+#define CXX_STACK_BASE (64 << 10)
+
+/*
+ * A thread whose stack cannot afford a name (civetweb's workers have small
+ * ones) demangles on a stack of our own: one for the process, reserved at
+ * first use (MAP_NORESERVE: only the pages the demangler touches are ever
+ * backed), taken under a lock.
+ */
+#define ALT_STACK_SIZE ((size_t)CXX_STACK_BASE + CXX_STACK_PER_CHAR * PE_DEM_MAX_INPUT + (256 << 10))
+
+static pthread_mutex_t alt_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *alt_stack; /* under alt_lock */
+static ucontext_t alt_back, alt_ctx;
+static struct {
+    cxa_demangle_fn f;
+    const char *in;
+    char *res;
+    int status;
+} alt_call;
+
+static void
+alt_entry(void)
+{
+    alt_call.res = alt_call.f(alt_call.in, NULL, NULL, &alt_call.status);
+}
+
+/* f(in) on our own stack; NULL (status -1) when that stack cannot be had. */
+static char *
+alt_demangle(cxa_demangle_fn f, const char *in, int *status)
+{
+    char *volatile res = NULL; /* getcontext returns twice */
+
+    *status = -1;
+    pthread_mutex_lock(&alt_lock);
+    if (!alt_stack) {
+        void *m = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+
+        alt_stack = m == MAP_FAILED ? NULL : m;
+    }
+    if (alt_stack && getcontext(&alt_ctx) == 0) {
+        alt_ctx.uc_stack.ss_sp = alt_stack;
+        alt_ctx.uc_stack.ss_size = ALT_STACK_SIZE;
+        alt_ctx.uc_link = &alt_back;
+        alt_call.f = f;
+        alt_call.in = in;
+        alt_call.res = NULL;
+        alt_call.status = -1;
+        makecontext(&alt_ctx, alt_entry, 0);
+        if (swapcontext(&alt_back, &alt_ctx) == 0) {
+            res = alt_call.res;
+            *status = alt_call.status;
+        }
+    }
+    pthread_mutex_unlock(&alt_lock);
+    return res;
+}
+
 /* 1 printed, 0 not demangled. */
 static int
 cxx_demangle(dem_out_t *o, const char *s, size_t n)
@@ -1393,7 +1480,10 @@ cxx_demangle(dem_out_t *o, const char *s, size_t n)
         return 0;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    res = f(tmp, NULL, NULL, &status);
+    if (stack_left() >= CXX_STACK_BASE + CXX_STACK_PER_CHAR * n)
+        res = f(tmp, NULL, NULL, &status);
+    else
+        res = alt_demangle(f, tmp, &status);
     if (status != 0 || !res) {
         free(res);
         return 0;
@@ -1427,9 +1517,10 @@ pe_dem_demangle(const char *sym, char *buf, size_t len)
     out_init(&o, buf, len);
 
     if ((mangled = legacy_scan(sym, body, &nelem))) {
-        size_t end = strip_llvm_suffix(sym, body);
+        /* (a legacy identifier may hold dots itself: suffixes are looked for after it) */
+        size_t end = mangled + strip_llvm_suffix(sym + mangled, body - mangled);
 
-        if (end < mangled || (end > mangled && !clone_chain(sym + mangled, end - mangled)))
+        if (end > mangled && !clone_chain(sym + mangled, end - mangled))
             return NULL;
         legacy_print(&o, sym, nelem);
         k = skip_numeric_groups(sym, mangled, end);
@@ -1472,38 +1563,6 @@ pe_dem_demangle(const char *sym, char *buf, size_t len)
  * brackets are not taken for groups.  A space at the top level outside an operator name ends
  * a return type: what came before it is dropped.
  */
-
-/* Index just past the group that opens at s[i] (one of ( < [ {), or n when unclosed. */
-static size_t
-skip_group(const char *s, size_t n, size_t i)
-{
-    char stack[64];
-    int depth = 0;
-
-    for (; i < n; i++) {
-        char c = s[i];
-
-        if (c == '(' || c == '<' || c == '[' || c == '{') {
-            /* `operator<` and friends inside a group: their brackets are not groups */
-            if (i >= 8 && !memcmp(s + i - 8, "operator", 8)) {
-                while (i + 1 < n && strchr("<>=-", s[i + 1]))
-                    i++;
-                continue;
-            }
-            if (depth < (int)sizeof(stack))
-                stack[depth] = c == '(' ? ')' : c == '<' ? '>' : c == '[' ? ']' : '}';
-            depth++;
-        } else if (c == ')' || c == '>' || c == ']' || c == '}') {
-            if (c == '>' && i > 0 && s[i - 1] == '-') /* `->` in a decltype */
-                continue;
-            if (i >= 8 && !memcmp(s + i - 8, "operator", 8))
-                continue;
-            if (--depth <= 0)
-                return i + 1;
-        }
-    }
-    return n;
-}
 
 static int
 starts_word(const char *s, size_t n, size_t i, const char *w)
@@ -1552,6 +1611,30 @@ operator_token(const char *s, size_t n, size_t i)
     return 0;
 }
 
+/* Index just past the group that opens at s[i] (one of ( < [ {), or n when unclosed.
+   The brackets of operator names inside it (`&Foo::operator<`) are not groups. */
+static size_t
+skip_group(const char *s, size_t n, size_t i)
+{
+    int depth = 0;
+
+    for (; i < n; i++) {
+        char c = s[i];
+
+        if (c == 'o' && starts_word(s, n, i, "operator") && (i == 0 || !is_word(s[i - 1]))) {
+            i += 7 + operator_token(s, n, i + 8);
+        } else if (c == '(' || c == '<' || c == '[' || c == '{') {
+            depth++;
+        } else if (c == ')' || c == '>' || c == ']' || c == '}') {
+            if (c == '>' && i > 0 && s[i - 1] == '-') /* `->` in a decltype */
+                continue;
+            if (--depth <= 0)
+                return i + 1;
+        }
+    }
+    return n;
+}
+
 /* Qualifiers after a parameter list: " const", " &&", " noexcept", ... */
 static size_t
 skip_qualifiers(const char *s, size_t n, size_t i)
@@ -1574,13 +1657,19 @@ skip_qualifiers(const char *s, size_t n, size_t i)
 }
 
 /* Shortens s[0..n) into o.  `nested`: inside a Rust <T as Trait> or a {lambda...}, where
-   spaces belong to the name and parentheses are types. */
+   spaces belong to the name and parentheses are types; `depth` bounds the recursion. */
+#define SHORTEN_MAX_DEPTH 32
+
 static void
-shorten_into(dem_out_t *o, const char *s, size_t n, int nested)
+shorten_into(dem_out_t *o, const char *s, size_t n, int nested, int depth)
 {
     size_t i = 0, j, start = o->pos;
     int after_operator = 0, op_end = 0;
 
+    if (depth > SHORTEN_MAX_DEPTH) { /* hostile nesting: the rest as it is, no deeper stack */
+        out_put(o, s, n);
+        return;
+    }
     while (i < n && !o->full) {
         char c = s[i];
         char prev = o->pos > start ? o->buf[o->pos - 1] : '\0';
@@ -1612,18 +1701,20 @@ shorten_into(dem_out_t *o, const char *s, size_t n, int nested)
         }
         if (c == '(' && !nested &&
             (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
-             prev == ')')) {
+             prev == ')' || prev == '\'')) { /* libc++abi: 'lambda'(int) */
             /* a parameter list, and the qualifiers after it */
             i = skip_qualifiers(s, n, skip_group(s, n, i));
             continue;
         }
-        if (c == '(' && !nested && i + 1 < n && (s[i + 1] == '&' || s[i + 1] == '*')) {
+        if (c == '(' && !nested && prev == '\0' && i > 0 && s[i - 1] == ' ' && i + 1 < n &&
+            (s[i + 1] == '&' || s[i + 1] == '*')) {
             /* a declarator: char const (&std::forward<char const (&) [5]>(...)) [5] */
             j = skip_group(s, n, i);
             o->pos = start;
             o->buf[o->pos] = '\0';
             o->full = 0;
-            shorten_into(o, s + i + 2, (j > i + 2 && s[j - 1] == ')' ? j - 1 : j) - i - 2, 0);
+            shorten_into(o, s + i + 2, (j > i + 2 && s[j - 1] == ')' ? j - 1 : j) - i - 2, 0,
+                         depth + 1);
             return;
         }
         if (c == '(' && nested && o->pos >= 6 && !memcmp(o->buf + o->pos - 6, "lambda", 6)) {
@@ -1632,7 +1723,8 @@ shorten_into(dem_out_t *o, const char *s, size_t n, int nested)
             continue;
         }
         if (c == '<') {
-            if (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}') {
+            if (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
+                (prev == ':' && o->pos >= start + 2 && o->buf[o->pos - 2] == ':')) {
                 i = skip_group(s, n, i); /* template or generic arguments */
                 op_end = 1;              /* a ( after them is a parameter list */
                 if (o->pos >= start + 2 && o->buf[o->pos - 1] == ':' &&
@@ -1645,7 +1737,8 @@ shorten_into(dem_out_t *o, const char *s, size_t n, int nested)
             /* a qualified path <T as Trait>: kept, its inside shortened */
             j = skip_group(s, n, i);
             out_chr(o, '<');
-            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '>' ? j - 1 : j) - i - 1, 1);
+            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '>' ? j - 1 : j) - i - 1, 1,
+                         depth + 1);
             if (j > i + 1 && s[j - 1] == '>')
                 out_chr(o, '>');
             i = j;
@@ -1654,7 +1747,8 @@ shorten_into(dem_out_t *o, const char *s, size_t n, int nested)
         if (c == '{') {
             j = skip_group(s, n, i);
             out_chr(o, '{');
-            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '}' ? j - 1 : j) - i - 1, 1);
+            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '}' ? j - 1 : j) - i - 1, 1,
+                         depth + 1);
             if (j > i + 1 && s[j - 1] == '}')
                 out_chr(o, '}');
             i = j;
@@ -1743,7 +1837,7 @@ pe_dem_shorten(const char *readable, char *buf, size_t len)
     if (pre > notes)
         pre = notes;
     out_put(&o, readable, pre);
-    shorten_into(&o, readable + pre, notes - pre, 0);
+    shorten_into(&o, readable + pre, notes - pre, 0, 0);
     if (o.pos == pre) { /* nothing recognisable kept: better the whole name than nothing */
         o.pos = 0;
         o.full = 0;

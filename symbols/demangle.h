@@ -31,7 +31,10 @@
    out the standard abbreviations (std::string, std::ostream, ...) as c++filt does.
    Writes into buf[len] (NUL-terminated, truncated on a UTF-8 boundary), returns buf, or NULL when
    `sym` is not a mangled name, is longer than PE_DEM_MAX_INPUT, or cannot be demangled (the caller
-   keeps the raw name); NULL also when buf is NULL or len is 0.  Never crashes on any input.
+   keeps the raw name); NULL also when buf is NULL or len is 0.  Never crashes on any input:
+   __cxa_demangle needs ~512 bytes of stack per character (libstdc++ keeps input-sized arrays
+   there; it refuses names over ~1000 characters itself, as c++filt does), so a thread with less
+   (civetweb's workers) runs it on one stack of ours, reserved at first use, under a lock.
    Not signal-safe; called on the server thread only. */
 const char *pe_dem_demangle(const char *sym, char *buf, size_t len);
 

@@ -152,6 +152,7 @@ typedef struct rd_s {
     const uint8_t *p, *end;
     int ok;
 } rd_t;
+/* Room for n more bytes?  If not, the reader fails for good. */
 
 static inline int
 rd_room(rd_t *r, uint64_t n)
@@ -182,6 +183,8 @@ rd_u8(rd_t *r)
         return 0;
     return *r->p++;
 }
+/* LEB128 (DWARF 5, 7.6).  Bits past 64 are dropped rather than shifted out of range; a
+   run of continuation bytes ends at the reader's end. */
 
 static inline uint64_t
 rd_uleb(rd_t *r)
@@ -244,6 +247,7 @@ rd_cstr(rd_t *r)
     r->p = z + 1;
     return s;
 }
+/* A reader from off to the end of [base, base + size); failed already when off is past it. */
 
 static rd_t
 rd_at(const uint8_t *base, size_t size, uint64_t off)
@@ -285,11 +289,26 @@ typedef struct abbrev_s {
 
 typedef struct abt_s {
     uint64_t off;
+    uint32_t shape;    /* address size, offset size, DWARF 2: what fixed sizes depend on */
     abbrev_t *abbrevs; /* sorted by code; abbrevs[code-1] when dense */
     size_t nabbrevs;
     aspec_t *specs;
     int dense;
 } abt_t;
+
+/*
+ * A unit's function tree.  Every subprogram / inlined_subroutine DIE with
+ * ranges is a node; `parent` is the nearest enclosing such node (lexical
+ * blocks, namespaces and classes are transparent).  All ranges sit in one
+ * array sorted by (parent, lo), so each node's children's ranges are one run:
+ *
+ *   ranges: [ children of node 0 | children of node 1 | ... | top level (NONE) ]
+ *   node k: ranges[child0 .. child0 + nchild)
+ *
+ * A lookup bisects the top-level run for the pc, then the run of the node it
+ * found, and so on down; the path is the inlined chain, innermost last, cut
+ * at the deepest DW_TAG_subprogram (LLVM's getInlinedChainForAddress).
+ */
 
 /* One subprogram or inlined_subroutine with ranges. */
 typedef struct fnode_s {
@@ -314,6 +333,8 @@ typedef struct fns_s {
     uint32_t top0, ntop; /* ranges of nodes with no parent */
 } fns_t;
 
+/* A decoded line table: sequences (sorted by start) of rows in address order, the
+   end_sequence row last in each; directory and file entries as the header gives them. */
 typedef struct row_s {
     uint64_t addr;
     uint32_t line;
@@ -376,8 +397,9 @@ struct pe_dw_obj_s {
     size_t ncus;
     cur_t *cur;
     size_t ncur;
-    abt_t **abts;
+    abt_t **abts; /* sorted by (off, shape) */
     size_t nabts, capabts;
+    uint64_t abbrev_work; /* bytes of abbreviations parsed */
     size_t bytes;
 };
 
@@ -393,6 +415,8 @@ typedef struct blk_s {
     size_t size;
     size_t pad;
 } blk_t;
+/* n bytes charged to o and to the total; NULL with *err = -E2BIG past the budget (or
+   when malloc fails: to the caller both mean "no room"). */
 
 static void *
 dw_alloc(pe_dw_obj_t *o, size_t n, int *err)
@@ -452,6 +476,8 @@ dw_grow(pe_dw_obj_t *o, void **arr, size_t *cap, size_t need, size_t elt)
     *cap = ncap;
     return 0;
 }
+/* Has the lookup deadline (absolute, CLOCK_MONOTONIC) passed?  A clock read: callers
+   ask every few thousand steps, not per step. */
 
 static int
 past_deadline(void)
@@ -465,6 +491,7 @@ past_deadline(void)
 }
 
 /* ---- ELF ------------------------------------------------------------------------------ */
+/* A regular file mapped read-only; only the pages we touch are ever read. */
 
 static const uint8_t *
 map_file(const char *path, size_t *size, struct stat *st)
@@ -518,12 +545,14 @@ elf_sections(const uint8_t *img, size_t size, size_t *nsec, const char **shstr, 
     *nsec = n;
     return sh;
 }
+/* The section has bytes in the file and they lie inside it. */
 
 static int
 sec_ok(const Elf64_Shdr *s, size_t size)
 {
     return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
 }
+/* Its name, or "" when the name is not a terminated string inside .shstrtab. */
 
 static const char *
 sec_name(const Elf64_Shdr *s, const char *shstr, size_t shstr_n)
@@ -674,6 +703,9 @@ load_section(pe_dw_obj_t *o, int k)
 }
 
 /* ---- abbreviations ------------------------------------------------------------------- */
+/* The bytes a value of `form` takes in this unit, or -1 when that depends on the value
+   (LEB128, strings, blocks, indirect).  An abbreviation whose forms are all fixed lets
+   the walk skip a DIE it does not need with one add. */
 
 static int
 form_fixed_size(uint16_t form, const cu_t *cu)
@@ -713,6 +745,7 @@ form_fixed_size(uint16_t form, const cu_t *cu)
     default: return -1;
     }
 }
+/* qsort order of abbreviations: by code. */
 
 static int
 abbrev_cmp(const void *a, const void *b)
@@ -741,9 +774,28 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
     abt_t *t;
     rd_t r;
 
-    for (i = 0; i < o->nabts; i++)
-        if (o->abts[i]->off == cu->abbrev_off)
-            return o->abts[i];
+    uint32_t shape =
+        cu->addr_size | (uint32_t)cu->off_size << 8 | (uint32_t)(cu->version <= 2) << 16;
+    size_t lo = 0, hi = o->nabts;
+    const uint8_t *start;
+
+    /* sorted by (offset, shape): units of one table with other sizes get their own copy */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const abt_t *m = o->abts[mid];
+
+        if (m->off < cu->abbrev_off || (m->off == cu->abbrev_off && m->shape < shape))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < o->nabts && o->abts[lo]->off == cu->abbrev_off && o->abts[lo]->shape == shape)
+        return o->abts[lo];
+    /* tables overlapping each other cost at most a few passes over the section */
+    if (o->abbrev_work > 4 * (uint64_t)o->sec[S_ABBREV].n + (1u << 20)) {
+        *err = -EINVAL;
+        return NULL;
+    }
     if ((*err = dw_grow(o, (void **)&o->abts, &o->capabts, o->nabts + 1, sizeof(*o->abts))))
         return NULL;
     t = dw_alloc(o, sizeof(*t), err);
@@ -751,7 +803,9 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
         return NULL;
     memset(t, 0, sizeof(*t));
     t->off = cu->abbrev_off;
+    t->shape = shape;
     r = rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
+    start = r.p;
     while (r.ok) {
         abbrev_t *a;
         uint64_t code = rd_uleb(&r);
@@ -791,17 +845,22 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
         }
         t->nabbrevs++;
     }
-    qsort(t->abbrevs, t->nabbrevs, sizeof(abbrev_t), abbrev_cmp);
+    if (t->nabbrevs > 1)
+        qsort(t->abbrevs, t->nabbrevs, sizeof(abbrev_t), abbrev_cmp);
     t->dense = 1;
     for (i = 0; i < t->nabbrevs; i++)
         if (t->abbrevs[i].code != i + 1)
             t->dense = 0;
-    o->abts[o->nabts++] = t;
+    o->abbrev_work += (uint64_t)(r.p - start);
+    memmove(o->abts + lo + 1, o->abts + lo, (o->nabts - lo) * sizeof(*o->abts));
+    o->abts[lo] = t;
+    o->nabts++;
     return t;
 err_free:
     abt_free(o, t);
     return NULL;
 }
+/* By code: an index when the codes are 1..n (what compilers write), else bisection. */
 
 static const abbrev_t *
 abbrev_find(const abt_t *t, uint64_t code)
@@ -956,6 +1015,9 @@ again:
     default: r->ok = 0; break; /* unknown form: its size is unknown, so is the rest */
     }
 }
+/* A string value: inline, strp and line_strp point into their sections already; strx
+   goes through .debug_str_offsets from the unit's DW_AT_str_offsets_base.  NULL when
+   any step leaves its section or the string is not terminated. */
 
 static const char *
 str_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v)
@@ -993,6 +1055,7 @@ addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
     *out = rd_fixed(&r, cu->addr_size);
     return r.ok;
 }
+/* Entry idx of the unit's .debug_addr table. */
 
 static int
 addrx(pe_dw_obj_t *o, const cu_t *cu, uint64_t idx, uint64_t *out)
@@ -1191,6 +1254,7 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
 }
 
 /* ---- units and the CU index ------------------------------------------------------------ */
+/* qsort order of the CU index: by start address, then unit. */
 
 static int
 cur_cmp(const void *a, const void *b)
@@ -1207,6 +1271,7 @@ typedef struct cur_arg_s {
     size_t cap;
     uint32_t cu;
 } cur_arg_t;
+/* range_fn: one range of a unit into the CU index. */
 
 static int
 add_cur(void *arg, uint64_t lo, uint64_t hi)
@@ -1329,6 +1394,11 @@ read_units(pe_dw_obj_t *o)
         rd_t r = rd_at(si->p, cu->end, cu->die_off);
         die_t d;
 
+        if (i % 1024 == 1023 && past_deadline()) {
+            err = -ETIMEDOUT;
+            goto out;
+        }
+
         cu->abt = abt_get(o, cu, &err);
         if (!cu->abt) {
             if (err == -E2BIG)
@@ -1367,7 +1437,8 @@ read_units(pe_dw_obj_t *o)
         }
     }
     err = 0;
-    qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
+    if (o->ncur > 1)
+        qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
     for (i = 0; i < o->ncur; i++)
         o->cur[i].maxhi =
             i && o->cur[i - 1].maxhi > o->cur[i].hi ? o->cur[i - 1].maxhi : o->cur[i].hi;
@@ -1419,6 +1490,7 @@ typedef struct fr_arg_s {
     fns_t *f;
     uint32_t node, parent;
 } fr_arg_t;
+/* range_fn: one range of a subroutine into its unit's function tree. */
 
 static int
 add_frange(void *arg, uint64_t lo, uint64_t hi)
@@ -1519,7 +1591,8 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
             break; /* a unit DIE without children */
         }
     }
-    qsort(f->ranges, f->nranges, sizeof(frange_t), frange_cmp);
+    if (f->nranges > 1)
+        qsort(f->ranges, f->nranges, sizeof(frange_t), frange_cmp);
     for (i = 0; i < f->nnodes; i++)
         f->nodes[i].child0 = f->nodes[i].nchild = 0;
     f->top0 = (uint32_t)f->nranges;
@@ -1565,6 +1638,7 @@ find_range(const frange_t *ranges, uint32_t first, uint32_t n, uint64_t pc)
 }
 
 /* ---- line tables ----------------------------------------------------------------------- */
+/* Free a line table and the paths joined for it. */
 
 static void
 lines_free(pe_dw_obj_t *o, lines_t *l)
@@ -1632,6 +1706,7 @@ read_entries(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, int files, lines_t *l)
     }
     return r->ok ? 0 : -EINVAL;
 }
+/* qsort order of sequences: by start address, then as they came (LLVM's order). */
 
 static int
 seq_cmp(const void *a, const void *b)
@@ -1642,6 +1717,8 @@ seq_cmp(const void *a, const void *b)
         return x->lo < y->lo ? -1 : 1;
     return x->first < y->first ? -1 : x->first > y->first;
 }
+/* Append a row; file and column are clamped to 16 bits (no table we met has more than
+   65535 files, and columns only feed pe_dw_frame_t.column). */
 
 static int
 add_row(pe_dw_obj_t *o, lines_t *l, uint64_t addr, uint64_t file, uint64_t line, uint64_t col)
@@ -1834,7 +1911,8 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
         }
         l->nrows = seq_first; /* a last sequence without its end is dropped */
     }
-    qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
+    if (l->nseqs > 1)
+        qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
     return 0;
 }
 
@@ -1871,6 +1949,7 @@ find_row(const lines_t *l, uint64_t pc)
     }
     return &l->rows[a - 1];
 }
+/* An absolute POSIX path (what LLVM's is_absolute says on Linux). */
 
 static int
 is_abs(const char *p)
@@ -2027,12 +2106,16 @@ obj_unload(pe_dw_obj_t *o)
     }
     o->abts = NULL;
     o->nabts = o->capabts = 0;
+    o->abbrev_work = 0;
     o->cus = NULL;
     o->ncus = 0;
     o->cur = NULL;
     o->ncur = 0;
     o->loaded = 0;
 }
+/* Sections, then units and the CU index.  A file whose .debug_info or .debug_abbrev
+   cannot be read is broken for good; running out of budget or time is not, and the next
+   lookup tries again. */
 
 static int
 obj_load(pe_dw_obj_t *o)
@@ -2083,7 +2166,9 @@ enforce_budget(pe_dw_obj_t *keep)
     }
 }
 
-/* 1 if the file at `path` has DWARF; maps it into o. */
+/* 1 if the file at `path` has DWARF, and is the right file: when want_id is set and the
+   file has a build id they must match; otherwise, for a debuglink candidate (check_crc),
+   the CRC32 of the whole file must be the one the link names.  Leaves it mapped in o. */
 static int
 try_file(pe_dw_obj_t *o, const char *path, const char *want_id, int check_crc, uint32_t crc)
 {
@@ -2122,6 +2207,23 @@ no:
     return 0;
 }
 
+/* buf = a b c d; -1 if it does not fit (buf may be a) */
+static int
+join(char *buf, size_t cap, const char *a, const char *b, const char *c, const char *d)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c), ld = strlen(d);
+
+    if (la + lb + lc + ld >= cap)
+        return -1;
+    memmove(buf, a, la);
+    memcpy(buf + la, b, lb);
+    memcpy(buf + la + lb, c, lc);
+    memcpy(buf + la + lb + lc, d, ld + 1);
+    return 0;
+}
+/* Map into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h); o->map
+   stays NULL when there is none. */
+
 static void
 find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *debug_dir)
 {
@@ -2136,9 +2238,10 @@ find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *d
     if (try_file(o, path, NULL, 0, 0))
         return;
     if (build_id && strlen(build_id) > 2 && debug_dir) {
-        snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
-                 build_id + 2);
-        if (try_file(o, cand, build_id, 0, 0))
+        int n = snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
+                         build_id + 2);
+
+        if (n > 0 && (size_t)n < sizeof(cand) && try_file(o, cand, build_id, 0, 0))
             return;
     }
     img = map_file(path, &size, &st);
@@ -2176,17 +2279,16 @@ find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *d
     else
         dir[0] = '.';
     dir[dlen] = '\0';
-    snprintf(cand, sizeof(cand), "%s/%s", dir, link);
-    if (strcmp(cand, path) != 0 && try_file(o, cand, build_id, 1, crc))
+    /* beside the object (unless that is the object), in .debug/ there, under debug_dir */
+    if (join(cand, sizeof(cand), dir, "/", "", link) == 0 && strcmp(cand, path) != 0 &&
+        try_file(o, cand, build_id, 1, crc))
         return;
-    snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, link);
-    if (try_file(o, cand, build_id, 1, crc))
+    if (join(cand, sizeof(cand), dir, "/.debug/", "", link) == 0 &&
+        try_file(o, cand, build_id, 1, crc))
         return;
-    if (debug_dir) {
-        snprintf(cand, sizeof(cand), "%s%s%s/%s", debug_dir, dir[0] == '/' ? "" : "/", dir, link);
-        if (try_file(o, cand, build_id, 1, crc))
-            return;
-    }
+    if (debug_dir && join(cand, sizeof(cand), debug_dir, dir[0] == '/' ? "" : "/", dir, "") == 0 &&
+        join(cand, sizeof(cand), cand, "/", link, "") == 0)
+        try_file(o, cand, build_id, 1, crc);
 }
 
 /* ---- API ----------------------------------------------------------------------------------- */
@@ -2202,12 +2304,15 @@ pe_dw_open(const char *path, const char *build_id, const char *debug_dir)
     if (!path)
         return NULL;
     if (build_id && build_id[0]) {
-        snprintf(key, sizeof(key), "b:%s", build_id);
+        if (snprintf(key, sizeof(key), "b:%s", build_id) >= (int)sizeof(key))
+            return NULL;
     } else {
         if (stat(path, &st) < 0)
             return NULL;
-        snprintf(key, sizeof(key), "p:%s:%llu:%llu:%lld.%09ld", path, (unsigned long long)st.st_dev,
-                 (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        if (snprintf(key, sizeof(key), "p:%s:%llu:%llu:%lld.%09ld", path,
+                     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec) >= (int)sizeof(key))
+            return NULL;
     }
     for (o = cache; o; o = o->next)
         if (strcmp(o->key, key) == 0)

@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,9 @@ struct pe_sym_batch_s {
     size_t nobjs;
     symtab_t **tabs; /* per object, filled on first lookup */
     unsigned char *tried;
+    pe_dw_obj_t **dw; /* per object: its DWARF, filled on first pe_sym_lines */
+    unsigned char *dw_tried;
+    int lines_off; /* a budget of 0, or a limit reached: no more lines this batch */
 };
 
 static pthread_mutex_t symcache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -434,7 +438,9 @@ pe_sym_begin(pe_sym_batch_t **out)
         goto err_free;
     s->tabs = calloc(s->nobjs + 1, sizeof(*s->tabs));
     s->tried = calloc(s->nobjs + 1, 1);
-    if (!s->tabs || !s->tried) {
+    s->dw = calloc(s->nobjs + 1, sizeof(*s->dw));
+    s->dw_tried = calloc(s->nobjs + 1, 1);
+    if (!s->tabs || !s->tried || !s->dw || !s->dw_tried) {
         err = -ENOMEM;
         goto err_free;
     }
@@ -445,6 +451,8 @@ pe_sym_begin(pe_sym_batch_t **out)
     return 0;
 
 err_free:
+    free(s->dw_tried);
+    free(s->dw);
     free(s->tried);
     free(s->tabs);
     pe_sym_objs_free(s->objs, s->nobjs);
@@ -486,6 +494,73 @@ pe_sym_lookup(pe_sym_batch_t *s, uintptr_t addr, uintptr_t *start)
     return tab->names + tab->syms[lo - 1].name;
 }
 
+/* ---- source lines (dwarf.c) ------------------------------------------------------- */
+
+void
+pe_sym_lines_limits(pe_sym_batch_t *s, size_t budget, int64_t deadline_ns)
+{
+    s->lines_off = budget == 0;
+    pe_dw_set_limits(budget, deadline_ns);
+}
+
+/* The file an object's debug links are looked up beside: the main program's
+   real path (its dlpi_name is empty), else the loader's name. */
+static const char *
+dw_path(const pe_sym_obj_t *obj, char *buf, size_t len)
+{
+    ssize_t n;
+
+    if (!obj->is_main && obj->name[0])
+        return obj->name;
+    n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    return buf;
+}
+
+/* "/usr/lib/debug" from pe_sym_debug_dir's "/usr/lib/debug/.build-id". */
+static const char *
+dw_debug_root(char *buf, size_t len)
+{
+    size_t n = strlen(pe_sym_debug_dir);
+    static const char tail[] = "/.build-id";
+
+    if (n >= sizeof(tail) - 1 && strcmp(pe_sym_debug_dir + n - (sizeof(tail) - 1), tail) == 0)
+        n -= sizeof(tail) - 1;
+    snprintf(buf, len, "%.*s", (int)n, pe_sym_debug_dir);
+    return buf;
+}
+
+int
+pe_sym_lines(pe_sym_batch_t *s, uintptr_t addr, pe_dw_frame_t *out, int max)
+{
+    const pe_sym_obj_t *obj = pe_sym_objs_find(s->objs, s->nobjs, addr);
+    char path[PATH_MAX], root[PATH_MAX];
+    const char *file;
+    size_t i;
+    int n;
+
+    if (!obj || obj->is_vdso || s->lines_off)
+        return 0;
+    i = (size_t)(obj - s->objs);
+    if (!s->dw_tried[i]) {
+        /* An open may evict other objects' tables (the budget): the handles
+           this batch holds are opened again when next needed.  With build ids
+           (the usual case) that is a look-up in dwarf.c's cache. */
+        memset(s->dw_tried, 0, s->nobjs + 1);
+        s->dw_tried[i] = 1;
+        file = dw_path(obj, path, sizeof(path));
+        s->dw[i] = file ? pe_dw_open(file, obj->build_id, dw_debug_root(root, sizeof(root))) : NULL;
+    }
+    if (!s->dw[i])
+        return 0;
+    n = pe_dw_lookup(s->dw[i], (uint64_t)(addr - obj->bias), out, max);
+    if (n == -E2BIG || n == -ETIMEDOUT)
+        s->lines_off = 1; /* the rest of this batch gets names only */
+    return n;
+}
+
 void
 pe_sym_end(pe_sym_batch_t *s)
 {
@@ -493,6 +568,8 @@ pe_sym_end(pe_sym_batch_t *s)
         return;
     pe_sym_jit_end();
     pthread_mutex_unlock(&symcache_lock);
+    free(s->dw_tried);
+    free(s->dw);
     free(s->tried);
     free(s->tabs);
     pe_sym_objs_free(s->objs, s->nobjs);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../preload/pe.h"
+#include "dwarf.h"
 
 /* Longest GNU build id we keep, in bytes (sha1 ids are 20). */
 #define PE_SYM_BUILDID_MAX 64
@@ -62,6 +63,20 @@ int pe_sym_begin(pe_sym_batch_t **syms);
  */
 const char *pe_sym_lookup(pe_sym_batch_t *syms, uintptr_t addr, uintptr_t *start);
 void pe_sym_end(pe_sym_batch_t *syms);
+
+/*
+ * Source places of addr, innermost first: out[0] the innermost inlined
+ * function with addr's own file and line, each next one its caller at the call
+ * site, out[n-1] the function the code belongs to (pe_dw_frame_t: names raw,
+ * as the debug info has them).  Read from the object's DWARF, in the object or
+ * its separate debug file (dwarf.c).  Returns n, 0 when nothing is known, or
+ * -E2BIG / -ETIMEDOUT when the batch's limits (pe_sym_lines_limits) were
+ * reached.  Strings are valid until pe_sym_end.
+ */
+int pe_sym_lines(pe_sym_batch_t *syms, uintptr_t addr, pe_dw_frame_t *out, int max);
+/* The batch's bounds on debug info: bytes kept (0: no lines at all) and a
+   deadline (CLOCK_MONOTONIC ns, 0: none). */
+void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t deadline_ns);
 
 /* ---- JIT code names (jitmap.c) ------------------------------------------ */
 

@@ -15,6 +15,7 @@ pe_fd_mark_dead       # preload/fd.c: being reworked (issue 31)
 pe_fd_resolve         # preload/fd.c: being reworked (issue 31)
 pe_prof_write_go_stack # proto/gotext.c: the integrator's, being reworked
 pe_prof_intern_n      # proto/model.c: the integrator's, being reworked
+pe_prof_set_debug_budget # proto/model.c: the integrator's, new
 pe_dem_demangle       # symbols/demangle.c: landed, symbolize.c is wiring it in
 pe_dem_shorten        # symbols/demangle.c: the same
 pe_dw_open            # symbols/dwarf.c: landed, symbolize.c is wiring it in

@@ -74,7 +74,7 @@ hdr=$(curl -s -D - -o $T/cpu.svg --max-time 60 "http://$PE_ADDR/debug/pprof/prof
 check "format=svg: Content-Type image/svg+xml" grep -qi '^Content-Type: image/svg+xml' <<<"$hdr"
 check "format=svg: not an attachment" bash -c "! grep -qi '^Content-Disposition' <<<\"$hdr\""
 check "format=svg: well-formed XML" xml_ok $T/cpu.svg
-check "format=svg: names the functions" grep -q '<title>cpu_three_quarters (' $T/cpu.svg
+check "format=svg: names the functions" grep -qE '<title>cpu_three_quarters( at [^ ]*p_cpu_split.c)? \(' $T/cpu.svg
 check "format=svg: nothing fetched from the network" \
     bash -c "! grep -Eo '(href|src)=\"[a-z]+:' $T/cpu.svg | grep -q ."
 hdr=$(curl -s -D - -o $T/b.svg --max-time 60 -H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' \

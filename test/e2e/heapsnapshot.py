@@ -21,6 +21,7 @@ bytes}} for every frame node, for test/e2e/heapsnapshot_memlab.js to compare.
 Exit status 1 (with the reason on stderr) when a check fails.
 """
 import json
+import re
 import sys
 
 NODE_FIELDS = ["type", "name", "id", "self_size", "edge_count", "trace_node_id", "detachedness"]
@@ -119,18 +120,23 @@ def check(path, retained_out):
     for i in reversed(order):
         for c in kids[i]:
             retained[i] += retained[c]
+    def fn(name):
+        # Frame nodes are named as the text views print a frame, "File:Line;
+        # Function" or "[object] Function": the function is what is compared.
+        return re.sub(r"^(\[[^]]*\] |[^;]*:\d+; |[^;]*; )", "", name)
+
     paths = {0: ""}
     for i in order:
         for c in kids[i]:
             if NODE_TYPES[nodes[c * nf]] == "object":  # a frame
-                nm = strings[nodes[c * nf + 1]]
+                nm = fn(strings[nodes[c * nf + 1]])
                 paths[c] = paths[i] + ";" + nm if paths[i] else nm
 
     sizes, counts, ones, nobj = {}, {}, True, 0
     for i in range(nn):
         if NODE_TYPES[nodes[i * nf]] != "native":
             continue
-        nm, sz = strings[nodes[i * nf + 1]], nodes[i * nf + 3]
+        nm, sz = fn(strings[nodes[i * nf + 1]]), nodes[i * nf + 3]
         sizes[nm] = sizes.get(nm, 0) + sz
         counts[nm] = counts.get(nm, 0) + 1
         ones = ones and sz == 1

@@ -32,7 +32,9 @@ async function main() {
   const sites = {};
   snap.nodes.forEach(node => {
     if (node.type === 'native') {
-      sites[node.name] = (sites[node.name] || 0) + node.self_size;
+      // named as the text views print a frame: "File:Line; Function" or "[object] Function"
+      const fn = node.name.replace(/^(\[[^\]]*\] |[^;]*:\d+; |[^;]*; )/, '');
+      sites[fn] = (sites[fn] || 0) + node.self_size;
     }
   });
   const res = {

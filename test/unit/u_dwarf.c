@@ -1,11 +1,11 @@
 /*
  * u_dwarf: symbols/dwarf.c against llvm-symbolizer.  Builds the programs in
- * test/progs/dwarf/ with GCC (DWARF 5, DWARF 4, compressed sections), Clang
- * (DWARF 5, skipped without clang), and as stripped binaries whose debug file
- * is found by .gnu_debuglink and by a build-id directory; then compares every
- * few bytes of .text with `llvm-symbolizer --inlining --no-demangle`, and libc
- * with libc6-dbg.  Then corrupts debug files many times and replays the fuzz
- * corpus (test/unit/corpus_dwarf/): no fault, no hang.
+ * test/progs/dwarf/ with GCC (DWARF 5, DWARF 4, SHF_COMPRESSED and legacy
+ * .zdebug_ sections), Clang (DWARF 5, skipped without clang), and as stripped
+ * binaries whose debug file is found by .gnu_debuglink and by a build-id
+ * directory; then compares every few bytes of .text with `llvm-symbolizer
+ * --inlining --no-demangle`, and libc with libc6-dbg.  Then corrupts debug files many times and
+ * replays the fuzz corpus (test/unit/corpus_dwarf/): no fault, no hang.
  *
  * Two of llvm-symbolizer's answers do not come from DWARF and are matched
  * accordingly: the outermost frame's name is the ELF symbol covering the
@@ -394,6 +394,15 @@ variants(void)
     } else {
         CHECKF(0, "building with gcc -gz failed");
     }
+    /* the legacy .zdebug_* sections ("ZLIB" and a big-endian size), where binutils still
+       writes them */
+    if (build("gcczg", "gcc", "g++", "-gz=zlib-gnu") == 0 &&
+        sh("readelf -SW '%s/gcczg' | grep -q zdebug_info", tmp) == 0) {
+        snprintf(bin, sizeof(bin), "%s/gcczg", tmp);
+        check_variant("gcc zlib-gnu", bin, "", NULL, "", bin);
+    } else {
+        printf("gcc -gz=zlib-gnu: skipped (the toolchain writes no .zdebug_ sections)\n");
+    }
     if (sh("command -v clang >/dev/null && command -v clang++ >/dev/null") != 0) {
         printf("clang -g: skipped (no clang)\n");
     } else if (build("clang5", "clang", "clang++", "") == 0) {
@@ -423,6 +432,15 @@ variants(void)
            tmp);
         snprintf(bin, sizeof(bin), "%s/sub/strip_l", tmp);
         CHECK(pe_dw_open(bin, "", "/nonexistent") != NULL);
+        /* and under <debug_dir>/<the object's directory>/ */
+        sh("cd '%s' && mkdir -p far 'gd/%s/far' && cp strip_l far/ && cp strip_l.debug "
+           "'gd/%s/far/'",
+           tmp, tmp, tmp);
+        snprintf(bin, sizeof(bin), "%s/far/strip_l", tmp);
+        snprintf(ddir, sizeof(ddir), "%s/gd", tmp);
+        CHECK(pe_dw_open(bin, "", "/nonexistent") == NULL);
+        pe_dw_trim(); /* the answer above is cached */
+        CHECK(pe_dw_open(bin, "", ddir) != NULL);
     } else {
         CHECKF(0, "making the debuglink binary failed");
     }

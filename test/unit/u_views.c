@@ -216,7 +216,7 @@ test_svg(void)
           strstr(s, "function search(") != NULL);
     /* No raw markup from names: only the script holds '<' or '&' outside tags. */
     e = strstr(s, "<script");
-    CHECK(e && count_of(s, "&lt;&amp;&gt;") == 2);                          /* title and label */
+    CHECK(e && count_of(s, "&lt;&amp;&gt;") == 3); /* data-n, title and label */
     CHECK(strstr(s, "http://") == strstr(s, "http://www.w3.org/2000/svg")); /* no fetches */
     free(s);
     /* cpu: the 0-sample stack has a width in ns, and values read as times. */
