@@ -36,6 +36,7 @@
 #include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "../proto/profile.h"
+#include "../proto/timeline.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64
@@ -218,9 +219,6 @@ PE_SIGSAFE void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 PE_SIGSAFE void pe_heap_free_slow(void *p);
 /* malloc_usable_size of such a block. */
 PE_SIGSAFE size_t pe_heap_usable_slow(void *p);
-/* The first allocations of the process, before the real allocator is known:
-   tagged blocks from the static pool (NULL once it is resolved, or empty). */
-PE_SIGSAFE void *pe_heap_pool_alloc(size_t size, size_t align);
 /* The same, resolving the real functions first: NULL when that worked (the
    caller calls the real function) or the pool is exhausted. */
 PE_SIGSAFE void *pe_heap_boot_alloc(size_t size, size_t align);
@@ -346,15 +344,8 @@ typedef struct pe_heap_ck_ent_s {
     int64_t cnt_fx, bytes_fx;
 } pe_heap_ck_ent_t;
 
-/* One second of the timeline; bytes. */
-typedef struct pe_heap_tl_s {
-    int64_t t_ms;                        /* CLOCK_REALTIME */
-    uint64_t rss;                        /* /proc/self/statm resident pages */
-    uint64_t heap;                       /* sampled live-heap estimate */
-    uint64_t mi_inuse, mi_free, mi_mmap; /* mallinfo2: uordblks, fordblks, hblkhd */
-    uint32_t threads;                    /* the process's, ours included */
-    uint32_t have_arena;                 /* mallinfo2 was found */
-} pe_heap_tl_t;
+/* One second of the timeline: proto/timeline.h's point, which the chart reads. */
+typedef pe_prof_tl_point_t pe_heap_tl_t;
 
 /*
  * Start the history thread (internal, every signal blocked): every second it
@@ -391,9 +382,6 @@ typedef struct pe_heap_age_s {
     double min_s, max_s; /* the window, seconds */
     uint32_t now;        /* pe_heap_now_s() when the request was read */
 } pe_heap_age_t;
-/* A live block's age in whole seconds; 1 when it is in the window. */
-uint32_t pe_heap_age_of(const pe_heap_age_t *f, const pe_heap_live_t *b);
-int pe_heap_age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b);
 
 /*
  * A view: per-stack live objects and bytes (or their change), with what it

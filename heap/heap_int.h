@@ -41,17 +41,17 @@ PE_SIGSAFE int pe_heap_trim(const uintptr_t *pcs, int n);
 /* ---- sample.c ----------------------------------------------------------------- */
 
 /* Exponential interval with mean `rate` (>0), clamped to [1, 64*rate]. */
-PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
+PE_TESTONLY PE_SIGSAFE int64_t pe_heap_draw(uint64_t *rng, int64_t rate);
 /*
  * The countdown's slow step (heap.h: pe_heap_countdown said "slow" for an
  * allocation of `size` bytes): 1 when it is a sample point.  Loads the next
  * interval into t (parked at 0 while `recording`).  fresh: the thread's
  * interval is stale (first call, or the rate changed).
  */
-PE_SIGSAFE int pe_heap_interval_step(pe_tls_t *t, size_t size, int64_t rate, int fresh,
-                                     int recording);
+PE_TESTONLY PE_SIGSAFE int pe_heap_interval_step(pe_tls_t *t, size_t size, int64_t rate, int fresh,
+                                                 int recording);
 /* Weight of a sample of `size` bytes: objects (PE_HEAP_CNT_ONE units). */
-PE_SIGSAFE uint64_t pe_heap_weight_fx(uint64_t size, int64_t rate);
+PE_TESTONLY PE_SIGSAFE uint64_t pe_heap_weight_fx(uint64_t size, int64_t rate);
 /* Bytes a sample of `size` with weight cnt_fx stands for (PE_HEAP_BYTES_ONE units). */
 PE_SIGSAFE static inline uint64_t
 pe_heap_bytes_fx(uint64_t cnt_fx, uint64_t size)

@@ -157,13 +157,17 @@ pe_heap_tag_usable(pe_heap_tag_t *t, void *p)
 
 /* ---- the bootstrap pool ------------------------------------------------------------ */
 
+/* The first allocations of the process, before the real allocator is known:
+   tagged blocks from the static pool (NULL once it is resolved, or empty). */
+PE_SIGSAFE static void *pool_alloc(size_t size, size_t align);
+
 void *
 pe_heap_boot_alloc(size_t size, size_t align)
 {
     pe_real_init();
     if (__atomic_load_n(&pe_real_ready, __ATOMIC_ACQUIRE))
         return NULL; /* resolved now: caller retries the real path */
-    return pe_heap_pool_alloc(size ? size : 1, align);
+    return pool_alloc(size ? size : 1, align);
 }
 
 /* Where the hot line's malloc and free pointers lead until the real functions
@@ -196,8 +200,8 @@ pe_heap_hot_t pe_heap_hot = {
     .real_malloc = resolve_malloc, .real_free = resolve_free, .gen = PE_HEAP_GEN_BOOT};
 _Static_assert(sizeof(pe_heap_hot_t) == 64, "the hot line is one line");
 
-void *
-pe_heap_pool_alloc(size_t size, size_t align)
+PE_SIGSAFE static void *
+pool_alloc(size_t size, size_t align)
 {
     size_t pre = align < 16 ? 16 : align;
     char *b, *p;

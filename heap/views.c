@@ -46,17 +46,19 @@ fx_round(int64_t fx, int64_t one)
 
 /* ---- age filter ---------------------------------------------------------------- */
 
-uint32_t
-pe_heap_age_of(const pe_heap_age_t *f, const pe_heap_live_t *b)
+/* A live block's age in whole seconds. */
+static uint32_t
+age_of(const pe_heap_age_t *f, const pe_heap_live_t *b)
 {
     /* born is at most a tick ahead of `now` read before the copy. */
     return f->now > b->born ? f->now - b->born : 0;
 }
 
-int
-pe_heap_age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b)
+/* 1 when a live block's age is in the window. */
+static int
+age_pass(const pe_heap_age_t *f, const pe_heap_live_t *b)
 {
-    double age = pe_heap_age_of(f, b);
+    double age = age_of(f, b);
 
     return !f->on || (age >= f->min_s && age <= f->max_s);
 }
@@ -115,7 +117,7 @@ age_one(const pe_heap_live_t *b, void *arg)
     double cnt = b->weight * PE_HEAP_CNT_ONE;
 
     c->listed++;
-    if (!pe_heap_age_pass(c->f, b))
+    if (!age_pass(c->f, b))
         return 0;
     if (c->n == c->cap) {
         int cap = c->cap ? 2 * c->cap : 4096;
@@ -127,7 +129,7 @@ age_one(const pe_heap_live_t *b, void *arg)
         c->cap = cap;
     }
     c->v[c->n].stack = b->stack;
-    c->v[c->n].age = age_bucket(pe_heap_age_of(c->f, b));
+    c->v[c->n].age = age_bucket(age_of(c->f, b));
     c->v[c->n].cnt_fx = llround(cnt);
     c->v[c->n].bytes_fx = llround(b->weight * (double)b->size * PE_HEAP_BYTES_ONE);
     c->n++;
@@ -338,7 +340,7 @@ collect_one(const pe_heap_live_t *b, void *arg)
 {
     collect_t *c = arg;
 
-    if (!pe_heap_age_pass(c->age, b))
+    if (!age_pass(c->age, b))
         return 0;
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 4096;

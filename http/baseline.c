@@ -17,9 +17,16 @@
 #include "../preload/clock.h"
 #include "http_int.h"
 
-int
-pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
-                      int *nprev, int64_t *prev_ns)
+/*
+ * Keep a copy of now[0..n) (records of `size` bytes, in the order the caller
+ * subtracts by) as the path's baseline, and hand back the previous one in
+ * *prev (the caller frees it; NULL and 0 at the first call, which so answers
+ * the change since start) and when it was taken in *prev_ns.  0, or -ENOMEM
+ * with the baseline unchanged and nothing handed back.
+ */
+static int
+baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev, int *nprev,
+              int64_t *prev_ns)
 {
     int64_t taken = pe_clock_ns(CLOCK_REALTIME);
     void *copy = NULL;
@@ -94,7 +101,7 @@ pe_http_recs_window(pe_req_t *r, const pe_http_recs_t *k, pe_http_baseline_t *ba
         return pe_http_error(r, 503, "out of memory");
     }
     if (base) {
-        if (pe_http_baseline_swap(base, s1, n1, k->size, &s0, &n0, &t0) < 0) {
+        if (baseline_swap(base, s1, n1, k->size, &s0, &n0, &t0) < 0) {
             free(s1);
             return pe_http_error(r, 503, "out of memory");
         }

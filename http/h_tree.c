@@ -269,8 +269,9 @@ pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const c
     return q;
 }
 
-int
-pe_http_tree_send(int fd, const char *buf, size_t len, double deadline)
+/* Send all of buf before the deadline: 0, or -1. */
+static int
+tree_send(int fd, const char *buf, size_t len, double deadline)
 {
     struct pollfd pfd = {fd, POLLOUT, 0};
     ssize_t n;
@@ -304,7 +305,7 @@ proxy(pe_req_t *r, const char *raw_query, const pe_tree_proc_t *p)
         return pe_http_error(r, 502, "pid %d (%s) does not answer on 127.0.0.1:%d", (int)p->pid,
                              p->program, p->port);
     req = pe_http_tree_request(r, raw_query, p->port, NULL, &len);
-    if (!req || pe_http_tree_send(fd, req, len, deadline) < 0 || !(buf = malloc(65536))) {
+    if (!req || tree_send(fd, req, len, deadline) < 0 || !(buf = malloc(65536))) {
         free(req);
         close(fd);
         return pe_http_error(r, 502, "pid %d: cannot send it the request", (int)p->pid);

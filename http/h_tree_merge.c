@@ -4,10 +4,10 @@
  * through its own loopback port) at once, at most PE_MERGE_PAR in flight, in
  * one poll loop bounded by the request's deadline (h_tree.c).  Each answer
  * (at most PE_MERGE_MAX_BODY bytes, gunzipped at most PE_MERGE_MAX_PB) is
- * decoded as soon as it is complete and its samples added to one profile by
- * function names, each with the labels pid (numeric) and program (string)
- * besides at most two of its own.  Processes that cannot answer are named in
- * the profile's comments.  format= views are rendered from the merge.
+ * handed, as soon as it is complete, to proto/decode.h, which adds its
+ * samples to one profile by function names, each with the labels pid
+ * (numeric) and program (string) besides at most two of its own.  Processes that cannot answer are
+ * named in the profile's comments.  format= views are rendered from the merge.
  *
  * Signal-safe: no (HTTP worker threads).
  */
@@ -21,11 +21,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/tree.h"
+#include "../proto/decode.h"
 #include "http_int.h"
 
 #define PE_MERGE_PAR 32
@@ -38,269 +38,12 @@ static const char *const merge_paths[] = {
     "/debug/pprof/mutex", "/debug/pprof/block",  "/debug/fgprof",
 };
 
-/* ---- protobuf, just enough of profile.proto --------------------------------------------- */
-
-typedef struct {
-    const uint8_t *p, *end;
-} pb_t;
-
-static int
-varint(pb_t *b, uint64_t *v)
-{
-    int shift = 0;
-
-    *v = 0;
-    while (b->p < b->end && shift < 64) {
-        uint8_t c = *b->p++;
-        *v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            return 0;
-        shift += 7;
-    }
-    return -1;
-}
-
-/* Next field: its number, wire type and, for length-delimited, the sub-buffer. */
-static int
-field(pb_t *b, int *num, int *wt, uint64_t *v, pb_t *sub)
-{
-    uint64_t key;
-
-    if (varint(b, &key) < 0)
-        return -1;
-    *num = (int)(key >> 3);
-    *wt = (int)(key & 7);
-    switch (*wt) {
-    case 0: return varint(b, v);
-    case 1:
-        if (b->end - b->p < 8)
-            return -1;
-        b->p += 8;
-        return 0;
-    case 5:
-        if (b->end - b->p < 4)
-            return -1;
-        b->p += 4;
-        return 0;
-    case 2:
-        if (varint(b, v) < 0 || *v > (uint64_t)(b->end - b->p))
-            return -1;
-        sub->p = b->p;
-        sub->end = b->p + *v;
-        b->p += *v;
-        return 0;
-    default: return -1;
-    }
-}
-
-/* A repeated integer field, packed (wt 2) or not (wt 0): calls add per value. */
-static int
-each_int(int wt, uint64_t v, pb_t *sub, int (*add)(void *, uint64_t), void *ctx)
-{
-    if (wt == 0)
-        return add(ctx, v);
-    if (wt != 2)
-        return -1;
-    while (sub->p < sub->end)
-        if (varint(sub, &v) < 0 || add(ctx, v) < 0)
-            return -1;
-    return 0;
-}
-
-typedef struct {
-    uint64_t *v;
-    int n, cap;
-} ints_t;
-
-static int
-ints_add(void *ctx, uint64_t v)
-{
-    ints_t *a = ctx;
-
-    if (a->n == a->cap) {
-        int cap = a->cap ? a->cap * 2 : 16;
-        uint64_t *nv = realloc(a->v, (size_t)cap * sizeof(*nv));
-        if (!nv)
-            return -1;
-        a->v = nv;
-        a->cap = cap;
-    }
-    a->v[a->n++] = v;
-    return 0;
-}
-
-/* One decoded profile: tables by id (ids are small and dense in practice). */
-typedef struct {
-    pb_t *strs;
-    uint64_t nstrs;
-    uint64_t *fn_name; /* by function id: string index */
-    uint64_t nfn;
-    ints_t *loc_fns; /* by location id: function ids, leaf first */
-    uint64_t *loc_addr;
-    uint64_t nloc;
-    ints_t types; /* pairs: type, unit string indices */
-    uint64_t period_type[2], period;
-    int64_t time_nanos, duration_nanos;
-} dec_t;
-
-#define PE_MERGE_MAX_ID (1u << 22)
-
-static void
-dec_free(dec_t *d)
-{
-    uint64_t i;
-
-    free(d->strs);
-    free(d->fn_name);
-    for (i = 0; d->loc_fns && i < d->nloc; i++)
-        free(d->loc_fns[i].v);
-    free(d->loc_fns);
-    free(d->loc_addr);
-    free(d->types.v);
-}
-
-static char *
-str_dup(const dec_t *d, uint64_t i, char *buf, size_t len)
-{
-    size_t n;
-
-    if (i >= d->nstrs) {
-        buf[0] = '\0';
-        return buf;
-    }
-    n = (size_t)(d->strs[i].end - d->strs[i].p);
-    if (n >= len)
-        n = len - 1;
-    memcpy(buf, d->strs[i].p, n);
-    buf[n] = '\0';
-    return buf;
-}
-
-/* First pass: strings, functions, locations and the header fields. */
-static int
-dec_tables(const uint8_t *buf, size_t len, dec_t *d)
-{
-    pb_t b = {buf, buf + len}, sub, s2, s3;
-    uint64_t v, id, maxfn = 0, maxloc = 0, nstrs = 0;
-    int num, wt, n2, w2;
-
-    /* Count and size everything first. */
-    while (b.p < b.end) {
-        if (field(&b, &num, &wt, &v, &sub) < 0)
-            return -1;
-        if (num == 6 && wt == 2)
-            nstrs++;
-        if ((num == 4 || num == 5) && wt == 2) {
-            id = 0;
-            s2 = sub;
-            while (s2.p < s2.end && field(&s2, &n2, &w2, &v, &s3) == 0)
-                if (n2 == 1 && w2 == 0)
-                    id = v;
-            if (id >= PE_MERGE_MAX_ID)
-                return -1;
-            if (num == 4 && id > maxloc)
-                maxloc = id;
-            if (num == 5 && id > maxfn)
-                maxfn = id;
-        }
-    }
-    d->nstrs = nstrs;
-    d->nfn = maxfn + 1;
-    d->nloc = maxloc + 1;
-    d->strs = calloc(nstrs + 1, sizeof(*d->strs));
-    d->fn_name = calloc(d->nfn, sizeof(*d->fn_name));
-    d->loc_fns = calloc(d->nloc, sizeof(*d->loc_fns));
-    d->loc_addr = calloc(d->nloc, sizeof(*d->loc_addr));
-    if (!d->strs || !d->fn_name || !d->loc_fns || !d->loc_addr)
-        return -1;
-    nstrs = 0;
-    for (b.p = buf; b.p < b.end;) {
-        if (field(&b, &num, &wt, &v, &sub) < 0)
-            return -1;
-        switch (num) {
-        case 1: /* sample_type */
-            if (wt != 2)
-                break;
-            {
-                uint64_t t = 0, u = 0;
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s3) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        t = v;
-                    if (n2 == 2 && w2 == 0)
-                        u = v;
-                }
-                if (ints_add(&d->types, t) < 0 || ints_add(&d->types, u) < 0)
-                    return -1;
-            }
-            break;
-        case 4: /* location */
-            if (wt != 2)
-                break;
-            {
-                uint64_t lid = 0, addr = 0;
-                ints_t fns = {0};
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        lid = v;
-                    if (n2 == 3 && w2 == 0)
-                        addr = v;
-                    if (n2 == 4 && w2 == 2) { /* line: function_id */
-                        int n3, w3;
-                        pb_t s4;
-                        while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0)
-                            if (n3 == 1 && w3 == 0 && ints_add(&fns, v) < 0)
-                                return -1;
-                    }
-                }
-                if (lid < d->nloc) {
-                    free(d->loc_fns[lid].v);
-                    d->loc_fns[lid] = fns;
-                    d->loc_addr[lid] = addr;
-                } else
-                    free(fns.v);
-            }
-            break;
-        case 5: /* function */
-            if (wt != 2)
-                break;
-            {
-                uint64_t fid = 0, name = 0;
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        fid = v;
-                    if (n2 == 2 && w2 == 0)
-                        name = v;
-                }
-                if (fid < d->nfn)
-                    d->fn_name[fid] = name;
-            }
-            break;
-        case 6:
-            if (wt == 2)
-                d->strs[nstrs++] = sub;
-            break;
-        case 9: d->time_nanos = (int64_t)v; break;
-        case 10: d->duration_nanos = (int64_t)v; break;
-        case 11:
-            while (wt == 2 && sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0)
-                if ((n2 == 1 || n2 == 2) && w2 == 0)
-                    d->period_type[n2 - 1] = v;
-            break;
-        case 12: d->period = v; break;
-        }
-    }
-    return d->types.n ? 0 : -1;
-}
-
 /* ---- one process's profile into the merge ------------------------------------------------ */
 
 typedef struct {
-    pe_prof_t *prof; /* made from the first profile decoded */
-    int ntypes;
-    char types[4][2][64];
+    pe_prof_merge_t pm;
     char errs[1024]; /* "pid N (prog): why; ..." */
     size_t errlen;
-    int merged;
 } merge_t;
 
 static void
@@ -315,142 +58,6 @@ note_failure(merge_t *m, const pe_tree_proc_t *p, const char *why)
     if (n > 0)
         m->errlen +=
             (size_t)n < sizeof(m->errs) - m->errlen ? (size_t)n : sizeof(m->errs) - m->errlen - 1;
-}
-
-static const char *
-add_samples(merge_t *m, const uint8_t *buf, size_t len, const pe_tree_proc_t *proc)
-{
-    pb_t b = {buf, buf + len}, sub, s2;
-    const char **names = NULL;
-    char(*namebuf)[256] = NULL;
-    const char *why = NULL;
-    dec_t d;
-    uint64_t v;
-    int num, wt, n2, w2, i;
-
-    memset(&d, 0, sizeof(d));
-    if (dec_tables(buf, len, &d) < 0) {
-        why = "its profile does not decode";
-        goto out;
-    }
-    if (!m->prof) {
-        pe_prof_vt_t vt[4], pt;
-        char ptb[2][64];
-
-        m->ntypes = d.types.n / 2 > 4 ? 4 : d.types.n / 2;
-        for (i = 0; i < m->ntypes; i++) {
-            vt[i].type = str_dup(&d, d.types.v[2 * i], m->types[i][0], 64);
-            vt[i].unit = str_dup(&d, d.types.v[2 * i + 1], m->types[i][1], 64);
-        }
-        pt.type = str_dup(&d, d.period_type[0], ptb[0], 64);
-        pt.unit = str_dup(&d, d.period_type[1], ptb[1], 64);
-        if (!(m->prof = pe_prof_new(vt, m->ntypes, &pt, (int64_t)d.period))) {
-            why = "out of memory";
-            goto out;
-        }
-        pe_prof_set_time(m->prof, d.time_nanos, d.duration_nanos);
-    } else {
-        char t[64], u[64];
-        int same = d.types.n / 2 == m->ntypes;
-        for (i = 0; same && i < m->ntypes; i++)
-            same = !strcmp(str_dup(&d, d.types.v[2 * i], t, 64), m->types[i][0]) &&
-                   !strcmp(str_dup(&d, d.types.v[2 * i + 1], u, 64), m->types[i][1]);
-        if (!same) {
-            why = "other sample types";
-            goto out;
-        }
-    }
-    names = malloc(PE_MAX_FRAMES * sizeof(*names));
-    namebuf = malloc(PE_MAX_FRAMES * sizeof(*namebuf));
-    if (!names || !namebuf) {
-        why = "out of memory";
-        goto out;
-    }
-    while (b.p < b.end) {
-        ints_t locs = {0}, vals = {0};
-        pe_prof_label_t labs[PE_PROF_MAX_LABELS];
-        char lkey[2][64], lstr[2][128], lunit[2][32];
-        int nl = 0, nf = 0;
-        int64_t values[4] = {0};
-
-        if (field(&b, &num, &wt, &v, &sub) < 0)
-            break;
-        if (num != 2 || wt != 2)
-            continue;
-        while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-            if (n2 == 1)
-                each_int(w2, v, &s2, ints_add, &locs);
-            else if (n2 == 2)
-                each_int(w2, v, &s2, ints_add, &vals);
-            else if (n2 == 3 && w2 == 2 && nl < 2) { /* keep two of its own labels */
-                uint64_t k = 0, s = 0, nu = 0, un = 0;
-                int n3, w3;
-                pb_t s4;
-                while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
-                    if (w3 != 0)
-                        continue;
-                    if (n3 == 1)
-                        k = v;
-                    else if (n3 == 2)
-                        s = v;
-                    else if (n3 == 3)
-                        nu = v;
-                    else if (n3 == 4)
-                        un = v;
-                }
-                str_dup(&d, k, lkey[nl], sizeof(lkey[nl]));
-                if (!lkey[nl][0] || !strcmp(lkey[nl], "pid") || !strcmp(lkey[nl], "program"))
-                    continue;
-                labs[nl].key = lkey[nl];
-                labs[nl].str = s ? str_dup(&d, s, lstr[nl], sizeof(lstr[nl])) : NULL;
-                labs[nl].num = (int64_t)nu;
-                labs[nl].unit = un ? str_dup(&d, un, lunit[nl], sizeof(lunit[nl])) : NULL;
-                nl++;
-            }
-        }
-        for (i = 0; i < locs.n && nf < PE_MAX_FRAMES; i++) {
-            uint64_t id = locs.v[i];
-            if (id >= d.nloc)
-                continue;
-            if (!d.loc_fns[id].n) { /* not symbolized there: its address */
-                snprintf(namebuf[nf], sizeof(namebuf[nf]), "0x%llx",
-                         (unsigned long long)d.loc_addr[id]);
-                names[nf] = namebuf[nf];
-                nf++;
-            }
-            for (int j = 0; j < d.loc_fns[id].n && nf < PE_MAX_FRAMES; j++) {
-                uint64_t f = d.loc_fns[id].v[j];
-                names[nf] = str_dup(&d, f < d.nfn ? d.fn_name[f] : 0, namebuf[nf], 256);
-                if (!names[nf][0])
-                    names[nf] = "?";
-                nf++;
-            }
-        }
-        for (i = 0; i < vals.n && i < m->ntypes; i++)
-            values[i] = (int64_t)vals.v[i];
-        labs[nl].key = "pid";
-        labs[nl].str = NULL;
-        labs[nl].num = proc->pid;
-        labs[nl].unit = NULL;
-        nl++;
-        labs[nl].key = "program";
-        labs[nl].str = proc->program;
-        labs[nl].unit = NULL;
-        nl++;
-        if (nf == 0) {
-            names[0] = "[no stack]";
-            nf = 1;
-        }
-        pe_prof_add_names(m->prof, names, nf, values, labs, nl);
-        free(locs.v);
-        free(vals.v);
-    }
-    m->merged++;
-out:
-    free(names);
-    free(namebuf);
-    dec_free(&d);
-    return why;
 }
 
 /* ---- one answer: HTTP, chunked, gzip ------------------------------------------------------- */
@@ -482,11 +89,9 @@ take_answer(merge_t *m, char *resp, size_t len, const pe_tree_proc_t *p)
 {
     static char why[160];
     char *hend = NULL, *body;
-    size_t blen, cap = 1 << 20;
-    unsigned char *out = NULL;
+    size_t blen;
     int status = 0, chunked;
-    z_stream z;
-    const char *res;
+    pe_prof_label_t labs[2];
 
     if (len >= 4)
         hend = memmem(resp, len, "\r\n\r\n", 4);
@@ -508,43 +113,15 @@ take_answer(merge_t *m, char *resp, size_t len, const pe_tree_proc_t *p)
     chunked = strcasestr(resp, "Transfer-Encoding: chunked") != NULL;
     if (chunked)
         blen = unchunk(body, blen);
-    memset(&z, 0, sizeof(z));
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-        return "out of memory";
-    z.next_in = (unsigned char *)body;
-    z.avail_in = (unsigned)blen;
-    for (;;) {
-        unsigned char *n = realloc(out, cap);
-        int rc;
-        if (!n) {
-            res = "out of memory";
-            goto out;
-        }
-        out = n;
-        z.next_out = out + z.total_out;
-        z.avail_out = (unsigned)(cap - z.total_out);
-        rc = inflate(&z, Z_NO_FLUSH);
-        if (rc == Z_STREAM_END)
-            break;
-        if (rc != Z_OK && rc != Z_BUF_ERROR) {
-            res = "its profile is not gzip";
-            goto out;
-        }
-        if (z.avail_out) {
-            res = "its profile is cut short";
-            goto out;
-        }
-        if (cap >= PE_MERGE_MAX_PB) {
-            res = "its profile is too large";
-            goto out;
-        }
-        cap *= 2;
-    }
-    res = add_samples(m, out, z.total_out, p);
-out:
-    inflateEnd(&z);
-    free(out);
-    return res;
+    labs[0].key = "pid";
+    labs[0].str = NULL;
+    labs[0].num = p->pid;
+    labs[0].unit = NULL;
+    labs[1].key = "program";
+    labs[1].str = p->program;
+    labs[1].num = 0;
+    labs[1].unit = NULL;
+    return pe_prof_merge_add_gz(&m->pm, body, blen, PE_MERGE_MAX_PB, labs, 2);
 }
 
 /* ---- the fetch loop ----------------------------------------------------------------------- */
@@ -706,17 +283,17 @@ pe_http_tree_all(pe_req_t *r, const char *raw_query)
         return pe_http_error(r, 503, "out of memory");
     memset(&m, 0, sizeof(m));
     fetch_all(r, raw_query, v, n, &m);
-    if (!m.prof) {
+    if (!m.pm.prof) {
         rc = pe_http_error(r, 502, "pid=all: no process answered (%s)", m.errs);
         free(v);
         return rc;
     }
-    pe_prof_comment(m.prof, "pid=all: %d of %d processes merged", m.merged, n);
+    pe_prof_comment(m.pm.prof, "pid=all: %d of %d processes merged", m.pm.merged, n);
     if (m.errlen)
-        pe_prof_comment(m.prof, "not merged: %s", m.errs);
+        pe_prof_comment(m.pm.prof, "not merged: %s", m.errs);
     stem = strrchr(r->path, '/') + 1;
-    rc = pe_http_send_profile(r, m.prof, stem);
-    pe_prof_free(m.prof);
+    rc = pe_http_send_profile(r, m.pm.prof, stem);
+    pe_prof_free(m.pm.prof);
     free(v);
     return rc;
 }

@@ -28,7 +28,7 @@ extern int pe_http_port;
 /* routes.c */
 int pe_http_dispatch(struct mg_connection *conn, void *cbdata);
 /* Route a request that is already parsed (dispatch, /debug_engine, fuzzing). */
-int pe_http_route(pe_req_t *r);
+PE_TESTONLY int pe_http_route(pe_req_t *r);
 /* Take / give back one of the long-request slots; 0 or 503 (sent). */
 int pe_http_long_begin(pe_req_t *r);
 void pe_http_long_end(void);
@@ -79,7 +79,6 @@ int pe_http_tree_connect(int port, double deadline);
 /* The request line and headers for a member (override: query added, format/debug dropped). */
 char *pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const char *override,
                            size_t *len);
-int pe_http_tree_send(int fd, const char *buf, size_t len, double deadline);
 /* h_tree_merge.c: pid=all. */
 int pe_http_tree_all(pe_req_t *r, const char *raw_query);
 
@@ -102,15 +101,6 @@ void pe_http_baseline_atfork_child(pe_http_baseline_t *b);
 void pe_http_heap_atfork_child(void);
 void pe_http_mutex_atfork_child(void);
 void pe_http_engine_atfork_child(void);
-/*
- * Keep a copy of now[0..n) (records of `size` bytes, in the order the caller
- * subtracts by) as the path's baseline, and hand back the previous one in
- * *prev (the caller frees it; NULL and 0 at the first call, which so answers
- * the change since start) and when it was taken in *prev_ns.  0, or -ENOMEM
- * with the baseline unchanged and nothing handed back.
- */
-int pe_http_baseline_swap(pe_http_baseline_t *b, const void *now, int n, size_t size, void **prev,
-                          int *nprev, int64_t *prev_ns);
 /* A cumulative record table: how to copy it (malloc'd, in the order delta
    subtracts by) and subtract an earlier copy from a later one. */
 typedef struct pe_http_recs_s {
@@ -137,11 +127,12 @@ typedef struct pe_http_self_s {
 } pe_http_self_t;
 /* 1 when the authority text[0..n) ("name:port", "[::1]:port", "name")
    names this server; a missing port is default_port (80 or 443). */
-int pe_http_authority_ok(const pe_http_self_t *self, const char *text, size_t n, int default_port);
+PE_TESTONLY int pe_http_authority_ok(const pe_http_self_t *self, const char *text, size_t n,
+                                     int default_port);
 /* 1 when an Origin header value is this server's own origin ("null" is not). */
-int pe_http_origin_ok(const pe_http_self_t *self, const char *origin);
+PE_TESTONLY int pe_http_origin_ok(const pe_http_self_t *self, const char *origin);
 /* 1 for Sec-Fetch-Site values a request may carry: none, same-origin. */
-int pe_http_fetch_site_ok(const char *value);
+PE_TESTONLY int pe_http_fetch_site_ok(const char *value);
 /* The checks on a live request's headers (each may be NULL: absent): 0, or
    421 (Host) / 403 (cross-site) after sending the one-line answer. */
 int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, const char *fetch_site);
@@ -150,9 +141,9 @@ int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, cons
 /* The Content-Security-Policy for a response of this type, or NULL (not HTML/SVG). */
 const char *pe_http_csp(const char *content_type);
 /* "'sha256-...'" for each <script> element of doc, space-separated; 0 or -1. */
-int pe_http_script_hashes(const char *doc, size_t len, char *out, size_t outlen);
+PE_TESTONLY int pe_http_script_hashes(const char *doc, size_t len, char *out, size_t outlen);
 /* SHA-256 of data in base64 (44 characters and a NUL). */
-void pe_http_sha256_b64(const void *data, size_t len, char out[45]);
+PE_TESTONLY void pe_http_sha256_b64(const void *data, size_t len, char out[45]);
 
 /* h_misc.c */
 int pe_http_h_index(pe_req_t *r);
@@ -204,8 +195,8 @@ int pe_http_h_debug_engine(pe_req_t *r);
 #define PE_ENGINE_MAX_FILES 16
 #define PE_ENGINE_MAX_SECONDS 120
 /* Bytes kept in all, and the most one file may hold: 256 MiB.  Tests lower it. */
-extern int64_t pe_http_engine_max_bytes;
+PE_TESTONLY extern int64_t pe_http_engine_max_bytes;
 /* A job's deadline in seconds; 0 (the default): min(PROFEP_MAX_SECONDS, 120) + 15. Tests set it. */
-extern double pe_http_engine_deadline_s;
+PE_TESTONLY extern double pe_http_engine_deadline_s;
 
 #endif /* PE_HTTP_INT_H */

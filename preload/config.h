@@ -94,7 +94,7 @@ extern const pe_cfg_row_t pe_cfg_rows[];
 extern const int pe_cfg_nrows;
 
 /* The default as README's table gives it: doc_def, def, or "unset". */
-const char *pe_cfg_doc_default(const pe_cfg_row_t *row);
+PE_TESTONLY const char *pe_cfg_doc_default(const pe_cfg_row_t *row);
 
 /*
  * Read the environment into pe_cfg, row by row: PROFEP_LOG first (early 2) so
@@ -114,20 +114,20 @@ const char *pe_cfg_raw(int i);
 /*
  * Value parsers shared with tests.  Each returns 0, or -EINVAL and leaves *out.
  */
-int pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int *port, int *off);
-int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 */
-int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
-int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
-int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
+PE_TESTONLY int pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int *port, int *off);
+PE_TESTONLY int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 */
+PE_TESTONLY int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
+PE_TESTONLY int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
+PE_TESTONLY int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
 /*
  * PROFEP_ALLOWED_HOSTS: entries separated by commas or spaces, each a name,
  * name:port, [v6]:port or "*"; written lowercase, comma-separated, into out.
  * Returns 0, -EINVAL when an entry was malformed (it is left out, the others
  * kept; *bad points at it), or -ENAMETOOLONG (out is then empty).
  */
-int pe_cfg_parse_hosts(const char *s, char *out, size_t len, const char **bad);
+PE_TESTONLY int pe_cfg_parse_hosts(const char *s, char *out, size_t len, const char **bad);
 /* Why a PROFEP_TOKEN value cannot be used ("is empty", ...), or NULL when it can. */
-const char *pe_cfg_token_problem(const char *s);
+PE_TESTONLY const char *pe_cfg_token_problem(const char *s);
 /* Expand %p in a path template; 0 or -ENAMETOOLONG. */
 int pe_cfg_expand_pid(const char *tmpl, char *out, size_t len, int pid);
 /* The program's name: basename of /proc/self/exe (or argv[0]). */

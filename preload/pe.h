@@ -4,7 +4,9 @@
  * PE_EXPORT marks the few definitions the host may bind to (the interposed
  * libc/pthread entry points); everything else is hidden by -fvisibility=hidden
  * and by preload/exports.map.  PE_SIGSAFE marks declarations that may run in
- * a signal handler (see `make lint`).
+ * a signal handler (see `make lint`).  PE_TESTONLY marks a declaration that
+ * a header shows only for the unit tests: nothing else outside its file may
+ * use it (test/e2e/check_testonly.sh).
  *
  * Signal-safe: yes (macros only).
  */
@@ -16,7 +18,8 @@
 
 #define PE_EXPORT __attribute__((visibility("default")))
 #define PE_HIDDEN __attribute__((visibility("hidden")))
-#define PE_SIGSAFE /* may run in a signal handler: no locks, no malloc, no stdio */
+#define PE_SIGSAFE  /* may run in a signal handler: no locks, no malloc, no stdio */
+#define PE_TESTONLY /* seen outside its file by the unit tests only */
 #define PE_NODISCARD __attribute__((warn_unused_result))
 #define PE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PE_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -52,7 +52,7 @@ PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
  * The boot time in seconds since the epoch (/proc/stat's btime, read once),
  * or 0 when unknown.
  */
-PE_SIGSAFE long long pe_proc_btime(void);
+PE_TESTONLY PE_SIGSAFE long long pe_proc_btime(void);
 /* Wall-clock seconds since the epoch of a stat starttime (field 22); 0 when unknown. */
 long long pe_proc_started(unsigned long long starttime);
 
@@ -63,7 +63,7 @@ long long pe_proc_started(unsigned long long starttime);
  * "dead", "idle").
  */
 #define PE_PROC_STATES 9
-PE_SIGSAFE unsigned pe_proc_state_code(char letter);
+PE_TESTONLY PE_SIGSAFE unsigned pe_proc_state_code(char letter);
 /* The name of a code; "unknown" for 0 and out of range. */
 PE_SIGSAFE const char *pe_proc_state_str(unsigned code);
 /* The code of a name given by pe_proc_state_str (0 when none). */

@@ -80,7 +80,7 @@ extern uint64_t pe_cpu_cookie;
 /* Generation of the running wall-clock session, 0 when none (writer: sampler.c). */
 extern uint32_t pe_wall_gen;
 /* Test hook: also record SI_TKILL signals from this process (bench, unit tests). */
-extern int pe_cpu_accept_tkill;
+PE_TESTONLY extern int pe_cpu_accept_tkill;
 
 PE_SIGSAFE void pe_cpu_handler(int sig, siginfo_t *si, void *uc);
 

@@ -264,10 +264,11 @@ int pe_mutex_write_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block);
 /* ---- test seams ------------------------------------------------------------------- */
 
 /* Forget this thread's countdown (the next event draws afresh at the current rate). */
-void pe_mutex_thread_reset(void);
+PE_TESTONLY void pe_mutex_thread_reset(void);
 /* Record one event directly, as pe_mutex_sampled would after the real call. */
-PE_SIGSAFE void pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf, uint64_t delay_ns);
+PE_TESTONLY PE_SIGSAFE void pe_mutex_record(int kind, uintptr_t ra, uintptr_t leaf,
+                                            uint64_t delay_ns);
 /* The geometric draw: events until and including the next sampled one (>= 1). */
-int64_t pe_mutex_draw(uint64_t *rng, int64_t rate);
+PE_TESTONLY int64_t pe_mutex_draw(uint64_t *rng, int64_t rate);
 
 #endif /* PE_MUTEX_H */

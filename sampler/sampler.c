@@ -91,6 +91,31 @@ struct pe_sampler_win_s {
     int64_t t0_real, t0_mono;
 };
 
+/* What a closing window reads of its session, for its kind's comment lines. */
+typedef struct close_s {
+    int64_t period;                          /* ns */
+    uint64_t ticks, quiet, sigs, why[WHY_N]; /* wall: since the window opened */
+} close_t;
+
+/*
+ * A profile kind of the sampler's windows: what differs between CPU time and
+ * wall-clock time; the windows, the ring, the collector and the signal are
+ * shared.  Called under `life`, but thread_start/thread_exit (the thread's own
+ * hooks, no lock).  Adding a kind: a K_ value, a row below (README, Design,
+ * "adding a profile kind").
+ */
+typedef struct kind_s {
+    const char *name;                           /* the value type and period type: "cpu" */
+    int64_t *period;                            /* the running session's period (ns) */
+    void (*start)(int64_t period, int capture); /* the kind's first window opens */
+    void (*stop)(void);                         /* its last window closes while others stay open */
+    void (*thread_start)(pid_t tid);            /* an application thread starts (or NULL) */
+    void (*thread_exit)(pid_t tid);             /* and exits (or NULL) */
+    void (*comment)(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c); /* its lines */
+} kind_t;
+
+static const kind_t kinds[2];
+
 static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static pe_sampler_win_t *windows; /* under wlock */
@@ -435,7 +460,7 @@ drain(void)
         /* CPython frames named while their code objects live (pyframes.h) */
         pe_py_name_pcs(s->pcs, n);
         values[0] = s->weight;
-        values[1] = (int64_t)s->weight * (kind == K_WALL ? wall_period_ns : period_ns);
+        values[1] = (int64_t)s->weight * *kinds[kind].period;
         memset(labels, 0, sizeof(labels));
         labels[0].key = "thread";
         labels[0].num = s->tid;
@@ -611,6 +636,7 @@ static int
 win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
          double *running_delay)
 {
+    const kind_t *k = &kinds[kind];
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
     pe_sampler_win_t *w;
     sigset_t all, saved;
@@ -626,10 +652,8 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
     w->kind = kind;
     w->nmax = max_frames;
     {
-        pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
-        pe_prof_vt_t ptype = {"cpu", "nanoseconds"};
-        if (kind == K_WALL)
-            types[1].type = ptype.type = "wall";
+        pe_prof_vt_t types[2] = {{"samples", "count"}, {k->name, "nanoseconds"}};
+        pe_prof_vt_t ptype = {k->name, "nanoseconds"};
         w->prof = pe_prof_new(types, 2, &ptype, want);
     }
     if (!w->prof) {
@@ -641,9 +665,9 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         rc = -EACCES;
         goto err_unlock;
     }
-    if (nkind[kind] > 0 && want != (kind == K_WALL ? wall_period_ns : period_ns)) {
+    if (nkind[kind] > 0 && want != *k->period) {
         if (running_delay)
-            *running_delay = (double)(kind == K_WALL ? wall_period_ns : period_ns) / 1e9;
+            *running_delay = (double)*k->period / 1e9;
         rc = -EBUSY;
         goto err_unlock;
     }
@@ -667,19 +691,7 @@ win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win
         started = 1;
     }
     if (nkind[kind] == 0) {
-        if (kind == K_CPU) {
-            period_ns = want;
-            session_gen++;
-            __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
-            __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
-        } else {
-            __atomic_store_n(&wall_period_ns, want, __ATOMIC_RELEASE);
-            __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
-            if (++wall_gen_next > PE_SIGQ_GEN_MAX)
-                wall_gen_next = 1;
-            __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
-            __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
-        }
+        k->start(want, capture);
         if (!started)
             sem_post(&pe_cpu_wake); /* a running collector: scan, or tick, now */
     }
@@ -752,13 +764,14 @@ pe_sampler_close(pe_sampler_win_t *w)
 {
     pe_sampler_win_t **pp;
     pe_prof_t *p;
-    uint64_t ring_dropped, ticks, quiet, sigs = 0, why[WHY_N];
-    int64_t period;
+    uint64_t ring_dropped;
+    close_t c;
     int kind;
 
     if (!w)
         return NULL;
     kind = w->kind;
+    memset(&c, 0, sizeof(c));
     pthread_mutex_lock(&life);
     if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
         pthread_mutex_lock(&wlock);
@@ -774,24 +787,20 @@ pe_sampler_close(pe_sampler_win_t *w)
         free(w);
         return p;
     }
-    period = kind == K_WALL ? wall_period_ns : period_ns;
+    c.period = *kinds[kind].period;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
         sem_post(&pe_cpu_wake);
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
-    } else if (nkind[kind] == 1 && kind == K_CPU) {
-        /* wall windows stay: the collector runs on, the timers go */
-        __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
-        timers_disarm_all();
     } else if (nkind[kind] == 1) {
-        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+        kinds[kind].stop(); /* windows of the other kind stay: the collector runs on */
     }
-    ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
-    quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
+    c.ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
+    c.quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
     for (int i = 0; i < WHY_N; i++) {
-        why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
-        sigs += why[i];
+        c.why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
+        c.sigs += c.why[i];
     }
     pthread_mutex_lock(&wlock);
     drain();
@@ -813,24 +822,7 @@ pe_sampler_close(pe_sampler_win_t *w)
 
     p = w->prof;
     pe_prof_set_time(p, w->t0_real, pe_clock_ns(CLOCK_MONOTONIC) - w->t0_mono);
-    if (kind == K_WALL)
-        pe_prof_comment(p,
-                        "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
-                        "at most %d threads signalled per tick",
-                        (unsigned long long)w->samples, (unsigned long long)w->weight,
-                        (unsigned long long)ticks, (long long)period, WALL_PER_TICK);
-    if (kind == K_WALL)
-        pe_prof_comment(p,
-                        "capture: %llu samples from /proc without a signal, %llu signals sent "
-                        "(%llu asked for, %llu to running threads, %llu woke during the walk, "
-                        "%llu stacks /proc cannot give)",
-                        (unsigned long long)quiet, (unsigned long long)sigs,
-                        (unsigned long long)why[WHY_ASKED], (unsigned long long)why[WHY_RUNNING],
-                        (unsigned long long)why[WHY_WOKE], (unsigned long long)why[WHY_CANNOT]);
-    else
-        pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
-                        (unsigned long long)w->samples, (unsigned long long)w->weight,
-                        (long long)period);
+    kinds[kind].comment(w, p, &c);
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
@@ -881,7 +873,7 @@ pe_sampler_running(double *delay)
     pthread_mutex_lock(&life);
     n = nkind[K_CPU];
     if (n && delay)
-        *delay = (double)period_ns / 1e9;
+        *delay = (double)*kinds[K_CPU].period / 1e9;
     pthread_mutex_unlock(&life);
     return n;
 }
@@ -894,24 +886,60 @@ pe_sampler_thread_started(void)
         return;
     __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_START, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
-    if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE))
-        return;
-    /* armed here, from its first instruction on: no scan needed to find it */
-    pe_spin_lock(&tlock);
-    timer_arm(pe_gettid(), scan_mark, 1);
-    pe_spin_unlock(&tlock);
+    for (unsigned k = 0; k < PE_ARRAY_SIZE(kinds); k++)
+        if (kinds[k].thread_start)
+            kinds[k].thread_start(pe_gettid());
 }
 
 void
 pe_sampler_thread_exiting(void)
 {
-    pid_t tid = pe_gettid();
-    int i;
-
     if (pe_tls.internal)
         return;
     __atomic_sub_fetch(&thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_EXIT, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
+    for (unsigned k = 0; k < PE_ARRAY_SIZE(kinds); k++)
+        if (kinds[k].thread_exit)
+            kinds[k].thread_exit(pe_gettid());
+}
+
+/* ---- the kinds --------------------------------------------------------------------- */
+
+/* CPU: a new cookie; the collector's next scan arms a timer on every thread. */
+static void
+cpu_start(int64_t period, int capture)
+{
+    (void)capture;
+    period_ns = period;
+    session_gen++;
+    __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
+    __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
+}
+
+/* CPU's last window while wall windows stay: the timers go. */
+static void
+cpu_stop(void)
+{
+    __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+    timers_disarm_all();
+}
+
+/* A new thread gets its timer from its first instruction on: no scan needed to find it. */
+static void
+cpu_thread_start(pid_t tid)
+{
+    if (!__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE))
+        return;
+    pe_spin_lock(&tlock);
+    timer_arm(tid, scan_mark, 1);
+    pe_spin_unlock(&tlock);
+}
+
+static void
+cpu_thread_exit(pid_t tid)
+{
+    int i;
+
     if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
         /* its samples may be drained after /proc forgets it: leave the name */
         char buf[16] = "";
@@ -931,6 +959,55 @@ pe_sampler_thread_exiting(void)
         timer_disarm_at(i);
     pe_spin_unlock(&tlock);
 }
+
+static void
+cpu_comment(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c)
+{
+    pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
+                    (unsigned long long)w->samples, (unsigned long long)w->weight,
+                    (long long)c->period);
+}
+
+/* Wall: a new generation; the collector ticks at once. */
+static void
+wall_start(int64_t period, int capture)
+{
+    __atomic_store_n(&wall_period_ns, period, __ATOMIC_RELEASE);
+    __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
+    if (++wall_gen_next > PE_SIGQ_GEN_MAX)
+        wall_gen_next = 1;
+    __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
+}
+
+static void
+wall_stop(void)
+{
+    __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+}
+
+static void
+wall_comment(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c)
+{
+    pe_prof_comment(p,
+                    "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
+                    "at most %d threads signalled per tick",
+                    (unsigned long long)w->samples, (unsigned long long)w->weight,
+                    (unsigned long long)c->ticks, (long long)c->period, WALL_PER_TICK);
+    pe_prof_comment(p,
+                    "capture: %llu samples from /proc without a signal, %llu signals sent "
+                    "(%llu asked for, %llu to running threads, %llu woke during the walk, "
+                    "%llu stacks /proc cannot give)",
+                    (unsigned long long)c->quiet, (unsigned long long)c->sigs,
+                    (unsigned long long)c->why[WHY_ASKED], (unsigned long long)c->why[WHY_RUNNING],
+                    (unsigned long long)c->why[WHY_WOKE], (unsigned long long)c->why[WHY_CANNOT]);
+}
+
+static const kind_t kinds[] = {
+    [K_CPU] = {"cpu", &period_ns, cpu_start, cpu_stop, cpu_thread_start, cpu_thread_exit,
+               cpu_comment},
+    [K_WALL] = {"wall", &wall_period_ns, wall_start, wall_stop, NULL, NULL, wall_comment},
+};
 
 void
 pe_sampler_before_fork(sigset_t *saved)

@@ -81,7 +81,7 @@ enum { PE_SAMPLER_CAPTURE_AUTO = 0, PE_SAMPLER_CAPTURE_SIGNAL = 1 };
 int pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture,
                                  pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
 /* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
-int pe_sampler_running(double *delay);
+PE_TESTONLY int pe_sampler_running(double *delay);
 
 /* On every new application thread, first thing in the pthread_create trampoline. */
 void pe_sampler_thread_started(void);

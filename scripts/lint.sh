@@ -52,6 +52,7 @@ pe_fd_sys_fcntl>f
 pe_unwind_iterate_snapshot>cb
 take_stack>bt
 take_stack>vfy_compare
+*>pe_heap_own_*
 "
 # *>pe_real_init, pe_sig_real_action>sigaction, PE_MUTEX_REAL>pe_mutex_next:
 #   the fallbacks taken only while pe_real is not yet resolved (the loader's
@@ -62,6 +63,9 @@ take_stack>vfy_compare
 #   mutex on its own stack: no other thread or handler can hold it.
 # pe_fd_sys_close>f, pe_fd_sys_fcntl>f, pe_unwind_iterate_snapshot>cb, take_stack>bt: calls
 #   through pointers (the real close, a dl_iterate_phdr callback, unw_backtrace).
+# *>pe_heap_own_*: heap/own.c, the allocator of our own threads (a spin lock):
+#   they run with every signal blocked, and the program's threads only test
+#   a block's header words there (its owner may mark those PE_SIGSAFE).
 # take_stack>vfy_compare: PE_HEAP_CFI_VERIFY's check build only (its own .so).
 if command -v python3 >/dev/null; then
     python3 scripts/sigsafe.py "$roots" "$safe" "$allowed" || rc=1

@@ -43,7 +43,7 @@ PE_SIGSAFE int pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t h
    Not while a walk runs (stack/unwind.c's dlclose handshake). */
 void pe_cfi_flush(void);
 /* Rules read from the tables since start-up (tests, the check build). */
-uint64_t pe_cfi_rules_read(void);
+PE_TESTONLY uint64_t pe_cfi_rules_read(void);
 
 /* Supplied by stack/unwind.c.  pin: keep the loaded objects mapped while
    their tables are read (0: an object is being unloaded, do not read);
@@ -65,7 +65,7 @@ PE_SIGSAFE int pe_unwind_eh_frame_hdr(uintptr_t pc, pe_cfi_tables_t *t);
  * outermost frame), *cfa_off and *rbp_slot (rbp saved at CFA - 8 * slot, 0
  * unchanged) filled in.  The walk keeps the same in its table.
  */
-int pe_cfi_rule_from(const pe_cfi_tables_t *t, uintptr_t pc, int *cfa_reg, int *cfa_off,
-                     int *rbp_slot);
+PE_TESTONLY int pe_cfi_rule_from(const pe_cfi_tables_t *t, uintptr_t pc, int *cfa_reg, int *cfa_off,
+                                 int *rbp_slot);
 
 #endif /* PE_CFI_H */

@@ -64,7 +64,7 @@ int pe_py_interleave_tid(pid_t tid, uintptr_t *pcs, int n, int max);
 void pe_py_name_pcs(uintptr_t *pcs, int n);
 
 /* Decode a 3.11 location table (co_linetable) at instruction `idx`: the line, or -1. */
-int pe_py_line311(const unsigned char *tab, size_t len, int firstlineno, uint32_t idx);
+PE_TESTONLY int pe_py_line311(const unsigned char *tab, size_t len, int firstlineno, uint32_t idx);
 
 #endif /* PE_PYFRAMES_H */
 
@@ -92,4 +92,4 @@ typedef struct pe_py_layout_s {
 #define PE_PY_NO_FIELD 0xffffu
 #define PE_PY_NO_OWNER 0xffu
 
-extern const pe_py_layout_t pe_py_layout_311, pe_py_layout_312;
+PE_TESTONLY extern const pe_py_layout_t pe_py_layout_311, pe_py_layout_312;

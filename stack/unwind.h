@@ -70,7 +70,7 @@ PE_SIGSAFE int pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uin
 
 /* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
-extern int pe_unwind_dlclose_busy;    /* > 0 while any thread is inside dlclose */
+PE_TESTONLY extern int pe_unwind_dlclose_busy; /* > 0 while any thread is inside dlclose */
 /*
  * Around the real dlclose, instead of touching pe_unwind_dlclose_busy directly:
  * begin raises the count and then waits (yielding) until no handler that

@@ -20,6 +20,8 @@
 
 #include <stdint.h>
 
+#include "../preload/pe.h"
+
 #define PE_PY_TAG (1ULL << 63)
 #define PE_PY_NAMED (1ULL << 62)
 #define PE_PY_IS_TAG(pc) (((uint64_t)(pc)&PE_PY_TAG) != 0)
@@ -56,6 +58,6 @@ uint64_t pe_pynames_add(const char *qualname, const char *filename, int32_t firs
  */
 void pe_pynames_get(uint64_t tag, pe_pyname_t *out);
 /* Entries in use (tests). */
-uint32_t pe_pynames_count(void);
+PE_TESTONLY uint32_t pe_pynames_count(void);
 
 #endif /* PE_PYNAMES_H */

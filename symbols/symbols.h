@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../preload/pe.h"
 #include "dwarf.h"
 
 /* Longest GNU build id we keep, in bytes (sha1 ids are 20). */
@@ -80,7 +81,7 @@ void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t deadline_n
 /* ---- JIT code names (jitmap.c) ------------------------------------------ */
 
 /* Directory of perf-PID.map files ("/tmp"; tests point it elsewhere). */
-extern const char *pe_sym_jit_dir;
+PE_TESTONLY extern const char *pe_sym_jit_dir;
 /* Index what the runtime appended to its perf map / jitdump since the last
    call.  Called by pe_sym_begin, under the symbol cache lock. */
 void pe_sym_jit_begin(void);
@@ -90,7 +91,7 @@ const char *pe_sym_jit_lookup(uintptr_t addr, uintptr_t *start);
 /* Free the batch's names (pe_sym_end). */
 void pe_sym_jit_end(void);
 /* Entries indexed, lines refused as malformed, entries dropped past the cap. */
-void pe_sym_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
+PE_TESTONLY void pe_sym_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
 
 /*
  * Symbolize one address of this process for /debug/pprof/symbol: copies the
@@ -103,6 +104,6 @@ const char *pe_sym_symbolize(uintptr_t addr, char *buf, size_t len);
 void pe_sym_atfork_child(void);
 
 /* Directory of separate debug files by build id (default /usr/lib/debug/.build-id). */
-extern const char *pe_sym_debug_dir;
+PE_TESTONLY extern const char *pe_sym_debug_dir;
 
 #endif /* PE_SYMBOLS_H */

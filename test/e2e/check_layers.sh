@@ -4,12 +4,16 @@
 # The layers, lowest first (a file may use its own layer and any below):
 #   0 base     preload/ except the top files below: config, log, the real
 #              libc functions, TLS and the re-entrancy guard, the thread
-#              registry, fd bookkeeping, the life-cycle state (init.h)
+#              registry, fd bookkeeping, the life-cycle state (init.h), the
+#              one /proc reader (proc.h), the one port-file writer
+#              (portfile.h)
 #   1 symbols  addresses to names: loaded objects, ELF symbols and debug
 #              files, JIT maps, CPython names
 #   2 stack    a thread to frames: the unwinder, the cached-rules walk,
 #              /proc capture of blocked threads, CPython frames
-#   3 proto    the profile model, every encoder and decoder, the sinks
+#   3 proto    the profile model, every encoder (the timeline chart too)
+#              and the one decoder (decode.c), the sinks and the JSON and
+#              XML escapers
 #   4 sampler  CPU and wall sampling, on-demand stack capture, the peek,
 #              lock contention
 #   5 heap     allocation sampling, the live table, its history

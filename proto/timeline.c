@@ -1,0 +1,304 @@
+/*
+ * timeline.c: the memory-over-time chart (timeline.h): the SVG (byte axis,
+ * one line per series, the threads strip below, hover columns linking to
+ * heap?since=), the HTML page around it, and the JSON.
+ *
+ * Signal-safe: no.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "timeline.h"
+
+/* Plot geometry (SVG user units). */
+#define W 1000.0
+#define H 360.0
+#define ML 80.0 /* left margin: the byte axis */
+#define MR 40.0
+#define MT 20.0
+#define TH 70.0 /* the threads strip */
+#define GAP 50.0
+#define MB 40.0
+#define COLS 720 /* hover/link columns at most */
+
+typedef struct series_s {
+    const char *key, *label, *color;
+    uint64_t (*get)(const pe_prof_tl_point_t *e);
+} series_t;
+
+static uint64_t
+g_rss(const pe_prof_tl_point_t *e)
+{
+    return e->rss;
+}
+static uint64_t
+g_heap(const pe_prof_tl_point_t *e)
+{
+    return e->heap;
+}
+static uint64_t
+g_inuse(const pe_prof_tl_point_t *e)
+{
+    return e->mi_inuse;
+}
+static uint64_t
+g_free(const pe_prof_tl_point_t *e)
+{
+    return e->mi_free;
+}
+static uint64_t
+g_mmap(const pe_prof_tl_point_t *e)
+{
+    return e->mi_mmap;
+}
+
+static const series_t series[] = {
+    {"rss", "RSS (/proc/self/statm)", "#d62728", g_rss},
+    {"heap", "sampled live heap (estimate)", "#1f77b4", g_heap},
+    {"arena_inuse", "glibc arenas: in use", "#2ca02c", g_inuse},
+    {"arena_free", "glibc arenas: free", "#ff7f0e", g_free},
+    {"mmapped", "glibc: mmapped blocks", "#9467bd", g_mmap},
+};
+#define NSERIES ((int)(sizeof(series) / sizeof(series[0])))
+
+static void
+hms(int64_t t_ms, char *buf, size_t len)
+{
+    time_t s = (time_t)(t_ms / 1000);
+    struct tm tm;
+
+    gmtime_r(&s, &tm);
+    strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+/* Bytes in a readable unit. */
+static void
+human(double b, char *buf, size_t len)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+
+    while (fabs(b) >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+/* A round step (1, 2, 5 x 10^k of the unit) giving about `want` ticks up to max. */
+static double
+nice_step(double max, int want, double unit)
+{
+    double raw = max / unit / want, p = pow(10, floor(log10(raw > 0 ? raw : 1))), m = raw / p;
+
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p * unit;
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+void
+pe_prof_timeline_json(pe_sink_t *s, const pe_prof_tl_t *t)
+{
+    const pe_prof_tl_point_t *v = t->v;
+
+    pe_sink_printf(s,
+                   "{\"interval_s\":1,\"checkpoint_s\":%g,\"checkpoints\":%" PRIu64
+                   ",\"history_bytes\":%" PRIu64 ",\"heap_rate\":%" PRId64
+                   ",\"peak\":{\"t_ms\":%" PRId64 ",\"heap\":%" PRIu64 "},\"points\":[",
+                   t->checkpoint_s, t->checkpoints, t->history_bytes, t->heap_rate, t->peak_ms,
+                   t->peak_bytes);
+    for (int i = 0; i < t->n && !s->err; i++)
+        pe_sink_printf(s,
+                       "%s\n{\"t_ms\":%" PRId64 ",\"rss\":%" PRIu64 ",\"heap\":%" PRIu64
+                       ",\"arena_inuse\":%" PRIu64 ",\"arena_free\":%" PRIu64
+                       ",\"mmapped\":%" PRIu64 ",\"threads\":%u,\"arena_known\":%s}",
+                       i ? "," : "", v[i].t_ms, v[i].rss, v[i].heap, v[i].mi_inuse, v[i].mi_free,
+                       v[i].mi_mmap, v[i].threads, v[i].have_arena ? "true" : "false");
+    pe_sink_put(s, "\n]}\n");
+}
+
+/* ---- SVG --------------------------------------------------------------------------- */
+
+static void
+write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uint64_t peak_b,
+          int64_t now)
+{
+    double pw = W - ML - MR, t0 = (double)v[0].t_ms, t1 = (double)v[n - 1].t_ms, ymax = 1, tmax = 1;
+    double span = t1 > t0 ? t1 - t0 : 1000, unit, step, ty = MT + H + GAP;
+    char a[32], b[32], c[32], d[32], e[32], f[32], tb[16];
+    int cols = n < COLS ? n : COLS;
+
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < NSERIES; k++)
+            ymax = fmax(ymax, (double)series[k].get(&v[i]));
+        tmax = fmax(tmax, v[i].threads);
+    }
+    ymax *= 1.08;
+    tmax = ceil(tmax * 1.2);
+#define X(t) (ML + ((double)(t)-t0) / span * pw)
+#define Y(b) (MT + H - (double)(b) / ymax * H)
+#define YT(k) (ty + TH - (double)(k) / tmax * TH)
+    pe_sink_printf(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" viewBox=\"0 0 %.0f %.0f\" "
+        "width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+        W, ty + TH + MB, W, ty + TH + MB);
+    /* byte axis: gridlines at round steps of a unit that suits the maximum */
+    unit = ymax >= 1 << 30 ? 1 << 30 : ymax >= 1 << 20 ? 1 << 20 : ymax >= 1 << 10 ? 1 << 10 : 1;
+    step = nice_step(ymax, 6, unit);
+    for (double y = 0; y <= ymax; y += step) {
+        human(y, a, sizeof(a));
+        pe_sink_printf(s,
+                       "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                       ML, W - MR, Y(y), Y(y), ML - 6, Y(y) + 4, a);
+    }
+    pe_sink_printf(s,
+                   "<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
+                   "text-anchor=\"middle\">bytes</text>\n",
+                   MT + H / 2, MT + H / 2);
+    /* time axis (UTC) under both plots */
+    for (int i = 0; i <= 6; i++) {
+        double t = t0 + span * i / 6;
+        hms((int64_t)t, tb, sizeof(tb));
+        pe_sink_printf(s,
+                       "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                       X(t), X(t), MT, ty + TH, X(t), ty + TH + 16, tb);
+    }
+    pe_sink_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (UTC)</text>\n",
+                   ML + pw / 2, ty + TH + 34);
+    /* the series */
+    for (int k = 0; k < NSERIES; k++) {
+        if (k >= 2 && !v[n - 1].have_arena)
+            continue;
+        pe_sink_printf(
+            s, "<polyline id=\"s-%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+            series[k].key, series[k].color);
+        for (int i = 0; i < n && !s->err; i++)
+            pe_sink_printf(s, "%.1f,%.1f ", X(v[i].t_ms), Y(series[k].get(&v[i])));
+        pe_sink_put(s, "\"/>\n");
+    }
+    /* the peak of the sampled heap */
+    if (peak_ms >= v[0].t_ms && peak_ms <= v[n - 1].t_ms + 1000) {
+        human((double)peak_b, a, sizeof(a));
+        hms(peak_ms, tb, sizeof(tb));
+        pe_sink_printf(
+            s,
+            "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+            "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">peak %s at %s</text>"
+            "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
+            "</g></a>\n",
+            X(peak_ms), Y(peak_b), X(peak_ms) + 8, fmax(Y(peak_b) - 8, MT + 12), a, tb, a, tb);
+    }
+    /* threads strip */
+    pe_sink_printf(s,
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>"
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">0</text>"
+                   "<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
+                   "text-anchor=\"middle\">threads</text>" /* ours included */
+                   "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n"
+                   "<polyline id=\"s-threads\" fill=\"none\" stroke=\"#555\" points=\"",
+                   ML - 6, ty + 4, tmax, ML - 6, ty + TH + 4, ty + TH / 2, ty + TH / 2, ML, W - MR,
+                   ty + TH, ty + TH);
+    for (int i = 0; i < n && !s->err; i++)
+        pe_sink_printf(s, "%.1f,%.1f ", X(v[i].t_ms), YT(v[i].threads));
+    pe_sink_put(s, "\"/>\n");
+    /* hover and links: one transparent column per group of seconds */
+    pe_sink_put(s, "<g id=\"cols\" fill=\"#000\" fill-opacity=\"0\">\n");
+    for (int c0 = 0; c0 < cols && !s->err; c0++) {
+        int i = (int)((int64_t)(c0 + 1) * n / cols) - 1; /* the column's last second */
+        int lo = (int)((int64_t)c0 * n / cols);
+        double x0 = lo ? (X(v[lo - 1].t_ms) + X(v[lo].t_ms)) / 2 : ML;
+        double x1 = i + 1 < n ? (X(v[i].t_ms) + X(v[i + 1].t_ms)) / 2 : W - MR;
+        double ago = (double)(now - v[i].t_ms) / 1000;
+
+        hms(v[i].t_ms, tb, sizeof(tb));
+        human((double)v[i].rss, a, sizeof(a));
+        human((double)v[i].heap, b, sizeof(b));
+        human((double)v[i].mi_inuse, c, sizeof(c));
+        human((double)v[i].mi_free, d, sizeof(d));
+        human((double)v[i].mi_mmap, e, sizeof(e));
+        human((double)v[i].rss - (double)v[i].heap, f, sizeof(f));
+        pe_sink_printf(s,
+                       "<a href=\"debug/pprof/heap?since=%.0f\"><rect class=\"pt\" x=\"%.1f\" "
+                       "y=\"%.0f\" width=\"%.1f\" height=\"%.0f\" data-t=\"%" PRId64
+                       "\" data-rss=\"%" PRIu64 "\" data-heap=\"%" PRIu64 "\" data-threads=\"%u\">"
+                       "<title>%s UTC (%.0f s ago)\nRSS %s\nsampled heap %s (RSS - heap: %s)\n"
+                       "arenas in use %s, free %s; mmapped %s\nthreads %u\n"
+                       "click: what changed since then (heap?since=%.0f)</title></rect></a>\n",
+                       ago, x0, MT, fmax(x1 - x0, 0.5), ty + TH - MT, v[i].t_ms, v[i].rss,
+                       v[i].heap, v[i].threads, tb, ago, a, b, f, c, d, e, v[i].threads, ago);
+    }
+    pe_sink_put(s, "</g>\n");
+    /* legend */
+    for (int k = 0, x = (int)ML + 10; k < NSERIES; k++) {
+        if (k >= 2 && !v[n - 1].have_arena)
+            continue;
+        pe_sink_printf(s,
+                       "<rect x=\"%d\" y=\"%.0f\" width=\"14\" height=\"3\" fill=\"%s\"/>"
+                       "<text x=\"%d\" y=\"%.0f\">%s</text>\n",
+                       x, MT + 6, series[k].color, x + 18, MT + 11, series[k].label);
+        x += 28 + (int)strlen(series[k].label) * 6;
+    }
+    pe_sink_put(s, "</svg>\n");
+#undef X
+#undef Y
+#undef YT
+}
+
+/* The program's name, safe inside HTML text (markup characters become '_'). */
+static void
+safe_name(const char *program, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", program);
+    for (char *c = buf; *c; c++)
+        if (strchr("<>&\"'", *c))
+            *c = '_';
+}
+
+void
+pe_prof_timeline_svg(pe_sink_t *s, const pe_prof_tl_t *t)
+{
+    write_svg(s, t->v, t->n, t->peak_ms, t->peak_bytes, t->now_ms);
+}
+
+void
+pe_prof_timeline_html(pe_sink_t *s, const pe_prof_tl_t *t)
+{
+    const pe_prof_tl_point_t *v = t->v;
+    char a[32], b[32], tb[16], name[64];
+    int n = t->n;
+
+    safe_name(t->program, name, sizeof(name));
+    pe_sink_printf(s,
+                   "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>memory over time: "
+                   "%s (pid %d)</title>\n<style>body{font-family:sans-serif;margin:1em}"
+                   "#cols rect:hover{fill-opacity:.08}p,li{max-width:60em}</style></head><body>\n"
+                   "<h2>Memory over time: %s (pid %d)</h2>\n",
+                   name, t->pid, name, t->pid);
+    hms(v[n - 1].t_ms, tb, sizeof(tb));
+    human((double)v[n - 1].rss, a, sizeof(a));
+    human((double)v[n - 1].heap, b, sizeof(b));
+    pe_sink_printf(s,
+                   "<p id=\"now\">At %s UTC: RSS <b>%s</b>, sampled live heap <b>%s</b>, "
+                   "%u threads. Last %d s, one point a second; hover for values, click a moment "
+                   "for what changed since then (<code>heap?since=</code>).</p>\n",
+                   tb, a, b, v[n - 1].threads, n);
+    write_svg(s, v, n, t->peak_ms, t->peak_bytes, t->now_ms);
+    pe_sink_printf(s,
+                   "<ul><li><a href=\"heap_peak\">/heap_peak</a>: the heap per stack at its "
+                   "peak</li><li><a href=\"debug/pprof/heap?min_age=300\">heap?min_age=300</a>: "
+                   "live blocks older than five minutes (leak candidates)</li>"
+                   "<li><a href=\"heap_timeline?format=json\">format=json</a></li></ul>\n"
+                   "<p>RSS above the sampled heap is memory malloc holds but the program does not "
+                   "(fragmentation, free arena space) or memory that is not malloc's (stacks, "
+                   "mmap, code). The heap estimate is sampled (mean %" PRId64
+                   " bytes between samples).</p></body></html>\n",
+                   t->heap_rate);
+}
