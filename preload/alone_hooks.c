@@ -47,6 +47,8 @@
    joined first; a profile handler answering its client is the long part). */
 #define PE_ALONE_WAIT_MS 10000
 
+static void pe_alone_step_aside(const char *why);
+
 static int aside; /* pe_alone_step_aside ran (or found nothing to do) */
 
 /* ---- the real functions ---------------------------------------------------------------- */
@@ -198,7 +200,7 @@ ours_listed(void)
     return found;
 }
 
-void
+static void
 pe_alone_step_aside(const char *why)
 {
     int saved = errno, stopped, listed = 1, was_active = pe_init_active();

@@ -60,16 +60,14 @@ void pe_event_spawn_begin(void);
 void pe_event_spawn_end(void);
 
 /*
- * A process that must be alone (alone_hooks.c).  pe_alone_step_aside: before
- * a call that needs a single thread or installs a seccomp filter, or a look
- * at the program's own thread list: every thread of ours stopped and gone
+ * A process that must be alone (alone_hooks.c): before a call that needs a
+ * single thread or installs a seccomp filter, or a look at the program's own
+ * thread list, its hooks step aside (every thread of ours stopped and gone
  * from /proc/self/task, timers deleted, signals given back, sampling off, for
- * good; one line from a root (`why` completes "pid N (prog) ...").  Program
- * threads only, never from a signal handler.  pe_alone_dormant_at_load:
+ * good; one line from a root).  pe_alone_dormant_at_load:
  * constructor; 1 when the process started under a seccomp filter and
  * PROFEP_SECCOMP does not say serve (it said so in one line).
  */
-void pe_alone_step_aside(const char *why);
 int pe_alone_dormant_at_load(void);
 /* 1 once this process stepped aside (or started dormant under a filter). */
 int pe_alone_aside(void);

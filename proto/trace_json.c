@@ -22,7 +22,7 @@
 
 #include "trace_json.h"
 
-const char *const pe_tj_state_names[PE_TJ_NSTATES] = {
+static const char *const pe_tj_state_names[PE_TJ_NSTATES] = {
     "unknown", "running", "sleeping", "futex wait", "disk sleep", "stopped", "no answer",
 };
 

@@ -25,7 +25,6 @@ enum pe_tj_state {
     PE_TJ_NO_ANSWER, /* neither /proc nor the signal gave a stack in time */
     PE_TJ_NSTATES
 };
-extern const char *const pe_tj_state_names[PE_TJ_NSTATES];
 
 /* Events with their own times (lock interposers, thread hooks, our requests). */
 enum pe_tj_kind {
