@@ -29,7 +29,9 @@ def blocks(path):
             cur = m.group(2); out[cur] = []
             continue
         f = line.rstrip('\n').split('\t')
-        if cur and len(f) >= 3 and f[0] == '#':
+        # physical frames only: an inlined call's line has no +offset, and a
+        # leaf read at pc or pc - 1 may be in an inlined call or just past it
+        if cur and len(f) >= 3 and f[0] == '#' and '+' in f[2]:
             out[cur].append((int(f[1], 16), f[2].split('+')[0]))
     return out
 a, b = blocks(sys.argv[1]), blocks(sys.argv[2])

@@ -43,13 +43,13 @@ check "DOM: the script ran (data-ready)" grep -q 'data-ready="[1-9]' $T/dom.xml
 # frame's width follows the sample split, which a busy machine shifts a little).
 for fn in cpu_three_quarters cpu_one_quarter late_work spin; do
     check "DOM: $fn has a box and a label" \
-        bash -c "grep -q '<title>$fn (' $T/dom.xml &&
+        bash -c "grep -Eq '<title>$fn( at [^<]*)? \(' $T/dom.xml &&
                  grep -Eq 'class=\"l\"[^>]*>($fn|${fn:0:6}[a-z_]*\.\.)</text>' $T/dom.xml"
 done
 chrome --dump-dom "file://$T/cpu.svg#s=cpu_three_quarters&z=worker" >$T/dom2.xml
 check "DOM: #z=worker zooms" grep -q 'data-zoom="worker"' $T/dom2.xml
 check "DOM: zoom hides late_work (another thread's stack)" \
-    grep -q '<g class="f"[^>]*style="display: none;"><title>late_work (' $T/dom2.xml
+    grep -Eq '<g class="f"[^>]*style="display: none;"><title>late_work( at [^<]*)? \(' $T/dom2.xml
 pct=$(sed -n 's/.*data-matched="\([0-9.]*\)".*/\1/p' $T/dom2.xml | head -1)
 check "DOM: #s=cpu_three_quarters matches a share (${pct:-none}%)" \
     awk -v p="${pct:-0}" 'BEGIN { exit !(p > 20 && p < 95) }'

@@ -29,8 +29,9 @@ function frameInfo(page, name) {
     return page.evaluate((n) => {
         let best = null;
         for (const g of document.querySelectorAll('g.f')) {
-            const t = g.querySelector('title').textContent;
-            if (t.slice(0, t.lastIndexOf(' (')) !== n) continue;
+            // the box's label (data-n); tooltips add the file and more
+            const t = g.getAttribute('data-n') || g.querySelector('title').textContent;
+            if ((g.getAttribute('data-n') ? t : t.slice(0, t.lastIndexOf(' ('))) !== n) continue;
             const r = g.querySelector('rect');
             const w = +r.getAttribute('width');
             if (!best || w > best.w) {
