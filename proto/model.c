@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../preload/clock.h"
@@ -849,6 +850,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
     char hex[2 + 2 * sizeof(uintptr_t) + 1];
     uintptr_t start = 0;
     int64_t budget;
+    struct rlimit as;
     uint32_t i, m;
     int64_t fi = -1;
     int err = 0, lined;
@@ -869,6 +871,14 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
     if (err)
         return err;
     budget = p->debug_budget >= 0 ? p->debug_budget : pe_cfg.debug_mem;
+    /* Under an address-space limit (ulimit -v) the program's memory comes
+       first: debug files are mapped whole and libc's decompressed sections
+       alone are 20-30 MB, so below 1 GiB profiles have names only, above it
+       debug info gets a 64th of the limit at most. */
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+        budget = as.rlim_cur < (1ULL << 30)            ? 0
+                 : (uint64_t)budget > as.rlim_cur / 64 ? (int64_t)(as.rlim_cur / 64)
+                                                       : budget;
     pe_sym_lines_limits(syms, (size_t)budget, pe_clock_ns(CLOCK_MONOTONIC) + DEBUG_TIME_NS);
     for (i = p->nresolved; i < p->nlocs; i++) {
         loc = p->locs[i];
