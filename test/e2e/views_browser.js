@@ -89,7 +89,8 @@ function frameInfo(page, name) {
 
         await page.mouse.move(z.cx, z.cy);
         const details = await page.textContent('#details');
-        check('hover shows name, value and share', details.startsWith(zoomName + ' (') &&
+        check('hover shows name, value and share', /* the tooltip may add " at FILE" */
+              (details.startsWith(zoomName + ' (') || details.startsWith(zoomName + ' at ')) &&
               /%\)$/.test(details), details);
 
         await page.mouse.click(z.cx, z.cy);
