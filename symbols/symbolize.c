@@ -545,10 +545,8 @@ pe_sym_lines(pe_sym_batch_t *s, uintptr_t addr, pe_dw_frame_t *out, int max)
         return 0;
     i = (size_t)(obj - s->objs);
     if (!s->dw_tried[i]) {
-        /* An open may evict other objects' tables (the budget): the handles
-           this batch holds are opened again when next needed.  With build ids
-           (the usual case) that is a look-up in dwarf.c's cache. */
-        memset(s->dw_tried, 0, s->nobjs + 1);
+        /* A handle stays valid until pe_dw_trim (going over the budget drops
+           only decoded tables), so the batch keeps it. */
         s->dw_tried[i] = 1;
         file = dw_path(obj, path, sizeof(path));
         s->dw[i] = file ? pe_dw_open(file, obj->build_id, dw_debug_root(root, sizeof(root))) : NULL;
