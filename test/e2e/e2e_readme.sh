@@ -52,8 +52,10 @@ for c in "${cmds[@]}"; do
         check "go tool pprof -top names the workload (cpu_three_quarters)" \
             grep -q 'cpu_three_quarters' "$T/top.txt"
     else
-        eval "$c" 2>"$T/cmd.err" # curl's progress meter
-        check "exits 0: $c" test $? = 0 || cat "$T/cmd.err"
+        eval "$c" 2>"$T/cmd.err" # curl's progress meter, shown on failure
+        rc=$?
+        [ $rc = 0 ] || cat "$T/cmd.err"
+        check "exits 0: $c" test $rc = 0
     fi
 done
 check "flame.svg was written" test -s flame.svg
@@ -93,7 +95,9 @@ else
         c=${c//16825/$port}
         echo "run: $c"
         eval "$c" 2>"$T/cmd.err"
-        check "exits 0: $c" test $? = 0 || cat "$T/cmd.err"
+        rc=$?
+        [ $rc = 0 ] || cat "$T/cmd.err"
+        check "exits 0: $c" test $rc = 0
         check "from $ip with the token: a CPU profile (go tool pprof reads it)" \
             eval "go tool pprof -top cpu.pb.gz 2>/dev/null | grep -q cpu_three_quarters"
         nok=${c/-H \"Authorization: Bearer \$PROFEP_TOKEN\" /}
