@@ -2,7 +2,8 @@
 # e2e_readme: the README's commands work as written.
 #  1. The first screen: every line of the ```sh blocks before the first "## "
 #     heading is run (make demo and make test skipped: they are CI's own run),
-#     with ./yourprogram replaced by a workload and port 16825 by a free one;
+#     with ./yourprogram replaced by a workload, port 16825 by a free one and
+#     5 s profiles by 2 s ones;
 #     the flame graph must be an SVG with the workload's frames, and
 #     go tool pprof -top must name its functions.
 #  2. "Containers and Kubernetes": its ```sh block, with the library from
@@ -45,6 +46,8 @@ for c in "${cmds[@]}"; do
         continue
     fi
     c=${c//16825/$port}
+    c=${c//duration=5/duration=2} # shorter profiles: the test stays well under 40 s
+    c=${c//seconds=5/seconds=2}
     echo "run: $c"
     if [[ $c == go\ tool\ pprof* ]]; then
         eval "$c" >"$T/top.txt" 2>"$T/top.err"
@@ -93,6 +96,7 @@ else
             continue
         fi
         c=${c//16825/$port}
+        c=${c//seconds=5/seconds=2}
         echo "run: $c"
         eval "$c" 2>"$T/cmd.err"
         rc=$?
@@ -103,7 +107,7 @@ else
         nok=${c/-H \"Authorization: Bearer \$PROFEP_TOKEN\" /}
         w='-w %{http_code}'
         nok=${nok/-o cpu.pb.gz/-o nok.txt $w}
-        nok=${nok/seconds=5/seconds=1}
+        nok=${nok/seconds=2/seconds=1}
         code=$(eval "$nok" 2>/dev/null)
         check "from $ip without the token: 401 (got $code)" test "$code" = 401
     done
