@@ -295,8 +295,7 @@ pe_params_check(pe_req_t *r, const char *known, int (*elsewhere)(const char *nam
 
         /* Short names are too often a scraper's own (t, ts, gc); another
            endpoint's parameter is left alone as before. */
-        if (strlen(k) < 3 || pe_param_listed(known, k) ||
-            (elsewhere && elsewhere(k)))
+        if (strlen(k) < 3 || pe_param_listed(known, k) || (elsewhere && elsewhere(k)))
             continue;
         if (nearest(known, k, near, sizeof(near)) == 0)
             return pe_http_error(r, 400, "unknown parameter \"%.64s\": did you mean \"%s\"?", k,
