@@ -15,6 +15,7 @@ OPT        ?= -O2 -g
 PKG_CONFIG ?= pkg-config
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
+BINDIR     ?= $(PREFIX)/bin
 DESTDIR    ?=
 BUILD      ?= build
 
@@ -241,6 +242,8 @@ deps:
 install: $(LIB) $(TLS_SHIMS)
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 755 $(LIB) $(TLS_SHIMS) $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 scripts/profep $(DESTDIR)$(BINDIR)/profep
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -546,6 +546,10 @@ pe_http_h_debug_engine(pe_req_t *r)
     }
     if ((status = check_duration(r, sub)))
         goto out;
+    if ((status = pe_http_check_params(sub, route))) { /* a typo of a key: said as for a query */
+        status = pe_http_error(r, status, "debug_engine: %s", sub->errmsg);
+        goto out;
+    }
     if (__atomic_add_fetch(&jobs, 1, __ATOMIC_ACQ_REL) > PE_ENGINE_MAX_JOBS) {
         status = pe_http_error(r, 503,
                                "debug_engine: %d jobs are running already; try again when one "

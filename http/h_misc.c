@@ -17,9 +17,43 @@
 
 /* ---- index ----------------------------------------------------------------------- */
 
+/* A route's parameters as <code> words, or a dash. */
+static void
+index_params(pe_sink_t *s, const char *list)
+{
+    int first = 1;
+
+    while (list && *list) {
+        size_t w = strcspn(list, " ");
+
+        if (w) {
+            pe_sink_printf(s, "%s<code>%.*s</code>", first ? "" : " ", (int)w, list);
+            first = 0;
+        }
+        list += w;
+        list += strspn(list, " ");
+    }
+    if (first)
+        pe_sink_put(s, "&mdash;");
+}
+
+/* The address this request came to: its Host header (origin.c checked it),
+   else the listening address, 0.0.0.0 read as this machine. */
+static void
+index_authority(pe_sink_t *s, const pe_req_t *r)
+{
+    if (r->host && r->host[0]) {
+        pe_sink_xml_str(s, r->host, strlen(r->host));
+        return;
+    }
+    pe_sink_xml_str(s, strcmp(pe_cfg.host, "0.0.0.0") ? pe_cfg.host : "127.0.0.1", (size_t)-1);
+    pe_sink_printf(s, ":%d", pe_http_listening_port());
+}
+
 int
 pe_http_h_index(pe_req_t *r)
 {
+    const char *scheme = pe_cfg.tls_cert[0] ? "https" : "http";
     pe_resp_t resp;
     pe_sink_t *s = &resp.sink;
     int i;
@@ -31,7 +65,10 @@ pe_http_h_index(pe_req_t *r)
                    ".off{color:#999}</style></head><body>\n<h1>profendpoints: ",
                    (int)getpid());
     pe_sink_xml_str(s, pe_cfg_progname(), (size_t)-1);
-    pe_sink_printf(s, " (pid %d)</h1>\n<table>\n", (int)getpid());
+    pe_sink_printf(s,
+                   " (pid %d)</h1>\n<table>\n<tr><th>endpoint</th><th>what</th>"
+                   "<th>parameters</th></tr>\n",
+                   (int)getpid());
     for (i = 0; i < pe_nroutes; i++) {
         const pe_route_t *rt = &pe_routes[i];
         const char *why = rt->unavailable ? rt->unavailable() : NULL;
@@ -48,9 +85,14 @@ pe_http_h_index(pe_req_t *r)
             pe_sink_xml_str(s, why, (size_t)-1);
             pe_sink_put(s, "; answers 503)</b>");
         }
+        pe_sink_put(s, "</td><td>");
+        index_params(s, rt->params ? rt->params : "0xADDR+0xADDR");
         pe_sink_put(s, "</td></tr>\n");
     }
-    pe_sink_put(s, "</table>\n");
+    pe_sink_put(s, "</table>\n<p>Every endpoint also takes ");
+    index_params(s, PE_HTTP_GLOBAL_PARAMS);
+    pe_sink_put(s, ". Other unknown parameters are ignored, except a near miss of a listed one "
+                   "(400: did you mean).</p>\n");
     pe_py_init(); /* CPython's frames: said here, not on the program's stderr */
     if (pe_py_note()[0]) {
         pe_sink_put(s, "<p>");
@@ -72,8 +114,9 @@ pe_http_h_index(pe_req_t *r)
         pe_sink_xml_str(s, row->help, (size_t)-1);
         pe_sink_put(s, "</td></tr>\n");
     }
-    pe_sink_put(s, "</table>\n<p>Use: <code>go tool pprof http://HOST:PORT/debug/pprof/profile"
-                   "?seconds=5</code></p>\n</body></html>\n");
+    pe_sink_printf(s, "</table>\n<p>Use: <code>go tool pprof %s://", scheme);
+    index_authority(s, r);
+    pe_sink_put(s, "/debug/pprof/profile?seconds=5</code></p>\n</body></html>\n");
     return pe_http_end(&resp);
 }
 

@@ -36,6 +36,7 @@ typedef struct pe_req_s {
     const char *path;
     int head;           /* HEAD: headers only */
     const char *accept; /* Accept header, or NULL */
+    const char *host;   /* Host header (checked by origin.c), or NULL */
     int nparams;
     pe_param_t params[PE_HTTP_MAX_PARAMS];
     char qbuf[2048];  /* decoded query storage */
@@ -117,6 +118,18 @@ int pe_param_bool(pe_req_t *r, const char *name, int def, int *out);
 int pe_param_enum(pe_req_t *r, const char *name, const char *const *choices, int def, int *out);
 /* Split and percent-decode a query string into r->params.  0 or -E2BIG/-EINVAL. */
 int pe_params_parse(pe_req_t *r, const char *query);
+/*
+ * Typos: a parameter of r not in `known` (space-separated names), at least 3
+ * characters long and within two edits of one of them, answers 400
+ * `unknown parameter "duraton": did you mean "duration"?` (sent; returns 400).
+ * Names elsewhere() says are known (other endpoints' parameters; NULL: none)
+ * and any other unknown name are ignored, as scrapers add their own.  0 when nothing was sent.
+ */
+int pe_params_check(pe_req_t *r, const char *known, int (*elsewhere)(const char *name));
+/* 1 when name is one of the space-separated words of list (NULL: none). */
+int pe_param_listed(const char *list, const char *name);
+/* Optimal-string-alignment edit distance of a and b, 3 for anything above 2. */
+PE_TESTONLY int pe_param_distance(const char *a, const char *b);
 
 /* The largest duration a request may ask for (PROFEP_MAX_SECONDS). */
 double pe_http_max_seconds(void);

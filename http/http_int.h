@@ -51,6 +51,10 @@ typedef struct pe_route_s {
     unsigned methods;  /* PE_M_* bits */
     const char *help;  /* one line for the index */
     const char *query; /* example query for the index link, or "" */
+    /* The parameters it reads, space-separated (token and pid are everyone's,
+       PE_HTTP_GLOBAL_PARAMS); NULL when the query is not parameters (symbol).
+       The index lists them; a typo of one answers 400 (pe_params_check). */
+    const char *params;
     /* Why the capability cannot work right now, or NULL (the index shows it;
        the handlers answer 503 with their own line).  May itself be NULL. */
     const char *(*unavailable)(void);
@@ -62,6 +66,10 @@ typedef struct pe_route_s {
 
 extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
+/* What every endpoint takes besides its own (routes.c, h_tree.c). */
+#define PE_HTTP_GLOBAL_PARAMS "token pid"
+/* 0, or the 400 sent for a typo of one of route's parameters (routes.c). */
+int pe_http_check_params(pe_req_t *r, const pe_route_t *route);
 
 /* h_tree.c: a process tree through one address (preload/tree.h). */
 struct pe_tree_proc_s;

@@ -203,3 +203,103 @@ pe_param_enum(pe_req_t *r, const char *name, const char *const *choices, int def
                                  choices[i]);
     return pe_http_error(r, 400, "parameter %s=%.64s: must be one of %s", name, s, allowed);
 }
+
+/* ---- unknown parameters: did you mean ------------------------------------------ */
+
+/* Names are short; longer ones are never within two edits of ours. */
+#define PE_PARAM_NAME_MAX 32
+
+/*
+ * Optimal-string-alignment distance (Levenshtein plus the swap of two
+ * neighbours, "duraiton"), over a (len+1) x (len+1) table on the stack;
+ * anything above 2 is reported as 3 (lengths alone settle most pairs).
+ */
+int
+pe_param_distance(const char *a, const char *b)
+{
+    int d[PE_PARAM_NAME_MAX + 1][PE_PARAM_NAME_MAX + 1];
+    size_t la = strlen(a), lb = strlen(b), i, j;
+
+    if (la > PE_PARAM_NAME_MAX || lb > PE_PARAM_NAME_MAX || (la > lb ? la - lb : lb - la) > 2)
+        return 3;
+    for (i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (i = 1; i <= la; i++) {
+        for (j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
+
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[la][lb] > 2 ? 3 : d[la][lb];
+}
+
+int
+pe_param_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    while (list && *list) {
+        size_t w = strcspn(list, " ");
+
+        if (w == n && !strncmp(list, name, n))
+            return 1;
+        list += w;
+        list += strspn(list, " ");
+    }
+    return 0;
+}
+
+/* The word of list nearest to name within two edits (first on ties), copied into out; 0 or -1. */
+static int
+nearest(const char *list, const char *name, char *out, size_t len)
+{
+    char word[PE_PARAM_NAME_MAX + 1];
+    int best = 3;
+
+    while (list && *list) {
+        size_t w = strcspn(list, " ");
+        int dist;
+
+        if (w <= PE_PARAM_NAME_MAX) {
+            memcpy(word, list, w);
+            word[w] = '\0';
+            if ((dist = pe_param_distance(name, word)) < best) {
+                best = dist;
+                snprintf(out, len, "%s", word);
+            }
+        }
+        list += w;
+        list += strspn(list, " ");
+    }
+    return best <= 2 ? 0 : -1;
+}
+
+int
+pe_params_check(pe_req_t *r, const char *known, int (*elsewhere)(const char *name))
+{
+    char near[PE_PARAM_NAME_MAX + 1];
+    int i;
+
+    for (i = 0; i < r->nparams; i++) {
+        const char *k = r->params[i].key;
+
+        /* Short names are too often a scraper's own (t, ts, gc); another
+           endpoint's parameter is left alone as before. */
+        if (strlen(k) < 3 || pe_param_listed(known, k) || (elsewhere && elsewhere(k)))
+            continue;
+        if (nearest(known, k, near, sizeof(near)) == 0)
+            return pe_http_error(r, 400, "unknown parameter \"%.64s\": did you mean \"%s\"?", k,
+                                 near);
+    }
+    return 0;
+}

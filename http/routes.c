@@ -7,6 +7,7 @@
  */
 #include <civetweb.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,72 +49,79 @@ mutex_unavailable(void)
 #define ALLOCS allocs_unavailable
 #define MUTEX mutex_unavailable
 
+/* The parameters pe_http_send_profile reads (respond.c): every profile's formats. */
+#define FMT "format pprof sample_index names granularity groupby mincount maxdepth"
+/* Go's cumulative tables (baseline.c): a window of seconds, or debug text. */
+#define WIN "seconds debug"
+/* Heap ages and checkpoints (h_heap_time.c). */
+#define AGE "min_age max_age"
+
 const pe_route_t pe_routes[] = {
-    {"/debug/pprof/", pe_http_h_index, GH, "this index", "", NULL},
-    {"/profile", pe_http_h_profile, GH,
-     "CPU profile of every thread for `duration` s (n, delay, duration, pprof)", "?duration=5",
-     SIG},
-    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile (n, delay)",
-     "", SIG},
-    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile (pprof)", "",
-     NULL},
+    {"/debug/pprof/", pe_http_h_index, GH, "this index", "", "", NULL},
+    {"/profile", pe_http_h_profile, GH, "CPU profile of every thread for duration s", "?duration=5",
+     "n delay duration " FMT, SIG},
+    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile", "",
+     "n delay", SIG},
+    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile", "", FMT, NULL},
     {"/profile_wall", pe_http_h_profile_wall, GH,
-     "wall-clock profile of every thread, running or blocked", "?duration=5", SIG},
+     "wall-clock profile of every thread, running or blocked", "?duration=5",
+     "n delay duration capture " FMT, SIG},
     {"/profile_wall_start", pe_http_h_profile_wall_start, GH,
-     "start an open-ended wall-clock profile", "", SIG},
+     "start an open-ended wall-clock profile", "", "n delay capture", SIG},
     {"/profile_wall_stop", pe_http_h_profile_wall_stop, GH, "stop it and return the profile", "",
-     NULL},
+     FMT, NULL},
     {"/allocs_profile", pe_http_h_allocs_profile, GH,
-     "record malloc-family calls with probability sample_rate for `duration` s", "?duration=5",
-     ALLOCS},
-    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH,
-     "start recording allocations (sample_rate)", "", ALLOCS},
+     "record malloc-family calls with probability sample_rate for duration s", "?duration=5",
+     "sample_rate duration " FMT, ALLOCS},
+    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations", "",
+     "sample_rate", ALLOCS},
     {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH,
-     "stop and return the allocation profile", "", NULL},
+     "stop and return the allocation profile", "", FMT, NULL},
     {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
-     "live sampled heap as a Chrome DevTools .heapsnapshot (all_one)", "", HEAP},
-    {"/heap_peak", pe_http_h_heap_peak, GH,
-     "live heap per stack at its sampled peak (pprof; every format)", "", HEAP},
+     "live sampled heap as a Chrome DevTools .heapsnapshot", "", "all_one " AGE, HEAP},
+    {"/heap_peak", pe_http_h_heap_peak, GH, "live heap per stack at its sampled peak", "",
+     "debug " FMT, HEAP},
     {"/heap_timeline", pe_http_h_heap_timeline, GH,
-     "the last hour of RSS, sampled heap, glibc arenas, threads (HTML chart; format=json)", "",
+     "the last hour of RSS, sampled heap, glibc arenas, threads (HTML chart)", "", "format seconds",
      NULL},
     {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
-     "CPU profile for `seconds` s (go tool pprof)", "?seconds=5", SIG},
-    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH,
-     "sampled live heap (inuse_space default; seconds, debug=1)", "", HEAP},
+     "CPU profile for seconds s (go tool pprof)", "?seconds=5", "n delay seconds " FMT, SIG},
+    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default)", "",
+     WIN " since " AGE " " FMT, HEAP},
     {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
-     "sampled allocations since start (alloc_space default; seconds, debug=1)", "", HEAP},
+     "sampled allocations since start (alloc_space default)", "", WIN " since " AGE " " FMT, HEAP},
     {"/debug/pprof/delta_heap", pe_http_h_delta_heap, GH,
-     "godeltaprof: allocations since the previous call of this path, live heap now", "", HEAP},
+     "godeltaprof: allocations since the previous call of this path, live heap now", "", FMT, HEAP},
     {"/debug/pprof/delta_mutex", pe_http_h_delta_mutex, GH,
-     "godeltaprof: lock contention since the previous call of this path", "", MUTEX},
+     "godeltaprof: lock contention since the previous call of this path", "", FMT, MUTEX},
     {"/debug/pprof/delta_block", pe_http_h_delta_block, GH,
-     "godeltaprof: time blocked since the previous call of this path", "", MUTEX},
+     "godeltaprof: time blocked since the previous call of this path", "", FMT, MUTEX},
     {"/debug/fgprof", pe_http_h_fgprof, GH,
-     "fgprof: wall-clock profile of every thread, on- and off-CPU, for `seconds` s (default 30)",
-     "?seconds=5", SIG},
+     "fgprof: wall-clock profile of every thread, on- and off-CPU, for seconds s (default 30)",
+     "?seconds=5", "n delay seconds capture " FMT, SIG},
     {"/debug/pprof/trace", pe_http_h_trace, GH,
-     "every thread on a time axis for `seconds` s (default 1): Chrome trace-event JSON "
+     "every thread on a time axis for seconds s (default 1): Chrome trace-event JSON "
      "for speedscope and Perfetto UI",
-     "?seconds=1", SIG},
-    {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now (debug=0|1|2)",
-     "?debug=1", SIG},
+     "?seconds=1", "seconds delay mem gzip", SIG},
+    {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now", "?debug=1",
+     "debug capture " FMT, SIG},
     {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH,
-     "stacks that created the live threads", "", NULL},
+     "stacks that created the live threads", "", "debug " FMT, NULL},
     {"/debug/pprof/mutex", pe_http_h_pprof_mutex, GH,
-     "contended pthread mutexes and rwlocks (contentions, delay; seconds, debug=1)", "", MUTEX},
+     "contended pthread mutexes and rwlocks (contentions, delay)", "", WIN " " FMT, MUTEX},
     {"/debug/pprof/block", pe_http_h_pprof_block, GH,
-     "time blocked on locks and condition variables (seconds, debug=1)", "", MUTEX},
+     "time blocked on locks and condition variables", "", WIN " " FMT, MUTEX},
     {"/debug/pprof/processes", pe_http_h_processes, GH,
-     "the processes of this tree, as JSON (any endpoint takes pid=N, some pid=all)", "", NULL},
+     "the processes of this tree, as JSON (any endpoint takes pid=N, some pid=all)", "", "", NULL},
     {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", "",
-     NULL},
+     "", NULL},
+    /* Its query is a list of addresses, not parameters. */
     {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST,
-     "Go's symbol protocol (POST 0xADDR+0xADDR...)", "", NULL},
+     "Go's symbol protocol (POST 0xADDR+0xADDR...)", "", NULL, NULL},
     {"/task_backtraces", pe_http_h_task_backtraces, GH, "every thread's stack now, as text", "",
-     SIG},
+     "capture", SIG},
     {"/debug_engine", pe_http_h_debug_engine, PE_M_POST,
-     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", "", NULL},
+     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", "", "", NULL},
 };
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 
@@ -152,6 +160,30 @@ pe_http_long_end(void)
 }
 
 /* ---- checks --------------------------------------------------------------------- */
+
+/* Another endpoint's parameter is never called a typo of this one's. */
+static int
+known_elsewhere(const char *name)
+{
+    int i;
+
+    for (i = 0; i < pe_nroutes; i++) {
+        if (pe_param_listed(pe_routes[i].params, name))
+            return 1;
+    }
+    return 0;
+}
+
+int
+pe_http_check_params(pe_req_t *r, const pe_route_t *route)
+{
+    char known[512];
+
+    if (!route->params)
+        return 0;
+    snprintf(known, sizeof(known), "%s %s", route->params, PE_HTTP_GLOBAL_PARAMS);
+    return pe_params_check(r, known, known_elsewhere);
+}
 
 /* Compare in time that depends only on the lengths, not on where they differ. */
 static int
@@ -211,6 +243,7 @@ pe_http_route(pe_req_t *r)
 {
     const pe_route_t *route = find_route(r->path);
     unsigned bit = method_bit(r->method);
+    int status;
 
     if (!route)
         return pe_http_error(r, 404, "%s: no such endpoint; see /debug/pprof/ for the list",
@@ -222,6 +255,8 @@ pe_http_route(pe_req_t *r)
                                                           : "GET, HEAD");
     }
     r->head = bit == PE_M_HEAD;
+    if ((status = pe_http_check_params(r, route)))
+        return status;
     return route->handler(r);
 }
 
@@ -232,6 +267,7 @@ int
 pe_http_dispatch(struct mg_connection *conn, void *cbdata)
 {
     const struct mg_request_info *ri = mg_get_request_info(conn);
+    const pe_route_t *route;
     pe_req_t *r;
     char *body = NULL;
     int status, n;
@@ -246,12 +282,12 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     r->method = ri->request_method ? ri->request_method : "GET";
     r->path = ri->local_uri ? ri->local_uri : "/";
     r->accept = mg_get_header(conn, "Accept");
+    r->host = mg_get_header(conn, "Host");
     r->head = !strcmp(r->method, "HEAD");
     /* Before anything else: a web page (rebinding its name to us, or
        cross-site) is refused whatever it asks, token or not (origin.c). */
-    if ((status =
-             pe_http_check_origin(r, mg_get_header(conn, "Host"), mg_get_header(conn, "Origin"),
-                                  mg_get_header(conn, "Sec-Fetch-Site"))))
+    if ((status = pe_http_check_origin(r, r->host, mg_get_header(conn, "Origin"),
+                                       mg_get_header(conn, "Sec-Fetch-Site"))))
         goto out;
     if (pe_params_parse(r, ri->query_string) < 0) {
         status = pe_http_error(r, 400,
@@ -279,6 +315,10 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
         r->body = body;
         r->body_len = len;
     }
+    /* A typo is answered here before any member is asked (pid=all merges). */
+    if (pe_param(r, "pid") && (route = find_route(r->path)) &&
+        (status = pe_http_check_params(r, route)))
+        goto out;
     /* pid=N / pid=all: another process of the tree answers (h_tree.c). */
     if ((status = pe_http_tree_route(r, ri->query_string)))
         goto out;

@@ -56,12 +56,18 @@ pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int *port, int *off
     colon = strrchr(s, ':');
     if (colon) {
         hl = (size_t)(colon - s);
-        if (hl == 0 || hl >= hostlen)
+        if (hl >= hostlen)
             return -EINVAL;
         if (parse_double(colon + 1, &p) || p < 0 || p > 65535 || p != (int)p)
             return -EINVAL;
-        memcpy(host, s, hl);
-        host[hl] = '\0';
+        /* ":PORT" is Go's and Docker's every interface: 0.0.0.0, with its
+           warning and token rules (server.c, origin.c). */
+        if (hl == 0) {
+            snprintf(host, hostlen, "0.0.0.0");
+        } else {
+            memcpy(host, s, hl);
+            host[hl] = '\0';
+        }
     } else {
         if (parse_double(s, &p) || p < 0 || p > 65535 || p != (int)p)
             return -EINVAL;
@@ -565,8 +571,9 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      .def = "127.0.0.1:16825",
      .parse = load_addr,
      FIELD(addr),
-     .allowed = "host:port, port (0-65535) or off",
-     .help = "host:port or port to listen on; port 0 picks one; off: no server"},
+     .allowed = "host:port, :port (every interface), port (0-65535) or off",
+     .help = "host:port, :port (every interface, as 0.0.0.0) or port to listen on; port 0 "
+             "picks one; off: no server"},
     {.name = "PROFEP_PORT_FILE",
      .parse = load_port_file,
      FIELD(port_file),

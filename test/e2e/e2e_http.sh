@@ -69,4 +69,74 @@ check "index does not mark what works (CPU)" \
 check "unavailable heap answers 503" [ "$(pe_status /debug/pprof/heap)" = 503 ]
 pe_stop; PE_ENV=
 
+# A near miss of an endpoint's parameter is named (400); other unknown ones are ignored.
+pe_start $P/p_sleep 30 0 || exit 1
+typo() { # path expected-name
+    local st body
+    st=$(pe_get "$1" -o $T/typo.out -w '%{http_code}')
+    body=$(cat $T/typo.out)
+    check "$1: 400 did you mean \"$2\"" \
+        bash -c "[ $st = 400 ] && [[ '$body' == *'unknown parameter'*'did you mean \"$2\"?' ]]"
+}
+typo '/profile?duraton=1' duration
+typo '/debug/pprof/heap?debg=1' debug
+typo '/debug/pprof/goroutine?dbug=1' debug
+typo '/debug/pprof/trace?secnods=1' seconds
+typo '/heap_snapshot?min_aeg=5' min_age
+typo '/debug/pprof/cmdline?tokne=x' token
+typo '/profile_wall?duration=1&captrue=auto' capture
+st=$(pe_get /profile?duraton=1 -o /dev/null -w '%{http_code}' -D - | tr -d '\r' | grep -ci '^X-Go-Pprof: 1')
+check "the typo's 400 carries X-Go-Pprof: 1" [ "$st" = 1 ]
+check "exact body: unknown parameter \"duraton\": did you mean \"duration\"?" \
+    [ "$(pe_get '/profile?duraton=1')" = 'unknown parameter "duraton": did you mean "duration"?' ]
+check "debug_engine: a typo of a JSON key is named as well" \
+    bash -c "curl -s -d '{\"profile_type\":\"cpu_profile\",\"duraton\":\"1\"}' http://$PE_ADDR/debug_engine | grep -q 'did you mean \"duration\"'"
+check "an unrelated extra parameter is still ignored (200)" \
+    [ "$(pe_status '/debug/pprof/heap?scraper_job=node1&ts=1&gc=1')" = 200 ]
+check "another endpoint's parameter is still ignored (200)" \
+    [ "$(pe_status '/debug/pprof/cmdline?seconds=5&sample_rate=1')" = 200 ]
+check "the symbol protocol's GET list is not read as parameters" \
+    [ "$(pe_status '/debug/pprof/symbol?0x1+0x2')" = 200 ]
+
+# The index lists each endpoint's parameters, has no markdown backticks and
+# names the address it was reached at.
+pe_get /debug/pprof/ >$T/idx2.html
+check "index: /profile's row lists n, delay, duration, format" \
+    bash -c "grep -F '>/profile<' $T/idx2.html | grep -F '<code>duration</code>' | grep -F '<code>delay</code>' | grep -qF '<code>format</code>'"
+check "index: /debug/pprof/trace's row lists mem and gzip" \
+    bash -c "grep -F '>/debug/pprof/trace<' $T/idx2.html | grep -F '<code>mem</code>' | grep -qF '<code>gzip</code>'"
+check "index: token and pid are named once for all" grep -qF 'Every endpoint also takes <code>token</code> <code>pid</code>' $T/idx2.html
+check "index: no backtick" bash -c "! grep -q '\`' $T/idx2.html"
+check "index: no HOST:PORT placeholder" bash -c "! grep -q 'HOST:PORT' $T/idx2.html"
+check "index: go tool pprof http://$PE_ADDR/..." grep -qF "go tool pprof http://$PE_ADDR/debug/pprof/profile?seconds=5" $T/idx2.html
+check "index: the Host header is the address shown (localhost)" \
+    bash -c "curl -s -H 'Host: localhost:${PE_ADDR##*:}' http://$PE_ADDR/debug/pprof/ | grep -qF 'go tool pprof http://localhost:${PE_ADDR##*:}/'"
+pe_stop
+
+# PROFEP_ADDR=:PORT (Go's and Docker's habit) is every interface, as 0.0.0.0: the same
+# one-line warning, and with PROFEP_TOKEN the same refusals.  :0 picks a port.
+PE_ENV="PROFEP_ADDR=:0" pe_start $P/p_sleep 30 0 || exit 1
+port=${PE_ADDR##*:}
+check "PROFEP_ADDR=:0: the port file says 0.0.0.0:PORT ($PE_ADDR)" [ "$PE_ADDR" = "0.0.0.0:$port" ]
+hex=$(printf '%04X' "$port")
+check "PROFEP_ADDR=:0 listens on 0.0.0.0 (/proc/net/tcp)" \
+    bash -c "awk '\$2 == \"00000000:$hex\" && \$4 == \"0A\"' /proc/$PE_PID/net/tcp | grep -q ."
+check "PROFEP_ADDR=:0: the non-loopback warning, once, on one line" \
+    bash -c "[ \$(grep -c 'listening on non-loopback 0.0.0.0 without PROFEP_TOKEN' $PE_ERR) = 1 ]"
+check "PROFEP_ADDR=:0: answers on 127.0.0.1" [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/debug/pprof/cmdline)" = 200 ]
+ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$' | grep -v '^127\.')
+if [ -n "$ip" ]; then
+    check "PROFEP_ADDR=:0: answers on this machine's address $ip" \
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://$ip:$port/debug/pprof/cmdline)" = 200 ]
+fi
+pe_stop; PE_ENV=
+PE_ENV="PROFEP_ADDR=:0 PROFEP_TOKEN=s3cret" pe_start $P/p_sleep 30 0 || exit 1
+port=${PE_ADDR##*:}
+check "PROFEP_ADDR=:0 with PROFEP_TOKEN: no warning" bash -c "! grep -q non-loopback $PE_ERR"
+check "PROFEP_ADDR=:0 with PROFEP_TOKEN: 401 without it" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/debug/pprof/cmdline)" = 401 ]
+check "PROFEP_ADDR=:0 with PROFEP_TOKEN: 200 with it" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret' http://127.0.0.1:$port/debug/pprof/cmdline)" = 200 ]
+pe_stop; PE_ENV=
+
 pe_finish

@@ -8,6 +8,9 @@
  * (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the same text) and the
  * CSP's script-hash scanner (csp.c, on the body).
  *
+ * The router checks every key for a typo of its route's parameters
+ * (pe_params_check, also on /debug_engine's JSON keys).
+ *
  * Input: "[METHOD ]PATH[?QUERY][\nBODY]"; a body makes it a POST.  Handlers
  * that profile for a while are not run; their paths stop at the lookup.
  * test/unit/u_fuzz_corpus.c replays test/unit/corpus/ through this same function in
@@ -142,6 +145,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pe_param_bool(&r, "pprof", 1, &b);
         pe_param_enum(&r, "format", fmts, 0, &b);
         for (i = 0; i < r.nparams; i++) {
+            /* did-you-mean: every key against a name of each length class */
+            pe_param_distance(r.params[i].key, "duration");
+            pe_param_distance(r.params[i].key, "n");
             fuzz_config(r.params[i].val);
             fuzz_origin(r.params[i].val);
         }
@@ -154,6 +160,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (!route || quick_handler(route->handler))
             pe_http_route(&r);
+        else /* the long ones: only the router's typo check */
+            pe_http_check_params(&r, route);
     }
     free(s);
     return 0;

@@ -26,7 +26,10 @@ main(void)
     CHECK(pe_cfg_parse_addr("0.0.0.0:0", host, sizeof(host), &port, &off) == 0 && port == 0);
     CHECK(pe_cfg_parse_addr("off", host, sizeof(host), &port, &off) == 0 && off == 1);
     CHECK(pe_cfg_parse_addr("host:99999", host, sizeof(host), &port, &off) == -EINVAL);
-    CHECK(pe_cfg_parse_addr(":80", host, sizeof(host), &port, &off) == -EINVAL);
+    CHECK(pe_cfg_parse_addr(":80", host, sizeof(host), &port, &off) == 0 && port == 80);
+    CHECK(!strcmp(host, "0.0.0.0")); /* Go's ":PORT": every interface */
+    CHECK(pe_cfg_parse_addr(":0", host, sizeof(host), &port, &off) == 0 && port == 0);
+    CHECK(pe_cfg_parse_addr(":", host, sizeof(host), &port, &off) == -EINVAL);
     CHECK(pe_cfg_parse_addr("h:8.5", host, sizeof(host), &port, &off) == -EINVAL);
     CHECK(pe_cfg_parse_addr("", host, sizeof(host), &port, &off) == -EINVAL);
 

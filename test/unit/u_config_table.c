@@ -129,12 +129,14 @@ check_bad_values(void)
     CHECK(pe_cfg.log_level == PE_LOG_INFO);
 
     LOAD("PROFEP_ADDR=host:99999");
-    SAID("profendpoints: PROFEP_ADDR=host:99999 is not valid (host:port, port (0-65535) or off); "
+    SAID("profendpoints: PROFEP_ADDR=host:99999 is not valid (host:port, :port (every interface), "
+         "port (0-65535) or off); "
          "using 127.0.0.1:16825\n");
     CHECK(pe_cfg.port == 16825 && !strcmp(pe_cfg.host, "127.0.0.1") &&
           !strcmp(pe_cfg.addr, "127.0.0.1:16825"));
     LOAD("PROFEP_ADDR=");
-    SAID("profendpoints: PROFEP_ADDR= is not valid (host:port, port (0-65535) or off); "
+    SAID("profendpoints: PROFEP_ADDR= is not valid (host:port, :port (every interface), port "
+         "(0-65535) or off); "
          "using 127.0.0.1:16825\n");
 
     LOAD("PROFEP_HEAP_RATE=bogus");

@@ -1,16 +1,26 @@
 /* u_params: query splitting, percent-decoding, typed readers and their 400s, routing. */
+#include <stdio.h>
 #include <string.h>
 
 #include "http/http.h"
 #include "http/http_int.h"
 #include "pe_test.h"
 
+static int
+discard_write(pe_sink_t *sink, const void *buf, size_t len)
+{
+    (void)sink, (void)buf, (void)len;
+    return 0;
+}
+
 static pe_req_t *
 req(const char *method, const char *path, const char *query)
 {
     static pe_req_t r;
+    static pe_sink_t discard = {discard_write, 0};
 
     memset(&r, 0, sizeof(r));
+    r.capture = &discard; /* handlers that answer write here */
     r.method = method;
     r.path = path;
     CHECK(pe_params_parse(&r, query) == 0);
@@ -59,6 +69,49 @@ main(void)
         CHECK(pe_params_parse(&r2, big) < 0);
         CHECK(pe_params_parse(
                   &r2, "a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a&a") < 0);
+    }
+
+    /* Typos: within two edits (a swap counts one) of a parameter of that endpoint. */
+    CHECK(pe_param_distance("duration", "duration") == 0);
+    CHECK(pe_param_distance("duraton", "duration") == 1);
+    CHECK(pe_param_distance("duraiton", "duration") == 1);
+    CHECK(pe_param_distance("durashun", "duration") == 3);
+    CHECK(pe_param_distance("secs", "seconds") == 3);
+    CHECK(pe_param_distance("", "mem") == 3);
+    CHECK(pe_param_listed("n delay duration", "delay") && !pe_param_listed("n delay", "dela"));
+    CHECK(!pe_param_listed(NULL, "x"));
+    r = req("GET", "/profile", "duraton=5");
+    CHECK(pe_http_route(r) == 400);
+    CHECK(!strcmp(r->errmsg, "unknown parameter \"duraton\": did you mean \"duration\"?"));
+    r = req("GET", "/debug/pprof/heap", "debg=1");
+    CHECK(pe_http_route(r) == 400 && strstr(r->errmsg, "did you mean \"debug\""));
+    r = req("GET", "/debug/pprof/trace", "secnods=1");
+    CHECK(pe_http_route(r) == 400 && strstr(r->errmsg, "\"seconds\""));
+    r = req("GET", "/debug/pprof/cmdline", "tokne=x");
+    CHECK(pe_http_route(r) == 400 && strstr(r->errmsg, "\"token\""));
+    r = req("GET", "/debug/pprof/profile", "Seconds=1");
+    CHECK(pe_http_route(r) == 400 && strstr(r->errmsg, "\"seconds\""));
+    /* Not typos: far from every name, too short, or another endpoint's parameter. */
+    r = req("GET", "/debug/pprof/cmdline", "scraper_job=x&ts=1&gc=1&_=2");
+    CHECK(pe_http_route(r) == 200);
+    r = req("GET", "/debug/pprof/cmdline", "seconds=5&duration=1");
+    CHECK(pe_http_route(r) == 200);
+    /* The symbol protocol's query is an address list. */
+    r = req("GET", "/debug/pprof/symbol", "0x1+0x2");
+    CHECK(pe_http_route(r) == 200);
+    /* Within a route no two names are one edit apart (min_age, max_age are
+       two), and every name fits the distance table. */
+    for (e = 0; e < pe_nroutes; e++) {
+        const char *l = pe_routes[e].params, *m;
+        char a[64], c[64];
+        int n, k;
+
+        for (; l && sscanf(l, "%63s%n", a, &n) == 1; l += n) {
+            CHECKF(strlen(a) < 32, "%s: %s", pe_routes[e].path, a);
+            for (m = l + n; sscanf(m, "%63s%n", c, &k) == 1; m += k)
+                CHECKF(strlen(a) < 3 || strlen(c) < 3 || pe_param_distance(a, c) > 1,
+                       "%s: %s and %s", pe_routes[e].path, a, c);
+        }
     }
 
     r = req("GET", "/nope", NULL);
