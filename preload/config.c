@@ -424,7 +424,7 @@ load_addr(const pe_cfg_row_t *row, const char *s, void *field)
         /* A Unix socket was asked for, whose file mode says who may profile:
            never a TCP port in its place. */
         refuse("PROFEP_ADDR=unix:...", "asks for a Unix socket, which Debian's civetweb 1.15 "
-                                       "cannot listen on (README: Hardening)");
+                                       "cannot listen on (docs/HARDENING.md)");
         return -EPERM;
     }
     if (pe_cfg_parse_addr(s, pe_cfg.host, sizeof(pe_cfg.host), &pe_cfg.port, &pe_cfg.server_off))

@@ -292,7 +292,7 @@ check_limits(void)
 
     LOAD("PROFEP_ADDR=unix:/tmp/pe.sock");
     SAID(refusal("PROFEP_ADDR=unix:... asks for a Unix socket, which Debian's civetweb 1.15 cannot "
-                 "listen on (README: Hardening)"));
+                 "listen on (docs/HARDENING.md)"));
     CHECK(pe_cfg.refuse && pe_cfg.server_off);
 
     /* A refusal is said only in the programs PROFEP_MATCH picks: it is read first. */
