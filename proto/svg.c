@@ -70,8 +70,8 @@ static const struct {
     int r, g, b, dr, dg, db;
 } kinds[PE_PROF_NKINDS] = {
     [PE_PROF_KIND_OTHER] = {"kother", "kernel or unknown", 184, 184, 184, 16, 0, 0},
-    [PE_PROF_KIND_MAIN] = {"kmain", "the program", 232, 118, 40, 24, 70, 40},
-    [PE_PROF_KIND_LIB] = {"klib", "shared libraries", 226, 206, 70, 24, 26, 50},
+    [PE_PROF_KIND_MAIN] = {"kmain", "the program", 226, 96, 32, 26, 64, 40},
+    [PE_PROF_KIND_LIB] = {"klib", "shared libraries", 222, 204, 64, 22, 24, 50},
     [PE_PROF_KIND_LIBC] = {"klibc", "libc", 128, 172, 228, 30, 30, 26},
     [PE_PROF_KIND_PYTHON] = {"kpy", "Python", 112, 200, 104, 40, 40, 36},
     [PE_PROF_KIND_JIT] = {"kjit", "JIT code", 86, 204, 200, 30, 30, 30},
