@@ -70,7 +70,7 @@ static const struct {
     int r, g, b, dr, dg, db;
 } kinds[PE_PROF_NKINDS] = {
     [PE_PROF_KIND_OTHER] = {"kother", "kernel or unknown", 184, 184, 184, 16, 0, 0},
-    [PE_PROF_KIND_MAIN] = {"kmain", "the program", 226, 96, 32, 26, 64, 40},
+    [PE_PROF_KIND_MAIN] = {"kmain", "the program", 226, 92, 32, 26, 50, 40},
     [PE_PROF_KIND_LIB] = {"klib", "shared libraries", 222, 204, 64, 22, 24, 50},
     [PE_PROF_KIND_LIBC] = {"klibc", "libc", 128, 172, 228, 30, 30, 26},
     [PE_PROF_KIND_PYTHON] = {"kpy", "Python", 112, 200, 104, 40, 40, 36},
@@ -310,6 +310,8 @@ frames(svg_t *c)
 /* ---- document -------------------------------------------------------------------- */
 
 static const char svg_style[] = "<style>\n"
+                                /* the window's canvas too, where the graph ends */
+                                "svg { background: #f6f6ef; }\n"
                                 "text { font-family: monospace; font-size: 12px; fill: #000; }\n"
                                 "text.l { pointer-events: none; }\n"
                                 "#title { font-size: 17px; }\n"

@@ -149,7 +149,9 @@ async function fills(page, size) {
             { timeout: 10000 }).catch(() => {});
         await fills(page, '1600x900 after a resize');
         await page.screenshot({ path: outdir + '/flame-cpp-1600.png' });
-        await page.setViewportSize({ width: 1200, height: 600 });
+        // The README's picture: 1200 wide, as tall as the graph.
+        const h = +(await page.getAttribute('svg', 'height'));
+        await page.setViewportSize({ width: 1200, height: Math.max(300, Math.min(h, 700)) });
         await page.waitForFunction(() => +document.documentElement.getAttribute('data-width') < 1300,
             null, { timeout: 10000 }).catch(() => {});
         await page.screenshot({ path: outdir + '/flamegraph.png' });

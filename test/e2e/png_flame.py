@@ -63,7 +63,7 @@ def decode(path):
 
 # proto/svg.c's fills per kind: (r, g, b) base and spread, as in its kinds[] table.
 FAMILIES = {
-    'main': ((226, 96, 32), (26, 64, 40)),
+    'main': ((226, 92, 32), (26, 50, 40)),
     'lib': ((222, 204, 64), (22, 24, 50)),
     'libc': ((128, 172, 228), (30, 30, 26)),
     'python': ((112, 200, 104), (40, 40, 36)),
