@@ -194,8 +194,11 @@ async function fills(page, size) {
             const resp = await p3.goto(url.startsWith('/') ? 'file://' + url : url);
             check(shot + ': page loads (' + (resp ? resp.status() : 'file') + ')',
                   !resp || resp.status() === 200 || resp.status() === 0);
-            if (/flame/.test(shot))
+            if (/flame/.test(shot)) { // as tall as the graph
                 await p3.waitForSelector('svg[data-ready]', { timeout: 10000 });
+                const h = +(await p3.getAttribute('svg', 'height'));
+                await p3.setViewportSize({ width: 1200, height: Math.max(300, Math.min(h, 820)) });
+            }
             if (/timeline/.test(shot)) {
                 const pk = await p3.evaluate(() => {
                     const t = document.querySelector('#peak text');
