@@ -779,8 +779,8 @@ base_name(const char *path)
 static uint8_t
 frame_kind(const pe_prof_t *p, const pe_prof_loc_t *loc)
 {
-    static const char *const libc[] = {"libc.so", "libc-", "ld-linux", "ld-", "libm.so",
-                                       "libm-", "libpthread", "libdl.", "libdl-", "librt."};
+    static const char *const libc[] = {"libc.so", "libc-",      "ld-linux", "ld-",    "libm.so",
+                                       "libm-",   "libpthread", "libdl.",   "libdl-", "librt."};
     const pe_prof_map_t *m;
     const char *b;
     size_t i;

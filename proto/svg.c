@@ -171,10 +171,8 @@ colour(const char *name, int kind, int *r, int *g, int *b)
         h = (h ^ (unsigned char)*name) * 16777619u;
     *r = kinds[kind].r + (int)(h % (uint32_t)(kinds[kind].dr + 1));
     /* grey stays grey: one spread for all three channels */
-    *g = kinds[kind].dg ? kinds[kind].g + (int)((h >> 8) % (uint32_t)(kinds[kind].dg + 1))
-                        : *r;
-    *b = kinds[kind].dg ? kinds[kind].b + (int)((h >> 20) % (uint32_t)(kinds[kind].db + 1))
-                        : *r;
+    *g = kinds[kind].dg ? kinds[kind].g + (int)((h >> 8) % (uint32_t)(kinds[kind].dg + 1)) : *r;
+    *b = kinds[kind].dg ? kinds[kind].b + (int)((h >> 20) % (uint32_t)(kinds[kind].db + 1)) : *r;
 }
 
 /* ---- frames ---------------------------------------------------------------------- */
@@ -514,9 +512,9 @@ static const char svg_script[] =
 static void
 legend(svg_t *c, int y)
 {
-    static const int order[] = {PE_PROF_KIND_MAIN, PE_PROF_KIND_LIB,  PE_PROF_KIND_LIBC,
-                                PE_PROF_KIND_PYTHON, PE_PROF_KIND_JIT, PE_PROF_KIND_SELF,
-                                PE_PROF_KIND_OTHER, -1 /* inlined */};
+    static const int order[] = {
+        PE_PROF_KIND_MAIN, PE_PROF_KIND_LIB,  PE_PROF_KIND_LIBC,  PE_PROF_KIND_PYTHON,
+        PE_PROF_KIND_JIT,  PE_PROF_KIND_SELF, PE_PROF_KIND_OTHER, -1 /* inlined */};
     pe_sink_t *o = c->o;
     double x = SVG_PAD;
     size_t k;
@@ -529,12 +527,14 @@ legend(svg_t *c, int y)
         if (inl ? !c->inlined : !(c->kinds & (1u << kind)))
             continue;
         if (inl)
-            pe_sink_printf(o, "<rect class=\"sw\" x=\"%.1f\" y=\"%d\" width=\"18\" height=\"11\" "
-                              "fill=\"#fff\" stroke=\"#7a4a00\" stroke-dasharray=\"3 2\"/>",
+            pe_sink_printf(o,
+                           "<rect class=\"sw\" x=\"%.1f\" y=\"%d\" width=\"18\" height=\"11\" "
+                           "fill=\"#fff\" stroke=\"#7a4a00\" stroke-dasharray=\"3 2\"/>",
                            x, y - 10);
         else
-            pe_sink_printf(o, "<rect class=\"sw %s\" x=\"%.1f\" y=\"%d\" width=\"18\" height=\"11\" "
-                              "fill=\"rgb(%d,%d,%d)\"/>",
+            pe_sink_printf(o,
+                           "<rect class=\"sw %s\" x=\"%.1f\" y=\"%d\" width=\"18\" height=\"11\" "
+                           "fill=\"rgb(%d,%d,%d)\"/>",
                            kinds[kind].cls, x, y - 10, kinds[kind].r + kinds[kind].dr / 2,
                            kinds[kind].dg ? kinds[kind].g + kinds[kind].dg / 2
                                           : kinds[kind].r + kinds[kind].dr / 2,
@@ -633,8 +633,8 @@ pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *tit
                    "text-anchor=\"end\" style=\"display:none\">Reset Zoom</text>\n",
                    SVG_WIDTH - SVG_PAD, SVG_PAD, SVG_WIDTH - SVG_PAD - 66, SVG_PAD + 66,
                    SVG_WIDTH - SVG_PAD - 176, SVG_PAD + 176, f.by_line ? "functions" : "lines",
-                   f.by_line ? "One box per function" : "One box per line",
-                   SVG_WIDTH - SVG_PAD, SVG_PAD, SVG_WIDTH - SVG_PAD - 116, SVG_PAD + 116);
+                   f.by_line ? "One box per function" : "One box per line", SVG_WIDTH - SVG_PAD,
+                   SVG_PAD, SVG_WIDTH - SVG_PAD - 116, SVG_PAD + 116);
     err = frames(&c);
     pe_sink_printf(o,
                    "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
