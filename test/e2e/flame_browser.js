@@ -8,7 +8,8 @@
 // width; the legend names the program and libc; their frames have other colours;
 // an inlined frame has a dashed outline; labels are demangled C++ names without
 // glibc's symbol versions; the icicle toggle puts the root on top and back, with
-// zoom and search still working there.  STRIPPED.svg (the same program without
+// zoom and search still working there; the callers view puts the leaves next
+// to the root.  STRIPPED.svg (the same program without
 // symbols) has boxes named OBJECT and no two of them under one parent, and no
 // bare addresses.  Screenshots go to OUTDIR (flame-cpp-800.png,
 // flame-cpp-1600.png, flamegraph.png, flame-strip.png), and each URL=SHOT.png
@@ -141,6 +142,29 @@ async function fills(page, size) {
         await page.click('#flip');
         s = await state(page);
         check('the toggle flips back', s.view === 'flame' && Math.abs(s.rootY - before.rootY) < 0.5);
+
+        // The callers view: the leaf functions next to the root, the same total.
+        await page.click('#callers');
+        const cv = await page.evaluate(() => {
+            const root = document.querySelector('g.root rect').getBoundingClientRect();
+            const above = [...document.querySelectorAll('g.f')].filter((g) => {
+                if (getComputedStyle(g).display === 'none') return false;
+                const b = g.querySelector('rect').getBoundingClientRect();
+                return Math.abs(b.bottom + 1 - root.top) < 2;
+            });
+            return { names: above.map((g) => g.getAttribute('data-n')),
+                     sum: above.reduce((t, g) => t + g.querySelector('rect')
+                         .getBoundingClientRect().width, 0), root: root.width,
+                     on: document.documentElement.getAttribute('data-callers') };
+        });
+        check('callers view: leaves next to the root (' + cv.names.slice(0, 6).join(', ') +
+              '), widths adding up to the root\'s (' + cv.sum.toFixed(0) + ' of ' +
+              cv.root.toFixed(0) + ')', cv.on === '1' && cv.names.includes('mix') &&
+              !cv.names.includes('_start') && Math.abs(cv.sum - cv.root) < cv.root * 0.01);
+        await page.click('#callers');
+        s = await state(page);
+        check('callers view toggles back', s.mainY === before.mainY &&
+              (await page.getAttribute('svg', 'data-callers')) === '0');
 
         // A bigger window: laid out again at its width.
         await page.setViewportSize({ width: 1600, height: 900 });
