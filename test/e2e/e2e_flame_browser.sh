@@ -103,11 +103,19 @@ PYEOF
     pe_start $T/w-cxx 30 || exit 1
     pe_get '/profile?duration=6&delay=0.001&format=svg' -o $T/cxx-docs.svg
     pe_stop
+    # A heap that peaks and falls, for docs/timeline.png.
+    pe_start_ready peak PROFEP_HEAP_RATE=16384 -- "$BUILD/test/p_heap_peak" 200 40 4 || pe_finish
+    sleep 10
+    pe_get /heap_timeline -o $T/timeline-docs.html
+    pe_stop_ready peak
     mkdir -p $T/docs docs
     NODE_PATH=$NODE_DIR/node_modules timeout 120 node test/e2e/flame_browser.js "$CHROMIUM" \
-        $T/docs $T/cxx-docs.svg $T/strip.svg '[w-strip]' "$T/py.svg=flame-python.png" >/dev/null 2>&1
-    for f in flamegraph flame-cpp-800 flame-cpp-1600 flame-python; do cp $T/docs/$f.png docs/; done
-    for f in timeline index; do cp $OUT/$f.png docs/; done
+        $T/docs $T/cxx-docs.svg $T/strip.svg '[w-strip]' "$T/py.svg=flame-python.png" \
+        "$T/timeline-docs.html=timeline.png" >/dev/null 2>&1
+    for f in flamegraph flame-cpp-800 flame-cpp-1600 flame-python timeline; do
+        cp $T/docs/$f.png docs/
+    done
+    cp $OUT/index.png docs/
     echo "note: screenshots copied to docs/"
 fi
 pe_finish
