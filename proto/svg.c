@@ -17,10 +17,12 @@
  * dimmed bar, the root or "Reset Zoom" or Escape undoes it), search (a prompt
  * for a regular expression, or Ctrl-F or '/': matches turn magenta and the
  * bottom line gives the share of the total they cover), an icicle toggle (root
- * on top, callees downwards), a button switching between one box per function
- * and one per line (the page's URL again, with granularity= changed), and
- * state from the URL fragment (#s=REGEX&z=NAME&v=icicle) so a link can open
- * zoomed, searched or upside down.
+ * on top, callees downwards), a callers view (the leaf functions at the root,
+ * built in the page from the boxes' self shares), a button switching between
+ * one box per function and one per line (the page's URL again, with
+ * granularity= changed), and state from the URL fragment
+ * (#s=REGEX&z=NAME&v=icicle&c=1) so a link can open zoomed, searched, upside
+ * down or by callers.
  *
  * Layout is one sweep over the stacks in flame-graph order (flame.h): a frame
  * opens where a stack first differs from the previous one and is written out
