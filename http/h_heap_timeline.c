@@ -6,6 +6,7 @@
  *
  * Signal-safe: no (HTTP worker threads).
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,8 +14,27 @@
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/threads.h"
 #include "../proto/timeline.h"
 #include "http_int.h"
+
+/* How many of the process's threads are the library's (server, history,
+   timers): the page says so beside the thread count.  -1 without /proc. */
+static int
+threads_ours(void)
+{
+    struct dirent *e;
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && pe_threads_is_internal((pid_t)atoi(e->d_name)))
+            n++;
+    closedir(d);
+    return n;
+}
 
 int
 pe_http_h_heap_timeline(pe_req_t *r)
@@ -60,6 +80,7 @@ pe_http_h_heap_timeline(pe_req_t *r)
     t.history_bytes = pe_heap_hist_bytes();
     t.program = pe_cfg_progname();
     t.pid = (int)getpid();
+    t.ours = threads_ours();
     pe_http_begin(r, &resp, types[fmt], NULL);
     if (fmt == 1)
         pe_prof_timeline_json(&resp.sink, &t);

@@ -51,14 +51,19 @@ pe_flame_frame(const pe_prof_sample_t *s, int depth)
     return s->frames[s->nframes - 1 - depth];
 }
 
-/* What makes that frame a box of its own: its function name, or its place
-   with granularity=lines (pe_prof_set_by_line). */
+/* What makes a frame a box of its own: its function name, or its place with
+   granularity=lines (pe_prof_set_by_line); an address without a name is its
+   object ("[libfoo.so]"), so that one box per parent holds them all. */
+static inline const char *
+pe_flame_key(const pe_flame_t *f, const pe_prof_frame_t *fr)
+{
+    return fr->anon ? fr->anon : f->by_line ? fr->label : fr->name;
+}
+
 static inline const char *
 pe_flame_name(const pe_flame_t *f, const pe_prof_sample_t *s, int depth)
 {
-    const pe_prof_frame_t *fr = pe_flame_frame(s, depth);
-
-    return f->by_line ? fr->label : fr->name;
+    return pe_flame_key(f, pe_flame_frame(s, depth));
 }
 
 /* Names are interned by the model, so equal names are usually equal pointers. */

@@ -775,8 +775,39 @@ base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* Whose code loc is (enum pe_prof_kind), by its mapping's path. */
+static uint8_t
+frame_kind(const pe_prof_t *p, const pe_prof_loc_t *loc)
+{
+    static const char *const libc[] = {"libc.so", "libc-",      "ld-linux", "ld-",    "libm.so",
+                                       "libm-",   "libpthread", "libdl.",   "libdl-", "librt."};
+    const pe_prof_map_t *m;
+    const char *b;
+    size_t i;
+
+    if (loc->py)
+        return PE_PROF_KIND_PYTHON;
+    if (loc->pseudo || !loc->map || !loc->frame.file)
+        return PE_PROF_KIND_OTHER;
+    m = &p->maps[loc->map - 1];
+    if (!strcmp(m->path, "[jit]"))
+        return PE_PROF_KIND_JIT;
+    if (m->path[0] == '[') /* [vdso], [vsyscall]: the kernel's */
+        return PE_PROF_KIND_OTHER;
+    if (m->is_main)
+        return PE_PROF_KIND_MAIN;
+    b = base_name(m->path);
+    if (!strncmp(b, "libprofendpoints", 16))
+        return PE_PROF_KIND_SELF;
+    for (i = 0; i < sizeof(libc) / sizeof(libc[0]); i++)
+        if (!strncmp(b, libc[i], strlen(libc[i])))
+            return PE_PROF_KIND_LIBC;
+    return PE_PROF_KIND_LIB;
+}
+
 /* Names shown in every frame, once the functions are known (names=full or
-   short), and the frame's label.  0 or -ENOMEM. */
+   short), the frame's label, its kind and, without a name, its "[object]".
+   0 or -ENOMEM. */
 static int
 frame_names(pe_prof_t *p, pe_prof_loc_t *loc)
 {
@@ -802,9 +833,24 @@ frame_names(pe_prof_t *p, pe_prof_loc_t *loc)
         snprintf(label, sizeof(label), "%s", fr->name);
     if (!(fr->label = pe_prof_intern(p, label)))
         return -ENOMEM;
-    for (k = 0; k < loc->ninl; k++)
+    fr->kind = frame_kind(p, loc);
+    fr->anon = NULL;
+    if (!loc->func && !loc->pseudo && !loc->py) {
+        if (!fr->file)
+            snprintf(label, sizeof(label), "[unknown]");
+        else if (fr->file[0] == '[')
+            snprintf(label, sizeof(label), "%s", fr->file);
+        else
+            snprintf(label, sizeof(label), "[%s]", base_name(fr->file));
+        if (!(fr->anon = pe_prof_intern(p, label)))
+            return -ENOMEM;
+    }
+    for (k = 0; k < loc->ninl; k++) {
         if (frame_names(p, loc->inl[k]))
             return -ENOMEM;
+        /* inlined code runs in its caller's object (inline_loc ran before loc->map was set) */
+        loc->inl[k]->frame.kind = fr->kind;
+    }
     return 0;
 }
 

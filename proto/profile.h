@@ -40,6 +40,19 @@ typedef struct pe_prof_label_s {
     const char *unit;
 } pe_prof_label_t;
 
+/* Whose code a frame runs, computed once per location at resolve (model.c);
+   the flame graph colours by it. */
+enum pe_prof_kind {
+    PE_PROF_KIND_OTHER = 0, /* kernel ([vdso]), no mapping, or a pseudo-frame */
+    PE_PROF_KIND_MAIN,      /* the main executable */
+    PE_PROF_KIND_LIB,       /* another shared object */
+    PE_PROF_KIND_LIBC,      /* libc.so, ld-linux, libm, libpthread, libdl, librt */
+    PE_PROF_KIND_PYTHON,    /* a CPython frame */
+    PE_PROF_KIND_JIT,       /* anonymous executable memory ("[jit]") */
+    PE_PROF_KIND_SELF,      /* libprofendpoints itself */
+    PE_PROF_NKINDS
+};
+
 /*
  * A resolved frame, as encoders see it.  An address whose debug info has
  * inlined calls is several frames: the inlined functions first (innermost
@@ -55,6 +68,9 @@ typedef struct pe_prof_frame_s {
     const char *src;   /* source file from the debug info, NULL when unknown */
     uint32_t line;     /* source line, 0 when unknown */
     uint8_t inlined;   /* inlined into the frame after it */
+    uint8_t kind;      /* enum pe_prof_kind */
+    const char *anon;  /* no name known: "[object]" (its mapping's base name, "[unknown]"
+                          without one), so views can merge such frames; else NULL */
     const char *label; /* as Julia prints a frame: "File:Line; Function" (the source file's
                           base name), or "[object] Function" without a line; never NULL */
 } pe_prof_frame_t;

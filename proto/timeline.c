@@ -185,16 +185,25 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
     }
     /* the peak of the sampled heap */
     if (peak_ms >= v[0].t_ms && peak_ms <= v[n - 1].t_ms + 1000) {
+        double px = X(peak_ms), lw;
+        int left;
+
         human((double)peak_b, a, sizeof(a));
         hms(peak_ms, tb, sizeof(tb));
+        /* The label's width at 12px bold sans (about 7.5 units a character):
+           on the left of the circle when the right would leave the chart. */
+        lw = 7.5 * (double)(strlen("peak  at ") + strlen(a) + strlen(tb));
+        left = px + 8 + lw > W - 4;
         pe_sink_printf(
             s,
             "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
             "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
-            "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">peak %s at %s</text>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\" text-anchor=\"%s\" "
+            "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">peak %s at %s</text>"
             "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
             "</g></a>\n",
-            X(peak_ms), Y(peak_b), X(peak_ms) + 8, fmax(Y(peak_b) - 8, MT + 12), a, tb, a, tb);
+            px, Y(peak_b), left ? px - 8 : px + 8, fmax(Y(peak_b) - 8, MT + 12),
+            left ? "end" : "start", a, tb, a, tb);
     }
     /* threads strip */
     pe_sink_printf(s,
@@ -287,9 +296,15 @@ pe_prof_timeline_html(pe_sink_t *s, const pe_prof_tl_t *t)
     human((double)v[n - 1].heap, b, sizeof(b));
     pe_sink_printf(s,
                    "<p id=\"now\">At %s UTC: RSS <b>%s</b>, sampled live heap <b>%s</b>, "
-                   "%u threads. Last %d s, one point a second; hover for values, click a moment "
+                   "<span id=\"threads\">%u threads",
+                   tb, a, b, v[n - 1].threads);
+    /* a single-threaded program shows a dozen: say which are ours */
+    if (t->ours >= 0)
+        pe_sink_printf(s, " (%d of them the profiler's)", t->ours);
+    pe_sink_printf(s,
+                   "</span>. Last %d s, one point a second; hover for values, click a moment "
                    "for what changed since then (<code>heap?since=</code>).</p>\n",
-                   tb, a, b, v[n - 1].threads, n);
+                   n);
     write_svg(s, v, n, t->peak_ms, t->peak_bytes, t->now_ms);
     pe_sink_printf(s,
                    "<ul><li><a href=\"heap_peak\">/heap_peak</a>: the heap per stack at its "

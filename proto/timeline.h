@@ -39,6 +39,7 @@ typedef struct pe_prof_tl_s {
     uint64_t history_bytes; /* what the history holds */
     const char *program;
     int pid;
+    int ours; /* of the threads now, how many are the library's; -1: unknown */
 } pe_prof_tl_t;
 
 /* The chart as JSON / the SVG alone / an HTML page around it.  sink->err after. */

@@ -97,7 +97,7 @@ check "folded: inlined frames (std::sort and std::__sort inlined into shop::pric
 check "names=full: parameters kept" grep -q 'shop::price_all(std::vector<unsigned int, std::allocator<unsigned int> >&)' $T/full.txt
 check "svg: the whole name, [inlined] and the file in the tooltip" \
     grep -Eq '<title>[^<]*mix[^<]*\[inlined\] at [^<]*work.cc \(' $T/f.svg
-check "svg: inlined boxes marked" grep -q '<g class="f inl"' $T/f.svg
+check "svg: inlined boxes marked" grep -Eq '<g class="f [^"]*inl"' $T/f.svg
 check "svg granularity=lines: boxes by File:Line" grep -Eq 'data-n="work.cc:[0-9]+; shop::price_all"' $T/l.svg
 check "debug=1: FILE:LINE as Go writes it" grep -Eq $'^#\t0x[0-9a-f]+\tmain\\+0x[0-9a-f]+\t/.*/work.cc:[0-9]+$' $T/g1.txt
 check "debug=2: FILE:LINE too" grep -Eq $'\t/.*/work.cc:[0-9]+$' $T/g2.txt

@@ -49,7 +49,7 @@ done
 chrome --dump-dom "file://$T/cpu.svg#s=cpu_three_quarters&z=worker" >$T/dom2.xml
 check "DOM: #z=worker zooms" grep -q 'data-zoom="worker"' $T/dom2.xml
 check "DOM: zoom hides late_work (another thread's stack)" \
-    grep -Eq '<g class="f"[^>]*style="display: none;"><title>late_work( at [^<]*)? \(' $T/dom2.xml
+    grep -Eq '<g class="f[^"]*"[^>]*style="display: none;"><title>late_work( at [^<]*)? \(' $T/dom2.xml
 pct=$(sed -n 's/.*data-matched="\([0-9.]*\)".*/\1/p' $T/dom2.xml | head -1)
 check "DOM: #s=cpu_three_quarters matches a share (${pct:-none}%)" \
     awk -v p="${pct:-0}" 'BEGIN { exit !(p > 20 && p < 95) }'

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """png_flame.py: is this screenshot a drawn flame graph?
 
-    png_flame.py SHOT.png
+    png_flame.py [--families main,libc,...] SHOT.png
 
 Decodes the PNG with the standard library only (zlib; 8-bit RGB/RGBA,
 non-interlaced, as Chromium writes screenshots) and checks what a person sees,
 independent of fonts: the picture is not blank, a good share of it is covered
-by the warm colours our frames are filled with, and those boxes form several
-stacked rows (a flame graph, not one bar).  Prints one "ok"/"FAIL" line per
-check; exit 1 if any failed.
+by the colours our frames are filled with (proto/svg.c's per-kind palettes),
+and those boxes form several stacked rows (a flame graph, not one bar).  With
+--families, each named kind's colour covers a visible area (frames are coloured
+by kind).  Prints one "ok"/"FAIL" line per check; exit 1 if any failed.
 """
 import struct
 import sys
@@ -60,14 +61,36 @@ def decode(path):
     return width, height, bpp, rows
 
 
-def warm(r, g, b):
-    # Our frames: red-to-yellow fills (r high, b low) or the search magenta.
-    return (r >= 180 and b <= 120 and r - b >= 100) or (r >= 200 and g <= 40 and b >= 200)
+# proto/svg.c's fills per kind: (r, g, b) base and spread, as in its kinds[] table.
+FAMILIES = {
+    'main': ((226, 92, 32), (26, 50, 40)),
+    'lib': ((222, 204, 64), (22, 24, 50)),
+    'libc': ((128, 172, 228), (30, 30, 26)),
+    'python': ((112, 200, 104), (40, 40, 36)),
+    'jit': ((86, 204, 200), (30, 30, 30)),
+    'self': ((190, 150, 226), (28, 28, 26)),
+}
+
+
+def family(r, g, b):
+    for name, (base, spread) in FAMILIES.items():
+        if all(base[i] - 1 <= v <= base[i] + spread[i] + 1 for i, v in enumerate((r, g, b))):
+            return name
+    return None
+
+
+def frame_px(r, g, b):
+    # One of our frames' fills, or the search magenta.
+    return family(r, g, b) is not None or (r >= 200 and g <= 40 and b >= 200)
 
 
 def main():
-    width, height, bpp, rows = decode(sys.argv[1])
+    args, want = sys.argv[1:], []
+    if len(args) >= 2 and args[0] == '--families':
+        want, args = args[1].split(','), args[2:]
+    width, height, bpp, rows = decode(args[0])
     failed = 0
+    per_family = dict((k, 0) for k in FAMILIES)
 
     def check(msg, cond):
         nonlocal failed
@@ -80,7 +103,10 @@ def main():
         for x in range(0, width * bpp, 2 * bpp):
             px = (row[x], row[x + 1], row[x + 2])
             colours.add(px)
-            if warm(*px):
+            fam = family(*px)
+            if fam:
+                per_family[fam] += 1
+            if frame_px(*px):
                 n += 1
         warm_px += n
         warm_rows.append(n > width // 40)  # a row crossed by frames
@@ -93,7 +119,11 @@ def main():
         inside = has
     check('%dx%d picture' % (width, height), width >= 200 and height >= 100)
     check('not blank (%d colours)' % len(colours), len(colours) >= 16)
-    check('frames drawn (%.0f%% warm-coloured)' % (100 * share), 0.05 <= share <= 0.95)
+    check('frames drawn (%.0f%% in frame colours)' % (100 * share), 0.05 <= share <= 0.95)
+    for fam in want:
+        got = per_family.get(fam, 0) / sampled if sampled else 0
+        check('%s frames have their colour (%.2f%% of the picture)' % (fam, 100 * got),
+              got >= 0.002)
     stacked = sum(warm_rows) * 2
     check('frames stacked (%d px of rows with frames, %d bands)' % (stacked, bands),
           stacked >= 60 and bands >= 1)

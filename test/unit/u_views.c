@@ -253,6 +253,42 @@ test_svg_labels(void)
     pe_prof_free(p);
 }
 
+/* Kinds, [object] boxes, symbol versions and hints (proto/svg.c). */
+static void
+test_svg_kinds(void)
+{
+    pe_prof_t *p = fixed_profile();
+    uintptr_t u1[] = {0x1010, PC(views_top)}, u2[] = {0x2020, PC(views_top)};
+    int64_t v[] = {1, 1};
+    char *s;
+    int err;
+
+    if (!p)
+        return;
+    CHECK(pe_prof_add(p, u1, 2, 1, v, NULL, 0) == 0 && pe_prof_add(p, u2, 2, 1, v, NULL, 0) == 0);
+    CHECK(pe_prof_add_named(p, "memcpy@@GLIBC_2.14", v, NULL, 0) == 0);
+    CHECK(pe_prof_comment(p, "hint: pid 1 used almost no CPU; <its child> did") == 0);
+    CHECK(pe_prof_comment(p, "not a hint") == 0);
+    s = render(p, 1, 0, &err);
+    CHECK(err == 0 && s);
+    if (s) {
+        CHECK(strstr(s, "<g class=\"f kmain\" data-n=\"views_top\">") != NULL);
+        CHECK(strstr(s, "<g class=\"f kother\" data-n=\"[weird") != NULL);
+        /* two addresses without a name under views_top: one box */
+        CHECKF(count_of(s, "data-n=\"[unknown]\"") == 1, "%d", count_of(s, "data-n=\"[unknown]\""));
+        CHECK(strstr(s, "data-n=\"memcpy\"") && strstr(s, "<title>memcpy@@GLIBC_2.14 (") &&
+              strstr(s, ">memcpy</text>"));
+        CHECK(strstr(s, "<text class=\"hint\" x=\"10\" y=\"62\">pid 1 used almost no CPU; "
+                        "&lt;its child&gt; did</text>") != NULL);
+        CHECK(!strstr(s, "not a hint") && strstr(s, "data-top=\"80\""));
+        CHECK(strstr(s, "<g id=\"legend\">") && strstr(s, ">the program</text>") &&
+              strstr(s, ">kernel or unknown</text>") && !strstr(s, ">Python</text>"));
+        CHECK(strstr(s, "id=\"flip\"") && strstr(s, "width=\"100%\" height="));
+    }
+    free(s);
+    pe_prof_free(p);
+}
+
 /* Many frames: the document streams in bounded writes; a failing sink stops it. */
 static void
 test_stream(void)
@@ -594,6 +630,7 @@ main(int argc, char **argv)
     test_folded();
     test_svg();
     test_svg_labels();
+    test_svg_kinds();
     test_stream();
     test_empty();
     test_dispatch();
