@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../heap/heap.h"
 #include "../sampler/sampler.h"
 #include "../sampler/trace.h"
 #include "http_int.h"
@@ -69,6 +70,10 @@ pe_http_h_trace(pe_req_t *r)
     o.budget = (int64_t)(mem * 1048576);
     o.stop = client_left;
     o.arg = &sa;
+    /* sampled allocations: the heap sampler's own, at its rate (the trace says when off) */
+    o.heap_rate = pe_heap_rate();
+    o.heap_off = !pe_heap_available() ? pe_heap_reason() : NULL;
+    o.heap_stack = pe_heap_stack;
     switch (pe_trace_record(&o, &t)) {
     case 0: break;
     case -EBUSY:
