@@ -416,14 +416,16 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
          "asked\":%g,"
          "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
          "\"slowed_ticks\":%llu,"
-         "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
-         "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,\"heap_rate\":%lld,"
-         "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
-         "\"ended_early\":",
+         "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,",
          t->pid, (long long)t->start_real_ns, (long long)t->start_ns, t->seconds_asked,
          (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
          (unsigned long long)t->late_ticks, (unsigned long long)t->slowed_ticks, t->nthreads,
-         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped,
+         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped);
+    /* (putf's buffer is 512 bytes: a second call) */
+    putf(o,
+         "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,\"heap_rate\":%lld,"
+         "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
+         "\"ended_early\":",
          (long long)t->budget, (long long)t->used, (unsigned long long)t->mutex_rate,
          (long long)t->heap_rate, (double)t->tick_ns_sum / 1e6, (double)t->tick_ns_max / 1e6,
          (double)t->cpu_ns / 1e6);
