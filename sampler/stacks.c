@@ -16,6 +16,7 @@
  *               until its handler finishes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -222,7 +223,7 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
  * Returns how many need the signal.
  */
 static int
-quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
+quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode, int names)
 {
     int need = 0;
 
@@ -232,7 +233,8 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
         int rc = -ENOTSUP, reused = 0;
 
         st->tid = tids[i];
-        pe_threads_name(st->tid, st->name, sizeof(st->name));
+        if (names)
+            pe_threads_name(st->tid, st->name, sizeof(st->name));
         slot[i] = -1;
         if (mode == PE_STACKS_SIGNAL) {
             st->state = pe_proc_thread_state(st->tid); /* before the signal wakes it */
@@ -266,18 +268,32 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
 int
 pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 {
-    pe_stacks_t *r;
+    *out = NULL;
+    return pe_stacks_capture_into(timeout_ms, mode, out);
+}
+
+int
+pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
+{
+    pe_stacks_t *r, **out = io;
     pid_t *tids;
-    int *slot, n, i, rc, pending, need, acquired = 0;
+    int *slot, n, i, rc, pending, need, acquired = 0, kept = *io != NULL;
     int64_t t0, ts, deadline, resend;
     uint32_t gen = 0;
+    int names = !(mode & PE_STACKS_NO_NAMES);
 
-    *out = NULL;
+    mode &= ~PE_STACKS_NO_NAMES;
     pe_py_init();
     tids = NULL;
     slot = NULL;
-    r = calloc(1, sizeof(*r));
-    if (!r) {
+    if (kept) { /* the caller's: its array is kept, the rest starts over */
+        pe_stack_t *v = (*io)->v;
+        int room = (*io)->cap;
+        r = *io;
+        memset(r, 0, sizeof(*r));
+        r->v = v;
+        r->cap = room;
+    } else if (!(r = calloc(1, sizeof(*r)))) {
         rc = -ENOMEM;
         goto err_free;
     }
@@ -305,15 +321,25 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     n = list_threads(&tids);
     if (n < 0)
         n = 0;
-    r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
+    if (n > r->cap || !r->v) {
+        pe_stack_t *v = realloc(r->v, (n ? (size_t)n : 1) * sizeof(*r->v));
+        if (!v) {
+            rc = -ENOMEM;
+            goto err_unlock;
+        }
+        r->v = v;
+        r->cap = n ? n : 1;
+    }
+    for (i = 0; i < n; i++) /* all but the frames, which nframes bounds */
+        memset(&r->v[i], 0, offsetof(pe_stack_t, pcs));
     slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
-    if (!r->v || !slot) {
+    if (!slot) {
         rc = -ENOMEM;
         goto err_unlock;
     }
     r->time_nanos = pe_clock_ns(CLOCK_REALTIME);
     t0 = pe_clock_ns(CLOCK_MONOTONIC);
-    need = quiet_pass(r, tids, slot, n, mode);
+    need = quiet_pass(r, tids, slot, n, mode, names);
     if (need) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
@@ -424,7 +450,8 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         pe_stack_t *st = &r->v[i];
         if (slot[i] == -2)
             continue;
-        r->v[r->n] = *st;
+        if (r->n != i) /* (a whole stack: copied only when an exited thread left a gap) */
+            r->v[r->n] = *st;
         if (!st->answered)
             r->noanswer++;
         else if (!strcmp(st->method, "proc"))
@@ -443,9 +470,10 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 err_unlock:
     pthread_mutex_unlock(&cap_lock);
 err_free:
-    if (r)
+    if (r && !kept) {
         free(r->v);
-    free(r);
+        free(r);
+    }
     free(tids);
     free(slot);
     return rc;

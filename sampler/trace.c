@@ -28,6 +28,7 @@
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/guard.h"
+#include "../preload/threads.h"
 #include "stacks.h"
 #include "trace.h"
 
@@ -150,6 +151,8 @@ typedef struct rec_s {
     int32_t *thash;
     int thcap;
     uint8_t *prev_state; /* per thread: the last state sampled */
+    uint8_t *seen;       /* per thread: samples so far, up to 255 */
+    pe_stacks_t *cap;    /* the last capture, its array reused by the next */
     int32_t *prev_stack;
     /* stacks: frames of stack i at frames[off[i] .. off[i] + len[i]) */
     uintptr_t *frames;
@@ -308,10 +311,17 @@ thread_index(rec_t *r, const pe_stack_t *st, int64_t now)
     c = r->cap_threads;
     if ((rc = grow(r, (void **)&r->prev_stack, &c, t->nthreads + 1, sizeof(*r->prev_stack))))
         return rc;
+    c = r->cap_threads;
+    if ((rc = grow(r, (void **)&r->seen, &c, t->nthreads + 1, sizeof(*r->seen))))
+        return rc;
     r->cap_threads = (int)c;
     memset(&t->threads[t->nthreads], 0, sizeof(t->threads[0]));
     t->threads[t->nthreads].tid = st->tid;
-    snprintf(t->threads[t->nthreads].name, sizeof(t->threads[0].name), "%s", st->name);
+    /* captures leave names out (a /proc read a thread a tick): read here, once more at the
+       thread's second sample (a new thread often names itself just after it starts), and
+       at the end */
+    pe_threads_name(st->tid, t->threads[t->nthreads].name, sizeof(t->threads[0].name));
+    r->seen[t->nthreads] = 0;
     t->threads[t->nthreads].first_ns = now;
     r->prev_state[t->nthreads] = PE_TJ_UNKNOWN;
     r->prev_stack[t->nthreads] = -2;
@@ -371,11 +381,12 @@ static int
 tick(rec_t *r, int64_t now, int wait_ms)
 {
     pe_tj_trace_t *t = r->t;
-    pe_stacks_t *s = NULL;
-    int rc = pe_stacks_capture_mode(wait_ms, PE_STACKS_AUTO, &s);
+    pe_stacks_t *s;
+    int rc = pe_stacks_capture_into(wait_ms, PE_STACKS_AUTO | PE_STACKS_NO_NAMES, &r->cap);
 
     if (rc < 0)
         return rc;
+    s = r->cap;
     if ((rc = grow(r, (void **)&t->samples, &r->cap_samples, t->nsamples + s->n,
                    sizeof(*t->samples))))
         goto out;
@@ -401,9 +412,10 @@ tick(rec_t *r, int64_t now, int wait_ms)
         r->prev_state[th] = (uint8_t)smp->state;
         r->prev_stack[th] = stack;
         t->threads[th].last_ns = now;
+        if (r->seen[th] < 255 && ++r->seen[th] == 2)
+            pe_threads_name(st->tid, t->threads[th].name, sizeof(t->threads[0].name));
     }
 out:
-    pe_stacks_free(s);
     return rc;
 }
 
@@ -543,6 +555,11 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         }
         sleep_until(next < end ? next : end);
     }
+    /* the names of the threads still there now (a thread may rename itself at any time) */
+    for (int i = 0; i < t->nthreads && r.cap; i++)
+        for (int k = 0; k < r.cap->n; k++)
+            if (r.cap->v[k].tid == t->threads[i].tid)
+                pe_threads_name(t->threads[i].tid, t->threads[i].name, sizeof(t->threads[0].name));
     t->end_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->cpu_ns = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     /* no new event from here; wait for writers in flight (a few instructions each) */
@@ -564,6 +581,8 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     free(r.thash);
     free(r.prev_state);
     free(r.prev_stack);
+    free(r.seen);
+    pe_stacks_free(r.cap);
     free(r.frames);
     free(r.off);
     free(r.len);
