@@ -187,8 +187,11 @@ thread_chart(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_thr
 
         while (common < ncur && common < nn && frame_eq(&cur[common], &nxt[common]))
             common++;
+        /* ends 1 ns before the next begins: at one timestamp speedscope opens a frame first
+           when the first end and the first begin have the same name and args, and then
+           ends the wrong one (a frame that moved up the stack: "Tried to end") */
         for (int i = ncur - 1; i >= common; i--)
-            frame_event(o, t, th->tid, "E", s->t_ns, &cur[i]);
+            frame_event(o, t, th->tid, "E", s->t_ns - 1, &cur[i]);
         for (int i = common; i < nn; i++)
             frame_event(o, t, th->tid, "B", s->t_ns, &nxt[i]);
         /* frames kept open keep the place they opened with: their E repeats their B */

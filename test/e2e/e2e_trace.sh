@@ -81,6 +81,7 @@ d = json.load(open(sys.argv[1]))
 for f in sys.argv[2:-1]:
     d["traceEvents"] += json.load(open(f))["traceEvents"]
 json.dump(d, open(sys.argv[-1], "w"))' $T/t.json $T/a.json $T/f.json $T/m.json
+    cp $T/m.json $BUILD/test/trace-speedscope.json # (kept beside the screenshot)
     python3 test/e2e/trace_check.py names $T/m.json >$T/names
     # what speedscope's own CLI writes for a local file (speedscope/bin/cli.mjs)
     python3 -c 'import base64, json, sys
