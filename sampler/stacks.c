@@ -394,10 +394,13 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
                     (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
             resend = now + 4 * (resend - ts > 10 * 1000000 ? resend - ts : 10 * 1000000);
         }
-        if (now - ts < 2 * 1000000)
+        /* a running thread answers within microseconds when it has a CPU; past that it
+           waits for one, and spinning on sched_yield only costs ours (a trace's recorder
+           spent most of its CPU here) */
+        if (now - ts < 200 * 1000)
             sched_yield();
         else
-            sleep_ns(1000000);
+            sleep_ns(now - ts < 2 * 1000000 ? 100 * 1000 : 1000000);
     }
 
     /* Collect; close the silent slots. */
@@ -439,8 +442,17 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
     }
     r->wait_ns = pe_clock_ns(CLOCK_MONOTONIC) - t0;
     if (acquired) {
-        pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
-        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        /* Another holder (a profile, a trace's recording) keeps the signal ours: it waits for
+           signals in flight before it lets go, so we need not (a trace captures every few ms,
+           and a late answer made each capture wait here up to 100 ms).  Else we wait. */
+        int held = __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE);
+        while (held > 1 && !__atomic_compare_exchange_n(&pe_cpu_profiling, &held, held - 1, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ;
+        if (held <= 1) {
+            pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
+            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        }
         pe_cpu_sig_release();
     }
     pthread_mutex_unlock(&cap_lock);

@@ -29,6 +29,7 @@
 #include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/threads.h"
+#include "cpu.h"
 #include "stacks.h"
 #include "trace.h"
 
@@ -473,7 +474,7 @@ sleep_until(int64_t when)
 int
 pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
 {
-    int expected = 0, rc = 0;
+    int expected = 0, rc = 0, sig_held = 0;
     int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
     /* a running thread answers our signal when it next runs: on a busy machine that can take
        long; past half a period it is sampled as running without a stack */
@@ -511,6 +512,12 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     __atomic_store_n(&ev_dropped, 0, __ATOMIC_RELAXED);
     t->start_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->start_real_ns = pe_clock_ns(CLOCK_REALTIME);
+    /* the signal stays ours for the whole recording (when it can be): a capture then need
+       not wait for its late answers before handing the signal back, this does once at the end */
+    if (!pe_cpu_sig_program_owns() && pe_cpu_sig_acquire() == 0) {
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        sig_held = 1;
+    }
     __atomic_store_n(&pe_trace_on, 1, __ATOMIC_SEQ_CST);
     end = t->start_ns + (int64_t)(o->seconds * 1e9);
     cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -560,6 +567,11 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         for (int k = 0; k < r.cap->n; k++)
             if (r.cap->v[k].tid == t->threads[i].tid)
                 pe_threads_name(t->threads[i].tid, t->threads[i].name, sizeof(t->threads[0].name));
+    if (sig_held) {
+        pe_cpu_sig_quiesce(100); /* a late answer still on its way */
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        pe_cpu_sig_release();
+    }
     t->end_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->cpu_ns = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     /* no new event from here; wait for writers in flight (a few instructions each) */
