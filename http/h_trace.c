@@ -8,7 +8,9 @@
  * Parameters: seconds (default 1, at most PROFEP_MAX_SECONDS), delay between
  * samples (default 0.01, at least 0.001 as /profile_wall), mem (MiB the
  * recording may keep, default 64, at most 1024), gzip=1 (or Accept-Encoding:
- * gzip) for a gzip-encoded body.  409 while another trace records, 503 when
+ * gzip) for a gzip-encoded body.  Sampled allocations come from the heap
+ * sampler at its own rate (PROFEP_HEAP_RATE; otherData.heap_sampling says
+ * when it is off).  409 while another trace records, 503 when
  * the program handles SIGPROF.  A client that goes away ends the recording.
  *
  * Signal-safe: no.
