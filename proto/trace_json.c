@@ -436,6 +436,19 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
         put_str(o, t->ended);
     else
         put(o, "false");
+    {
+        /* how the samples were taken: a running thread that answered no signal in time has
+           its state from /proc but no stack */
+        long long by[3] = {0, 0, 0}, run_none = 0;
+        for (int64_t i = 0; i < t->nsamples; i++) {
+            by[t->samples[i].capture % 3]++;
+            run_none += t->samples[i].state == PE_TJ_RUNNING && t->samples[i].stack < 0;
+        }
+        putf(o,
+             ",\"samples_proc\":%lld,\"samples_signal\":%lld,\"samples_no_stack\":%lld,"
+             "\"running_no_stack\":%lld",
+             by[0], by[1], by[2], run_none);
+    }
     /* why no allocation is in the trace, when none can be */
     put(o, ",\"heap_sampling\":");
     if (t->heap_off)
