@@ -7,12 +7,11 @@
  * signal only for a running thread; into one array reused tick after tick,
  * without names, which are read when a thread is new), appends one sample
  * per thread and interns its stack.  The recording holds the signal, so a
- * capture does not wait for late answers before it lets go.  A sleeping thread's /proc/TID/syscall says whether it
- * waits in futex(2); a thread whose stack was reused unchanged (it has not
- * run since) keeps its previous state without that read.  Everything the
- * recording keeps is counted against the budget; past it the trace ends and
- * says so.  Events (trace.h) land in a fixed buffer allocated before the
- * trace opens: writers claim a slot by fetch-add and are counted in flight so
+ * capture does not wait for late answers before it lets go.  A sleeping thread's /proc/TID/syscall
+ * says whether it waits in futex(2); a thread whose stack was reused unchanged (it has not run
+ * since) keeps its previous state without that read.  Everything the recording keeps is counted
+ * against the budget; past it the trace ends and says so.  Events (trace.h) land in a fixed buffer
+ * allocated before the trace opens: writers claim a slot by fetch-add and are counted in flight so
  * that the end of the trace waits for them before reading.  Allocation events
  * carry the heap's stack id, turned into one of this trace's stacks at the
  * end (pe_trace_opts_t.heap_stack: heap/ is above us).
