@@ -40,10 +40,9 @@
 #define TRACE_EVENTS_MIN 1024
 #define TRACE_CAPTURE_MS 100 /* bound on one tick's wait for signalled threads */
 /* The recorder's CPU, at most this share of one CPU: with many threads the ticks space out
-   (each capture costs ~10-30 us a thread) rather than the recorder taking a core. */
+   (each capture costs ~20 us a thread) rather than the recorder taking a core. */
 #define TRACE_CPU_SHARE 0.1
 #define TRACE_STOP_EVERY_NS 100000000 /* how often stop() is asked */
-#define TRACE_NAMES_EVERY 100         /* ticks between reads of known threads' names */
 
 int pe_trace_on;
 static int trace_busy; /* one recording at a time (CAS) */
