@@ -74,7 +74,9 @@ pe_http_h_trace(pe_req_t *r)
     o.arg = &sa;
     /* sampled allocations: the heap sampler's own, at its rate (the trace says when off) */
     o.heap_rate = pe_heap_rate();
-    o.heap_off = !pe_heap_available() ? pe_heap_reason() : NULL;
+    o.heap_off = pe_heap_available() ? NULL
+                 : *pe_heap_reason() ? pe_heap_reason()
+                                     : "heap profiling is unavailable";
     o.heap_stack = pe_heap_stack;
     switch (pe_trace_record(&o, &t)) {
     case 0: break;
