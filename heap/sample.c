@@ -382,7 +382,8 @@ record_sample(void *p, size_t size, int64_t rate)
     if (!slot) /* counted, and its free will be, but the snapshot will not list it */
         __atomic_fetch_add(&pe_heap_dropped_live, 1, __ATOMIC_RELAXED);
     pe_heap_tag_set(p, id, size, w, slot);
-    PE_TRACE_ALLOC(0, size, pe_heap_bytes_fx(w, size) / PE_HEAP_BYTES_ONE, id); /* no trace: one load */
+    /* while a trace records (else one load) */
+    PE_TRACE_ALLOC(0, size, pe_heap_bytes_fx(w, size) / PE_HEAP_BYTES_ONE, id);
     return id;
 }
 
