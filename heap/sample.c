@@ -30,6 +30,7 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
+#include "../sampler/trace.h"
 #include "../stack/unwind.h"
 #include "heap_int.h"
 #ifdef PE_HEAP_CFI_VERIFY
@@ -381,6 +382,8 @@ record_sample(void *p, size_t size, int64_t rate)
     if (!slot) /* counted, and its free will be, but the snapshot will not list it */
         __atomic_fetch_add(&pe_heap_dropped_live, 1, __ATOMIC_RELAXED);
     pe_heap_tag_set(p, id, size, w, slot);
+    /* while a trace records (else one load) */
+    PE_TRACE_ALLOC(0, size, pe_heap_bytes_fx(w, size) / PE_HEAP_BYTES_ONE, id);
     return id;
 }
 
@@ -455,6 +458,8 @@ untag(pe_heap_tag_t *t, void *p)
        reads the totals, and a new thread's stripe would cost a gettid) */
     if (t->cnt_fx && pe_init_active())
         pe_heap_stacks_account(t->stack, 1, t->cnt_fx, t->size);
+    if (t->cnt_fx)
+        PE_TRACE_ALLOC(1, t->size, pe_heap_bytes_fx(t->cnt_fx, t->size) / PE_HEAP_BYTES_ONE, 0);
     base = pe_heap_tag_release(t);
     pe_guard_exit();
     return base;

@@ -8,7 +8,9 @@
  * Parameters: seconds (default 1, at most PROFEP_MAX_SECONDS), delay between
  * samples (default 0.01, at least 0.001 as /profile_wall), mem (MiB the
  * recording may keep, default 64, at most 1024), gzip=1 (or Accept-Encoding:
- * gzip) for a gzip-encoded body.  409 while another trace records, 503 when
+ * gzip) for a gzip-encoded body.  Sampled allocations come from the heap
+ * sampler at its own rate (PROFEP_HEAP_RATE; otherData.heap_sampling says
+ * when it is off).  409 while another trace records, 503 when
  * the program handles SIGPROF.  A client that goes away ends the recording.
  *
  * Signal-safe: no.
@@ -17,6 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../heap/heap.h"
 #include "../sampler/sampler.h"
 #include "../sampler/trace.h"
 #include "http_int.h"
@@ -69,6 +72,12 @@ pe_http_h_trace(pe_req_t *r)
     o.budget = (int64_t)(mem * 1048576);
     o.stop = client_left;
     o.arg = &sa;
+    /* sampled allocations: the heap sampler's own, at its rate (the trace says when off) */
+    o.heap_rate = pe_heap_rate();
+    o.heap_off = pe_heap_available() ? NULL
+                 : *pe_heap_reason() ? pe_heap_reason()
+                                     : "heap profiling is unavailable";
+    o.heap_stack = pe_heap_stack;
     switch (pe_trace_record(&o, &t)) {
     case 0: break;
     case -EBUSY:

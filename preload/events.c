@@ -7,6 +7,7 @@
  * its fork handlers see every fork; vfork runs none, which is what the
  * foreign check in the exec path is for.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -17,7 +18,9 @@
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../sampler/stacks.h"
+#include "../sampler/trace.h"
 #include "../stack/unwind.h"
+#include "clock.h"
 #include "events.h"
 #include "guard.h"
 #include "init.h"
@@ -77,6 +80,7 @@ static void
 fork_parent(void)
 {
     pe_http_fork_parent();
+    PE_TRACE_EVENT(PE_TJ_EV_FORK, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     fork_masked = 0;
     pe_sampler_after_fork(0, &fork_mask);
 }
@@ -103,6 +107,7 @@ pe_event_fork_child(void)
        counters, our locks) is let go. */
     lives = pe_tree_atfork_child(pe_init_active());
     pe_threads_atfork_child(); /* first of the modules: it resets the cached tid */
+    pe_trace_atfork_child();
     pe_unwind_atfork_child();
     pe_heap_atfork_child(lives);
     pe_stacks_atfork_child();
@@ -135,6 +140,7 @@ pe_event_exec_before(pe_event_exec_t *x)
     x->foreign = pe_event_foreign();
     if ((x->aside = pe_alone_aside())) /* a filter may forbid what these would call */
         return;
+    PE_TRACE_EXEC(0, x->foreign, 0);
     x->tokens[0] = pe_sampler_before_exec(x->foreign);
     x->tokens[1] = pe_peek_handon_begin(x->foreign);
 }
@@ -144,6 +150,7 @@ pe_event_exec_failed(pe_event_exec_t *x)
 {
     if (x->aside)
         return;
+    PE_TRACE_EXEC(1, x->foreign, errno);
     pe_peek_handon_end(x->foreign, x->tokens[1]);
     pe_sampler_after_exec_failed(x->foreign, x->tokens[0]);
 }
@@ -155,6 +162,7 @@ pe_event_spawn_begin(void)
         return;
     pe_sampler_spawn_begin();
     pe_peek_handon_begin(0);
+    PE_TRACE_EVENT(PE_TJ_EV_SPAWN, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
 }
 
 void

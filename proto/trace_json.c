@@ -187,8 +187,11 @@ thread_chart(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_thr
 
         while (common < ncur && common < nn && frame_eq(&cur[common], &nxt[common]))
             common++;
+        /* ends 1 ns before the next begins: at one timestamp speedscope opens a frame first
+           when the first end and the first begin have the same name and args, and then
+           ends the wrong one (a frame that moved up the stack: "Tried to end") */
         for (int i = ncur - 1; i >= common; i--)
-            frame_event(o, t, th->tid, "E", s->t_ns, &cur[i]);
+            frame_event(o, t, th->tid, "E", s->t_ns - 1, &cur[i]);
         for (int i = common; i < nn; i++)
             frame_event(o, t, th->tid, "B", s->t_ns, &nxt[i]);
         /* frames kept open keep the place they opened with: their E repeats their B */
@@ -213,14 +216,65 @@ find_thread(const pe_tj_trace_t *t, int32_t tid)
     return -1;
 }
 
+/* An allocation's place, leaf first: "name (file:line)" of up to TJ_ALLOC_FRAMES frames. */
+#define TJ_ALLOC_FRAMES 8
+
 static void
-write_events(tj_out_t *o, pe_tj_trace_t *t)
+alloc_args(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_event_t *e)
 {
-    static const char *const ev_names[] = {"lock wait", "condition wait", "thread start",
-                                           "thread exit", "request"};
+    pe_prof_sample_t s;
+
+    putf(o, ",\"args\":{\"bytes\":%lld,\"est_bytes\":%lld", (long long)e->bytes, (long long)e->est);
+    if (e->kind == PE_TJ_EV_ALLOC && e->stack >= 0 && smap && smap[e->stack] >= 0) {
+        pe_prof_sample(t->stacks, smap[e->stack], &s);
+        put(o, ",\"stack\":[");
+        for (int i = 0; i < s.nframes && i < TJ_ALLOC_FRAMES; i++) {
+            const pe_prof_frame_t *f = s.frames[i];
+            const char *src = f->src ? strrchr(f->src, '/') : NULL;
+            char at[400];
+
+            if (f->line)
+                snprintf(at, sizeof(at), "%s (%s:%u)", f->name, src ? src + 1 : f->src,
+                         (unsigned)f->line);
+            else
+                snprintf(at, sizeof(at), "%s", f->name);
+            put(o, i ? "," : "");
+            put_str(o, at);
+        }
+        put(o, "]");
+    }
+    put(o, "}");
+}
+
+/* "NAME" for a thread that is not sampled (our HTTP workers, a vfork child): once each. */
+typedef struct tj_named_s {
+    int32_t tids[64];
+    int n;
+} tj_named_t;
+
+static void
+name_once(tj_out_t *o, const pe_tj_trace_t *t, tj_named_t *seen, int32_t tid, const char *what)
+{
+    char name[64];
+
+    for (int k = 0; k < seen->n; k++)
+        if (seen->tids[k] == tid)
+            return;
+    if (seen->n >= (int)PE_ARRAY_SIZE(seen->tids))
+        return;
+    seen->tids[seen->n++] = tid;
+    snprintf(name, sizeof(name), "%s %d", what, (int)tid);
+    meta_name(o, t->pid, tid, "thread_name", name);
+}
+
+static void
+write_events(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap)
+{
+    static const char *const ev_names[PE_TJ_NKINDS] = {
+        "lock wait", "condition wait", "thread start", "thread exit", "request", "alloc",
+        "free",      "fork",           "exec",         "exec failed", "spawn"};
     char *named = calloc((size_t)t->nthreads + 1, 1);
-    int32_t reqtids[64];
-    int nreq = 0;
+    tj_named_t others = {{0}, 0};
 
     for (int64_t i = 0; i < t->nevents && !o->err; i++) {
         const pe_tj_event_t *e = &t->events[i];
@@ -250,22 +304,37 @@ write_events(tj_out_t *o, pe_tj_trace_t *t)
             break;
         case PE_TJ_EV_THREAD_START:
         case PE_TJ_EV_THREAD_EXIT:
+        case PE_TJ_EV_FORK:
+        case PE_TJ_EV_SPAWN:
+        case PE_TJ_EV_EXEC:
+        case PE_TJ_EV_EXEC_FAILED:
             sep(o);
             putf(o,
-                 "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"thread\","
-                 "\"name\":\"%s\"}",
-                 t->pid, (int)e->tid, us(t, t0), ev_names[e->kind]);
+                 "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\","
+                 "\"name\":\"%s\"",
+                 t->pid, (int)e->tid, us(t, t0),
+                 e->kind <= PE_TJ_EV_THREAD_EXIT ? "thread" : "process", ev_names[e->kind]);
+            if (e->kind == PE_TJ_EV_EXEC_FAILED && e->bytes)
+                putf(o, ",\"args\":{\"errno\":%d,\"vfork_child\":%lld}", (int)e->value,
+                     (long long)e->bytes);
+            else if (e->kind == PE_TJ_EV_EXEC_FAILED)
+                putf(o, ",\"args\":{\"errno\":%d}", (int)e->value);
+            else if (e->kind == PE_TJ_EV_EXEC && e->bytes)
+                putf(o, ",\"args\":{\"vfork_child\":%lld}", (long long)e->bytes);
+            put(o, "}");
             break;
-        case PE_TJ_EV_REQUEST: {
-            int seen = 0;
-            for (int k = 0; k < nreq; k++)
-                seen |= reqtids[k] == e->tid;
-            if (!seen && nreq < (int)PE_ARRAY_SIZE(reqtids)) {
-                char name[64];
-                reqtids[nreq++] = e->tid;
-                snprintf(name, sizeof(name), "profendpoints http %d", (int)e->tid);
-                meta_name(o, t->pid, e->tid, "thread_name", name);
-            }
+        case PE_TJ_EV_ALLOC:
+        case PE_TJ_EV_FREE:
+            sep(o);
+            putf(o,
+                 "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"heap\","
+                 "\"name\":\"%s %lld B\"",
+                 t->pid, (int)e->tid, us(t, t0), ev_names[e->kind], (long long)e->bytes);
+            alloc_args(o, t, smap, e);
+            put(o, "}");
+            break;
+        case PE_TJ_EV_REQUEST:
+            name_once(o, t, &others, e->tid, "profendpoints http");
             sep(o);
             putf(o,
                  "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"request\","
@@ -274,11 +343,51 @@ write_events(tj_out_t *o, pe_tj_trace_t *t)
             put_str(o, e->what);
             putf(o, ",\"args\":{\"status\":%d}}", (int)e->value);
             break;
-        }
         default: break;
         }
     }
     free(named);
+}
+
+/* Events in time order (qsort_r over indices). */
+static int
+by_time(const void *a, const void *b, void *events)
+{
+    const pe_tj_event_t *x = (const pe_tj_event_t *)events + *(const int64_t *)a,
+                        *y = (const pe_tj_event_t *)events + *(const int64_t *)b;
+
+    return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
+}
+
+/* The sampled allocations as a counter of estimated bytes allocated and freed since the
+   trace began (each sample stands for est_bytes: the heap profile's unbiased estimate). */
+static void
+write_heap_counter(tj_out_t *o, pe_tj_trace_t *t)
+{
+    int64_t n = 0, *idx = malloc(((size_t)t->nevents + 1) * sizeof(*idx));
+    long long alloc = 0, freed = 0;
+
+    if (!idx)
+        return;
+    for (int64_t i = 0; i < t->nevents; i++)
+        if (t->events[i].kind == PE_TJ_EV_ALLOC || t->events[i].kind == PE_TJ_EV_FREE)
+            idx[n++] = i;
+    qsort_r(idx, (size_t)n, sizeof(*idx), by_time, t->events);
+    for (int64_t k = 0; k < n && !o->err; k++) {
+        const pe_tj_event_t *e = &t->events[idx[k]];
+        int64_t t0 = e->t0_ns < t->start_ns ? t->start_ns : e->t0_ns;
+
+        if (e->kind == PE_TJ_EV_ALLOC)
+            alloc += e->est;
+        else
+            freed += e->est;
+        sep(o);
+        putf(o,
+             "{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":\"sampled heap "
+             "(bytes)\",\"args\":{\"allocated\":%lld,\"freed\":%lld}}",
+             t->pid, us(t, t0), alloc, freed);
+    }
+    free(idx);
 }
 
 /* Threads by state at each tick (samples of one tick share their time). */
@@ -310,25 +419,49 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
          "asked\":%g,"
          "\"seconds_recorded\":%.3f,\"delay\":%g,\"ticks\":%llu,\"late_ticks\":%llu,"
          "\"slowed_ticks\":%llu,"
-         "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,"
-         "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,"
-         "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
-         "\"ended_early\":",
+         "\"threads\":%d,\"samples\":%lld,\"events\":%lld,\"events_dropped\":%llu,",
          t->pid, (long long)t->start_real_ns, (long long)t->start_ns, t->seconds_asked,
          (double)(t->end_ns - t->start_ns) / 1e9, t->delay, (unsigned long long)t->ticks,
          (unsigned long long)t->late_ticks, (unsigned long long)t->slowed_ticks, t->nthreads,
-         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped,
+         (long long)t->nsamples, (long long)t->nevents, (unsigned long long)t->events_dropped);
+    /* (putf's buffer is 512 bytes: a second call) */
+    putf(o,
+         "\"budget_bytes\":%lld,\"used_bytes\":%lld,\"mutex_rate\":%llu,\"heap_rate\":%lld,"
+         "\"capture_ms_total\":%.3f,\"capture_ms_max\":%.3f,\"recorder_cpu_ms\":%.3f,"
+         "\"ended_early\":",
          (long long)t->budget, (long long)t->used, (unsigned long long)t->mutex_rate,
-         (double)t->tick_ns_sum / 1e6, (double)t->tick_ns_max / 1e6, (double)t->cpu_ns / 1e6);
+         (long long)t->heap_rate, (double)t->tick_ns_sum / 1e6, (double)t->tick_ns_max / 1e6,
+         (double)t->cpu_ns / 1e6);
     if (t->ended)
         put_str(o, t->ended);
     else
         put(o, "false");
+    {
+        /* how the samples were taken: a running thread that answered no signal in time has
+           its state from /proc but no stack */
+        long long by[3] = {0, 0, 0}, run_none = 0;
+        for (int64_t i = 0; i < t->nsamples; i++) {
+            by[t->samples[i].capture % 3]++;
+            run_none += t->samples[i].state == PE_TJ_RUNNING && t->samples[i].stack < 0;
+        }
+        putf(o,
+             ",\"samples_proc\":%lld,\"samples_signal\":%lld,\"samples_no_stack\":%lld,"
+             "\"running_no_stack\":%lld",
+             by[0], by[1], by[2], run_none);
+    }
+    /* why no allocation is in the trace, when none can be */
+    put(o, ",\"heap_sampling\":");
+    if (t->heap_off)
+        put_str(o, t->heap_off);
+    else
+        put(o, "true");
     put(o, ",\"note\":\"states and stacks are samples every delay s (a slice lasts until the "
            "thread's next sample); ticks space out when a capture of every thread would cost the "
            "recorder more than 10%% of a CPU (slowed_ticks); lock and condition waits are the "
            "interposers' sampled events "
-           "(1 in mutex_rate) with their measured durations\"}}\n");
+           "(1 in mutex_rate) with their measured durations; allocations are the heap sampler's "
+           "samples (one every heap_rate bytes on average; est_bytes: the bytes each stands "
+           "for), frees those of sampled blocks\"}}\n");
 }
 
 int
@@ -390,7 +523,8 @@ pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out)
             thread_chart(&o, t, nst ? smap : NULL, &t->threads[th], idx + k, j - k, cur, nxt, max);
         k = j;
     }
-    write_events(&o, t);
+    write_events(&o, t, nst ? smap : NULL);
+    write_heap_counter(&o, t);
     write_counters(&o, t);
     write_other(&o, t);
 out:

@@ -26,13 +26,21 @@ enum pe_tj_state {
     PE_TJ_NSTATES
 };
 
-/* Events with their own times (lock interposers, thread hooks, our requests). */
+/* Events with their own times (lock interposers, thread hooks, the heap sampler, process
+   events, our requests). */
 enum pe_tj_kind {
     PE_TJ_EV_LOCK = 0, /* a mutex/rwlock acquired after waiting [t0, t1) */
     PE_TJ_EV_COND,     /* a condition wait (or a timed lock that timed out) */
     PE_TJ_EV_THREAD_START,
     PE_TJ_EV_THREAD_EXIT,
-    PE_TJ_EV_REQUEST, /* one of our HTTP requests; `what` is its path */
+    PE_TJ_EV_REQUEST,     /* one of our HTTP requests; `what` is its path */
+    PE_TJ_EV_ALLOC,       /* a sampled allocation: bytes, est, stack */
+    PE_TJ_EV_FREE,        /* the free of a sampled block: bytes, est */
+    PE_TJ_EV_FORK,        /* fork() returned in the parent */
+    PE_TJ_EV_EXEC,        /* an exec is about to replace the image (bytes: a vfork child's pid) */
+    PE_TJ_EV_EXEC_FAILED, /* ... and returned: value is errno */
+    PE_TJ_EV_SPAWN,       /* posix_spawn, system or popen began */
+    PE_TJ_NKINDS
 };
 
 typedef struct pe_tj_event_s {
@@ -40,7 +48,10 @@ typedef struct pe_tj_event_s {
     int32_t tid;
     int32_t kind;  /* enum pe_tj_kind */
     int32_t value; /* requests: the status */
-    char what[44]; /* requests: the path (cut) */
+    /* allocations: the heap's stack id while recording, then an index of `stacks` (-1: none) */
+    int32_t stack;
+    int64_t bytes, est; /* allocations and frees: bytes asked, bytes the sample stands for */
+    char what[40];      /* requests: the path (cut) */
 } pe_tj_event_t;
 
 typedef struct pe_tj_sample_s {
@@ -65,6 +76,8 @@ typedef struct pe_tj_trace_s {
     const char *ended;    /* NULL: ran its time; else why it ended early */
     int64_t budget, used; /* bytes */
     uint64_t ticks, late_ticks, events_dropped, mutex_rate;
+    int64_t heap_rate;                /* the heap sampler's mean bytes between samples, 0: off */
+    const char *heap_off;             /* static: why sampled allocations are missing, or NULL */
     uint64_t slowed_ticks;            /* ticks spaced out to keep the recorder's CPU share */
     int64_t tick_ns_sum, tick_ns_max; /* time spent capturing, all ticks and the longest */
     int64_t cpu_ns;                   /* CPU time of the recording thread */
@@ -74,7 +87,8 @@ typedef struct pe_tj_trace_s {
     int64_t nsamples;
     pe_tj_event_t *events;
     int64_t nevents;
-    pe_prof_t *stacks; /* sample i is stack i (resolved before writing) */
+    pe_prof_t *stacks; /* sample i is stack i (resolved before writing); samples' and
+                          allocations' stacks alike */
 } pe_tj_trace_t;
 
 /*
@@ -83,9 +97,13 @@ typedef struct pe_tj_trace_s {
  * of B/E pairs whose outermost frame is the state ("running", "futex wait",
  * ...) and whose inner frames are the stack (names, files, lines and inlined
  * frames as the profiles show them), per thread a second track "NAME waits"
- * with the lock and condition waits as X slices, thread start/exit as
- * instant events, our requests on their worker's track, and a counter of
- * threads by state.  Timestamps are microseconds from the trace's start.
+ * with the lock and condition waits as X slices, thread start/exit, fork,
+ * exec, exec failed and spawn as instant events on their thread, sampled
+ * allocations ("alloc 4096 B", args bytes, est_bytes and the stack leaf
+ * first as "name (file:line)", 8 frames at most) and frees of sampled blocks
+ * as instants, a counter of the sampled bytes allocated and freed since the
+ * start, our requests on their worker's track, and a counter of threads by
+ * state.  Timestamps are microseconds from the trace's start.
  * Resolves t->stacks.  Returns 0, -ENOMEM or the sink's first error.
  */
 int pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out);

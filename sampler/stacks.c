@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +223,7 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
  * Returns how many need the signal.
  */
 static int
-quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
+quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode, int names)
 {
     int need = 0;
 
@@ -232,7 +233,8 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
         int rc = -ENOTSUP, reused = 0;
 
         st->tid = tids[i];
-        pe_threads_name(st->tid, st->name, sizeof(st->name));
+        if (names)
+            pe_threads_name(st->tid, st->name, sizeof(st->name));
         slot[i] = -1;
         if (mode == PE_STACKS_SIGNAL) {
             st->state = pe_proc_thread_state(st->tid); /* before the signal wakes it */
@@ -266,18 +268,32 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode)
 int
 pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 {
-    pe_stacks_t *r;
+    *out = NULL;
+    return pe_stacks_capture_into(timeout_ms, mode, out);
+}
+
+int
+pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
+{
+    pe_stacks_t *r, **out = io;
     pid_t *tids;
-    int *slot, n, i, rc, pending, need, acquired = 0;
+    int *slot, n, i, rc, pending, need, acquired = 0, kept = *io != NULL;
     int64_t t0, ts, deadline, resend;
     uint32_t gen = 0;
+    int names = !(mode & PE_STACKS_NO_NAMES);
 
-    *out = NULL;
+    mode &= ~PE_STACKS_NO_NAMES;
     pe_py_init();
     tids = NULL;
     slot = NULL;
-    r = calloc(1, sizeof(*r));
-    if (!r) {
+    if (kept) { /* the caller's: its array is kept, the rest starts over */
+        pe_stack_t *v = (*io)->v;
+        int room = (*io)->cap;
+        r = *io;
+        memset(r, 0, sizeof(*r));
+        r->v = v;
+        r->cap = room;
+    } else if (!(r = calloc(1, sizeof(*r)))) {
         rc = -ENOMEM;
         goto err_free;
     }
@@ -305,15 +321,25 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     n = list_threads(&tids);
     if (n < 0)
         n = 0;
-    r->v = calloc(n ? (size_t)n : 1, sizeof(*r->v));
+    if (n > r->cap || !r->v) {
+        pe_stack_t *v = realloc(r->v, (n ? (size_t)n : 1) * sizeof(*r->v));
+        if (!v) {
+            rc = -ENOMEM;
+            goto err_unlock;
+        }
+        r->v = v;
+        r->cap = n ? n : 1;
+    }
+    for (i = 0; i < n; i++) /* all but the frames, which nframes bounds */
+        memset(&r->v[i], 0, offsetof(pe_stack_t, pcs));
     slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
-    if (!r->v || !slot) {
+    if (!slot) {
         rc = -ENOMEM;
         goto err_unlock;
     }
     r->time_nanos = pe_clock_ns(CLOCK_REALTIME);
     t0 = pe_clock_ns(CLOCK_MONOTONIC);
-    need = quiet_pass(r, tids, slot, n, mode);
+    need = quiet_pass(r, tids, slot, n, mode, names);
     if (need) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
@@ -368,10 +394,13 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
                     (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
             resend = now + 4 * (resend - ts > 10 * 1000000 ? resend - ts : 10 * 1000000);
         }
-        if (now - ts < 2 * 1000000)
+        /* a running thread answers within microseconds when it has a CPU; past that it
+           waits for one, and spinning on sched_yield only costs ours (a trace's recorder
+           spent most of its CPU here) */
+        if (now - ts < 200 * 1000)
             sched_yield();
         else
-            sleep_ns(1000000);
+            sleep_ns(now - ts < 2 * 1000000 ? 100 * 1000 : 1000000);
     }
 
     /* Collect; close the silent slots. */
@@ -413,8 +442,17 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     }
     r->wait_ns = pe_clock_ns(CLOCK_MONOTONIC) - t0;
     if (acquired) {
-        pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
-        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        /* Another holder (a profile, a trace's recording) keeps the signal ours: it waits for
+           signals in flight before it lets go, so we need not (a trace captures every few ms,
+           and a late answer made each capture wait here up to 100 ms).  Else we wait. */
+        int held = __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE);
+        while (held > 1 && !__atomic_compare_exchange_n(&pe_cpu_profiling, &held, held - 1, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ;
+        if (held <= 1) {
+            pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
+            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        }
         pe_cpu_sig_release();
     }
     pthread_mutex_unlock(&cap_lock);
@@ -424,7 +462,8 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
         pe_stack_t *st = &r->v[i];
         if (slot[i] == -2)
             continue;
-        r->v[r->n] = *st;
+        if (r->n != i) /* (a whole stack: copied only when an exited thread left a gap) */
+            r->v[r->n] = *st;
         if (!st->answered)
             r->noanswer++;
         else if (!strcmp(st->method, "proc"))
@@ -443,9 +482,10 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
 err_unlock:
     pthread_mutex_unlock(&cap_lock);
 err_free:
-    if (r)
+    if (r && !kept) {
         free(r->v);
-    free(r);
+        free(r);
+    }
     free(tids);
     free(slot);
     return rc;

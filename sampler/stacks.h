@@ -53,6 +53,7 @@ typedef struct pe_stacks_s {
     int64_t time_nanos; /* CLOCK_REALTIME at the capture */
     int64_t wait_ns;    /* how long the capture took */
     pe_stack_t *v;
+    int cap; /* room in v (pe_stacks_capture_into reuses it) */
 } pe_stacks_t;
 
 /*
@@ -73,6 +74,15 @@ enum { PE_STACKS_AUTO = 0, PE_STACKS_SIGNAL, PE_STACKS_PROC };
  * works when the program handles SIGPROF.
  */
 int pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out) PE_NODISCARD;
+/* Or'd into a mode: name[] is left empty (no /proc/TID/comm read a thread: the caller
+   knows its threads, e.g. the trace's recorder, which captures every few ms). */
+#define PE_STACKS_NO_NAMES 0x100
+/*
+ * pe_stacks_capture_mode into *io when it is not NULL (a capture of the same caller's:
+ * its array is reused, grown when too small), else into a new one.  On error *io is
+ * left as it was (still the caller's to free).
+ */
+int pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io) PE_NODISCARD;
 void pe_stacks_free(pe_stacks_t *s);
 
 /*

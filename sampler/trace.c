@@ -3,17 +3,20 @@
  * work (issue 34).
  *
  * Ticks run on the requesting HTTP thread: each takes one capture of every
- * application thread (pe_stacks_capture_mode, PE_STACKS_AUTO: /proc first, a
- * signal only for a running thread), appends one sample per thread and
- * interns its stack.  A sleeping thread's /proc/TID/syscall says whether it
- * waits in futex(2); a thread whose stack was reused unchanged (it has not
- * run since) keeps its previous state without that read.  Everything the
- * recording keeps is counted against the budget; past it the trace ends and
- * says so.  Events (trace.h) land in a fixed buffer allocated before the
- * trace opens: writers claim a slot by fetch-add and are counted in flight so
- * that the end of the trace waits for them before reading.
+ * application thread (pe_stacks_capture_into, PE_STACKS_AUTO: /proc first, a
+ * signal only for a running thread; into one array reused tick after tick,
+ * without names, which are read when a thread is new), appends one sample
+ * per thread and interns its stack.  The recording holds the signal, so a
+ * capture does not wait for late answers before it lets go.  A sleeping thread's /proc/TID/syscall
+ * says whether it waits in futex(2); a thread whose stack was reused unchanged (it has not run
+ * since) keeps its previous state without that read.  Everything the recording keeps is counted
+ * against the budget; past it the trace ends and says so.  Events (trace.h) land in a fixed buffer
+ * allocated before the trace opens: writers claim a slot by fetch-add and are counted in flight so
+ * that the end of the trace waits for them before reading.  Allocation events
+ * carry the heap's stack id, turned into one of this trace's stacks at the
+ * end (pe_trace_opts_t.heap_stack: heap/ is above us).
  *
- * Signal-safe: pe_trace_event only.
+ * Signal-safe: pe_trace_event, pe_trace_alloc, pe_trace_exec.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,52 +24,124 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/guard.h"
+#include "../preload/threads.h"
+#include "cpu.h"
 #include "stacks.h"
 #include "trace.h"
 
-#define TRACE_EVENTS 16384   /* event slots (64 bytes each) */
+#define TRACE_EVENTS 32768 /* event slots at most (88 bytes each), a quarter of the budget */
+#define TRACE_EVENTS_MIN 1024
 #define TRACE_CAPTURE_MS 100 /* bound on one tick's wait for signalled threads */
 /* The recorder's CPU, at most this share of one CPU: with many threads the ticks space out
-   (each capture costs ~10-30 us a thread) rather than the recorder taking a core. */
+   (each capture costs ~20 us a thread) rather than the recorder taking a core. */
 #define TRACE_CPU_SHARE 0.1
 #define TRACE_STOP_EVERY_NS 100000000 /* how often stop() is asked */
 
 int pe_trace_on;
 static int trace_busy; /* one recording at a time (CAS) */
+/* The event buffer: written by any thread between pe_trace_on's set and clear (its writers
+   counted in ev_inflight), read by the recorder once they are gone. */
 static pe_tj_event_t *ev_buf;
-static int64_t ev_next, ev_inflight;
+static int64_t ev_cap, ev_next, ev_inflight;
 static uint64_t ev_dropped;
 
-PE_SIGSAFE void
-pe_trace_event(int kind, int32_t tid, int64_t t0_ns, int64_t t1_ns, int value, const char *what)
+/* A slot for one event, or NULL (no trace, or full: counted).  Ends with ev_put_end. */
+static PE_SIGSAFE inline pe_tj_event_t *
+ev_put_begin(void)
 {
     __atomic_add_fetch(&ev_inflight, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&pe_trace_on, __ATOMIC_SEQ_CST)) {
         int64_t i = __atomic_fetch_add(&ev_next, 1, __ATOMIC_RELAXED);
-        if (i < TRACE_EVENTS) {
-            pe_tj_event_t *e = &ev_buf[i];
-            size_t n = 0;
-            e->t0_ns = t0_ns;
-            e->t1_ns = t1_ns;
-            e->tid = tid ? tid : pe_gettid();
-            e->kind = kind;
-            e->value = value;
-            while (what && what[n] && n < sizeof(e->what) - 1) {
-                e->what[n] = what[n];
-                n++;
-            }
-            e->what[n] = '\0';
-        } else {
-            __atomic_add_fetch(&ev_dropped, 1, __ATOMIC_RELAXED);
-        }
+        if (i < ev_cap)
+            return &ev_buf[i];
+        __atomic_add_fetch(&ev_dropped, 1, __ATOMIC_RELAXED);
     }
+    return NULL;
+}
+
+static PE_SIGSAFE inline void
+ev_put_end(void)
+{
     __atomic_sub_fetch(&ev_inflight, 1, __ATOMIC_RELEASE);
+}
+
+PE_SIGSAFE void
+pe_trace_event(int kind, int32_t tid, int64_t t0_ns, int64_t t1_ns, int value, const char *what)
+{
+    pe_tj_event_t *e = ev_put_begin();
+
+    if (e) {
+        size_t n = 0;
+        e->t0_ns = t0_ns;
+        e->t1_ns = t1_ns;
+        e->tid = tid ? tid : pe_gettid();
+        e->kind = kind;
+        e->value = value;
+        e->stack = -1;
+        while (what && what[n] && n < sizeof(e->what) - 1) {
+            e->what[n] = what[n];
+            n++;
+        }
+        e->what[n] = '\0';
+    }
+    ev_put_end();
+}
+
+PE_SIGSAFE void
+pe_trace_alloc(int freed, uint64_t size, uint64_t est, uint32_t stack)
+{
+    pe_tj_event_t *e = ev_put_begin();
+
+    if (e) {
+        e->t0_ns = e->t1_ns = pe_clock_ns(CLOCK_MONOTONIC);
+        e->tid = pe_gettid();
+        e->kind = freed ? PE_TJ_EV_FREE : PE_TJ_EV_ALLOC;
+        e->value = 0;
+        e->stack = freed ? -1 : (int32_t)stack; /* the heap's id until the recording ends */
+        e->bytes = size > INT64_MAX ? INT64_MAX : (int64_t)size;
+        e->est = est > INT64_MAX ? INT64_MAX : (int64_t)est;
+        e->what[0] = '\0';
+    }
+    ev_put_end();
+}
+
+PE_SIGSAFE void
+pe_trace_exec(int failed, int foreign, int err)
+{
+    pe_tj_event_t *e = ev_put_begin();
+
+    if (e) {
+        /* a vfork child runs on its parent thread's TLS: its cached tid is that thread's (read
+           only: a child must not fill the parent's cache) */
+        pid_t self = (pid_t)syscall(SYS_gettid);
+        e->t0_ns = e->t1_ns = pe_clock_ns(CLOCK_MONOTONIC);
+        e->tid = !foreign ? pe_gettid() : pe_tls.tid ? pe_tls.tid : self;
+        e->kind = failed ? PE_TJ_EV_EXEC_FAILED : PE_TJ_EV_EXEC;
+        e->value = failed ? err : 0;
+        e->stack = -1;
+        e->bytes = foreign ? self : 0; /* the vfork child */
+        e->est = 0;
+        e->what[0] = '\0';
+    }
+    ev_put_end();
+}
+
+void
+pe_trace_atfork_child(void)
+{
+    /* the recording thread is the parent's: nothing here may think a trace runs (its buffer
+       is the parent's copy, left as it is) */
+    __atomic_store_n(&pe_trace_on, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ev_inflight, 0, __ATOMIC_RELAXED);
+    ev_buf = NULL;
+    __atomic_store_n(&trace_busy, 0, __ATOMIC_RELAXED);
 }
 
 /* ---- the recording ---------------------------------------------------------------- */
@@ -79,6 +154,8 @@ typedef struct rec_s {
     int32_t *thash;
     int thcap;
     uint8_t *prev_state; /* per thread: the last state sampled */
+    uint8_t *seen;       /* per thread: samples so far, up to 255 */
+    pe_stacks_t *cap;    /* the last capture, its array reused by the next */
     int32_t *prev_stack;
     /* stacks: frames of stack i at frames[off[i] .. off[i] + len[i]) */
     uintptr_t *frames;
@@ -86,6 +163,7 @@ typedef struct rec_s {
     int64_t *off;
     int32_t *len;
     uint64_t *hash;
+    uint8_t *exact; /* 1: frames[off] is an interrupted PC (a sample's), 0: a return address */
     int32_t nst, cap_st;
     int32_t *shash; /* stack ids + 1, open addressing over hcap (a power of 2) */
     int32_t hcap;
@@ -114,9 +192,9 @@ grow(rec_t *r, void **p, int64_t *cap, int64_t need, size_t size)
 }
 
 static uint64_t
-hash_pcs(const uintptr_t *pcs, int n)
+hash_pcs(const uintptr_t *pcs, int n, int exact)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n ^ ((uint64_t)exact << 40);
 
     for (int i = 0; i < n; i++)
         h = (h ^ pcs[i]) * 1099511628211ull;
@@ -147,11 +225,12 @@ rehash_stacks(rec_t *r, int32_t ncap)
     return 0;
 }
 
-/* The id of stack pcs[0..n), interned.  >= 0, or -ENOMEM / -E2BIG. */
+/* The id of stack pcs[0..n), interned (exact: pcs[0] is an interrupted PC).  >= 0, or
+   -ENOMEM / -E2BIG. */
 static int32_t
-intern(rec_t *r, const uintptr_t *pcs, int n)
+intern(rec_t *r, const uintptr_t *pcs, int n, int exact)
 {
-    uint64_t h = hash_pcs(pcs, n);
+    uint64_t h = hash_pcs(pcs, n, exact);
     uint32_t k;
     int64_t c;
     int rc;
@@ -159,7 +238,7 @@ intern(rec_t *r, const uintptr_t *pcs, int n)
     if (r->hcap && (k = (uint32_t)h & (uint32_t)(r->hcap - 1), 1)) {
         for (; r->shash[k]; k = (k + 1) & (uint32_t)(r->hcap - 1)) {
             int32_t i = r->shash[k] - 1;
-            if (r->hash[i] == h && r->len[i] == n &&
+            if (r->hash[i] == h && r->len[i] == n && r->exact[i] == exact &&
                 !memcmp(&r->frames[r->off[i]], pcs, (size_t)n * sizeof(*pcs)))
                 return i;
         }
@@ -175,6 +254,9 @@ intern(rec_t *r, const uintptr_t *pcs, int n)
     c = r->cap_st;
     if ((rc = grow(r, (void **)&r->hash, &c, r->nst + 1, sizeof(*r->hash))))
         return rc;
+    c = r->cap_st;
+    if ((rc = grow(r, (void **)&r->exact, &c, r->nst + 1, sizeof(*r->exact))))
+        return rc;
     r->cap_st = (int32_t)c;
     if ((rc = grow(r, (void **)&r->frames, &r->cap_frames, r->nframes + n, sizeof(*r->frames))))
         return rc;
@@ -182,6 +264,7 @@ intern(rec_t *r, const uintptr_t *pcs, int n)
     r->off[r->nst] = r->nframes;
     r->len[r->nst] = n;
     r->hash[r->nst] = h;
+    r->exact[r->nst] = (uint8_t)exact;
     r->nframes += n;
     for (k = (uint32_t)h & (uint32_t)(r->hcap - 1); r->shash[k];
          k = (k + 1) & (uint32_t)(r->hcap - 1))
@@ -231,10 +314,17 @@ thread_index(rec_t *r, const pe_stack_t *st, int64_t now)
     c = r->cap_threads;
     if ((rc = grow(r, (void **)&r->prev_stack, &c, t->nthreads + 1, sizeof(*r->prev_stack))))
         return rc;
+    c = r->cap_threads;
+    if ((rc = grow(r, (void **)&r->seen, &c, t->nthreads + 1, sizeof(*r->seen))))
+        return rc;
     r->cap_threads = (int)c;
     memset(&t->threads[t->nthreads], 0, sizeof(t->threads[0]));
     t->threads[t->nthreads].tid = st->tid;
-    snprintf(t->threads[t->nthreads].name, sizeof(t->threads[0].name), "%s", st->name);
+    /* captures leave names out (a /proc read a thread a tick): read here, once more at the
+       thread's second sample (a new thread often names itself just after it starts), and
+       at the end */
+    pe_threads_name(st->tid, t->threads[t->nthreads].name, sizeof(t->threads[0].name));
+    r->seen[t->nthreads] = 0;
     t->threads[t->nthreads].first_ns = now;
     r->prev_state[t->nthreads] = PE_TJ_UNKNOWN;
     r->prev_stack[t->nthreads] = -2;
@@ -294,11 +384,12 @@ static int
 tick(rec_t *r, int64_t now, int wait_ms)
 {
     pe_tj_trace_t *t = r->t;
-    pe_stacks_t *s = NULL;
-    int rc = pe_stacks_capture_mode(wait_ms, PE_STACKS_AUTO, &s);
+    pe_stacks_t *s;
+    int rc = pe_stacks_capture_into(wait_ms, PE_STACKS_AUTO | PE_STACKS_NO_NAMES, &r->cap);
 
     if (rc < 0)
         return rc;
+    s = r->cap;
     if ((rc = grow(r, (void **)&t->samples, &r->cap_samples, t->nsamples + s->n,
                    sizeof(*t->samples))))
         goto out;
@@ -311,7 +402,7 @@ tick(rec_t *r, int64_t now, int wait_ms)
             rc = th;
             goto out;
         }
-        if (st->answered && st->nframes > 0 && (stack = intern(r, st->pcs, st->nframes)) < 0) {
+        if (st->answered && st->nframes > 0 && (stack = intern(r, st->pcs, st->nframes, 1)) < 0) {
             rc = stack;
             goto out;
         }
@@ -324,10 +415,32 @@ tick(rec_t *r, int64_t now, int wait_ms)
         r->prev_state[th] = (uint8_t)smp->state;
         r->prev_stack[th] = stack;
         t->threads[th].last_ns = now;
+        if (r->seen[th] < 255 && ++r->seen[th] == 2)
+            pe_threads_name(st->tid, t->threads[th].name, sizeof(t->threads[0].name));
     }
 out:
-    pe_stacks_free(s);
     return rc;
+}
+
+/* The allocation events' stacks: the heap's ids into this trace's stacks (resolved with the
+   samples'); past the budget an event keeps no stack. */
+static void
+alloc_stacks(rec_t *r, const pe_trace_opts_t *o)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+
+    for (int64_t i = 0; i < r->t->nevents; i++) {
+        pe_tj_event_t *e = &r->t->events[i];
+        int n = 0;
+
+        if (e->kind != PE_TJ_EV_ALLOC)
+            continue;
+        if (o->heap_stack && e->stack > 0)
+            n = o->heap_stack((uint32_t)e->stack, pcs, PE_MAX_FRAMES);
+        e->stack = n > 0 ? intern(r, pcs, n, 0) : -1;
+        if (e->stack < 0)
+            e->stack = -1;
+    }
 }
 
 /* The interned stacks as a profile, sample i labelled stack=i (trace_json.h). */
@@ -342,7 +455,7 @@ stacks_profile(rec_t *r)
     for (int32_t i = 0; i < r->nst; i++) {
         pe_prof_label_t l = {"stack", NULL, i, NULL};
         int64_t one = 1;
-        if (pe_prof_add(p, &r->frames[r->off[i]], r->len[i], 1, &one, &l, 1) < 0) {
+        if (pe_prof_add(p, &r->frames[r->off[i]], r->len[i], r->exact[i], &one, &l, 1) < 0) {
             pe_prof_free(p);
             return -ENOMEM;
         }
@@ -363,22 +476,24 @@ sleep_until(int64_t when)
 int
 pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
 {
-    int expected = 0, rc = 0;
+    int expected = 0, rc = 0, sig_held = 0;
     int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
     /* a running thread answers our signal when it next runs: on a busy machine that can take
        long; past half a period it is sampled as running without a stack */
     int wait_ms = (int)(o->delay * 500) < 1                  ? 1
                   : (int)(o->delay * 500) > TRACE_CAPTURE_MS ? TRACE_CAPTURE_MS
                                                              : (int)(o->delay * 500);
+    int64_t nev = o->budget / 4 / (int64_t)sizeof(*ev_buf);
     pe_tj_trace_t *t;
     rec_t r;
 
     *out = NULL;
+    nev = nev > TRACE_EVENTS ? TRACE_EVENTS : nev < TRACE_EVENTS_MIN ? TRACE_EVENTS_MIN : nev;
     if (!__atomic_compare_exchange_n(&trace_busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED))
         return -EBUSY;
     memset(&r, 0, sizeof(r));
-    if (!(t = calloc(1, sizeof(*t))) || !(ev_buf = calloc(TRACE_EVENTS, sizeof(*ev_buf)))) {
+    if (!(t = calloc(1, sizeof(*t))) || !(ev_buf = calloc((size_t)nev, sizeof(*ev_buf)))) {
         free(t);
         __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
         return -ENOMEM;
@@ -388,12 +503,23 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     t->seconds_asked = o->seconds;
     t->delay = o->delay;
     t->budget = o->budget;
-    t->used = (int64_t)(TRACE_EVENTS * sizeof(*ev_buf));
+    t->used = nev * (int64_t)sizeof(*ev_buf);
     t->mutex_rate = pe_cfg.mutex_rate > 0 ? (uint64_t)pe_cfg.mutex_rate : 0;
+    t->heap_rate = o->heap_off ? 0 : o->heap_rate;
+    t->heap_off = o->heap_off        ? o->heap_off
+                  : o->heap_rate > 0 ? NULL
+                                     : "heap sampling is off (PROFEP_HEAP_RATE=0)";
+    ev_cap = nev;
     __atomic_store_n(&ev_next, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ev_dropped, 0, __ATOMIC_RELAXED);
     t->start_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->start_real_ns = pe_clock_ns(CLOCK_REALTIME);
+    /* the signal stays ours for the whole recording (when it can be): a capture then need
+       not wait for its late answers before handing the signal back, this does once at the end */
+    if (!pe_cpu_sig_program_owns() && pe_cpu_sig_acquire() == 0) {
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        sig_held = 1;
+    }
     __atomic_store_n(&pe_trace_on, 1, __ATOMIC_SEQ_CST);
     end = t->start_ns + (int64_t)(o->seconds * 1e9);
     cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -438,6 +564,16 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         }
         sleep_until(next < end ? next : end);
     }
+    /* the names of the threads still there now (a thread may rename itself at any time) */
+    for (int i = 0; i < t->nthreads && r.cap; i++)
+        for (int k = 0; k < r.cap->n; k++)
+            if (r.cap->v[k].tid == t->threads[i].tid)
+                pe_threads_name(t->threads[i].tid, t->threads[i].name, sizeof(t->threads[0].name));
+    if (sig_held) {
+        pe_cpu_sig_quiesce(100); /* a late answer still on its way */
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        pe_cpu_sig_release();
+    }
     t->end_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->cpu_ns = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     /* no new event from here; wait for writers in flight (a few instructions each) */
@@ -447,20 +583,25 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     t->events = ev_buf;
     ev_buf = NULL;
     t->nevents = __atomic_load_n(&ev_next, __ATOMIC_RELAXED);
-    if (t->nevents > TRACE_EVENTS)
-        t->nevents = TRACE_EVENTS;
+    if (t->nevents > nev)
+        t->nevents = nev;
     t->events_dropped = __atomic_load_n(&ev_dropped, __ATOMIC_RELAXED);
     if (t->events_dropped && !t->ended)
         t->ended = NULL; /* events lost are counted (otherData.events_dropped), the trace ran on */
+    if (!rc)
+        alloc_stacks(&r, o);
     if (!rc)
         rc = stacks_profile(&r);
     free(r.thash);
     free(r.prev_state);
     free(r.prev_stack);
+    free(r.seen);
+    pe_stacks_free(r.cap);
     free(r.frames);
     free(r.off);
     free(r.len);
     free(r.hash);
+    free(r.exact);
     free(r.shash);
     __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
     if (rc < 0) {

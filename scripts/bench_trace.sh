@@ -6,7 +6,8 @@
 # (civetweb-*, pe-*: the recorder runs in an HTTP worker), of the program's threads
 # (their signal handlers, and for the busy ones the CPU they lost), and of the whole
 # process, per second, from schedstat over the request; the answer's size; for the
-# trace its recorder's own figures (otherData: capture time, late ticks, memory used).
+# trace its recorder's own figures (otherData: CPU a sample, capture time, late ticks, running
+# samples without a stack, memory used).
 # A baseline of the same length without any request comes first.  Never pass/fail;
 # not in make test.
 set -u
@@ -62,9 +63,10 @@ run() { # label, program args...
         [ $what = trace ] && python3 -c '
 import json, sys
 o = json.load(open(sys.argv[1]))["otherData"]
-print("%-22s          recorder %.0f ms CPU (%.1f ms/s), capture %.0f ms in all (longest %.1f ms), %d ticks (%d late), %d threads, %d samples, %.1f MiB kept, ended early: %s" % (
-    "", o["recorder_cpu_ms"], o["recorder_cpu_ms"] / o["seconds_recorded"], o["capture_ms_total"], o["capture_ms_max"],
-    o["ticks"], o["late_ticks"], o["threads"], o["samples"], o["used_bytes"] / 1048576, o["ended_early"]))' $out
+print("%-22s          recorder %.0f ms CPU (%.1f ms/s, %.1f us a sample), capture %.0f ms in all (longest %.1f ms), %d ticks (%d late), %d threads, %d samples (%d running without a stack), %.1f MiB kept, ended early: %s" % (
+    "", o["recorder_cpu_ms"], o["recorder_cpu_ms"] / o["seconds_recorded"], 1e3 * o["recorder_cpu_ms"] / max(o["samples"], 1),
+    o["capture_ms_total"], o["capture_ms_max"], o["ticks"], o["late_ticks"], o["threads"], o["samples"],
+    o.get("running_no_stack", -1), o["used_bytes"] / 1048576, o["ended_early"]))' $out
     done
     kill $PID 2>/dev/null; wait $PID 2>/dev/null; PID=
     rm -f $T/port

@@ -11,6 +11,11 @@
 # passes a trace-event schema check (test/e2e/trace_check.py) and speedscope from npm,
 # offline in headless Chromium, imports it without warning and lists every thread
 # (test/e2e/trace_speedscope.js; the screenshot stays in $BUILD/test/trace-speedscope.png).
+# Sampled allocations (p_trace_proc alloc: 1 MiB blocks from alloc_mib, each logged: the
+# sampled bytes estimate what was allocated within a factor of 2, the events name alloc_mib,
+# frees follow) and process events (p_trace_proc fork, with heap sampling off: fork, exec in a
+# vfork child, a failed exec and a spawn, on the forking thread; otherData says the heap
+# sampler is off); speedscope opens these two with the first trace, in one file.
 # Then gzip, thread start/exit instants (p_trace churn), the memory budget (ends early and says so), our own requests in the trace,
 # bad input (400), two at once (409), a client that goes away (the recording stops) and
 # `profep trace`.
@@ -19,6 +24,25 @@ source test/e2e/lib.sh
 P=$BUILD/test
 pe_need curl python3
 DELAY=0.01
+
+# ---- sampled allocations, and fork/exec/spawn
+pe_start $P/p_trace_proc alloc 60 || pe_finish
+sleep 0.3
+code=$(curl -s -m 60 -o $T/a.json -w '%{http_code}' "http://$PE_ADDR/debug/pprof/trace?seconds=2")
+check "alloc: trace?seconds=2 answers 200 ($code)" [ "$code" = 200 ]
+python3 test/e2e/trace_check.py allocs $T/a.json $PE_OUT >$T/allocs.out
+python3 test/e2e/trace_check.py schema $T/a.json >>$T/allocs.out
+pe_stop
+PE_ENV="PROFEP_HEAP_RATE=0" pe_start $P/p_trace_proc fork 60 || pe_finish
+sleep 0.3
+code=$(curl -s -m 60 -o $T/f.json -w '%{http_code}' "http://$PE_ADDR/debug/pprof/trace?seconds=1.5")
+check "fork: trace?seconds=1.5 answers 200 ($code)" [ "$code" = 200 ]
+python3 test/e2e/trace_check.py procs $T/f.json >$T/procs.out
+python3 test/e2e/trace_check.py schema $T/f.json >>$T/procs.out
+pe_stop
+cat $T/allocs.out $T/procs.out
+checks_ok=$((checks_ok + $(cat $T/allocs.out $T/procs.out | grep -c '^ok ')))
+checks_bad=$((checks_bad + $(cat $T/allocs.out $T/procs.out | grep -c '^FAIL ')))
 
 PE_ENV="PROFEP_MUTEX_RATE=1" pe_start $P/p_trace 300 || pe_finish
 sleep 0.7 # a whole first cycle
@@ -51,12 +75,19 @@ if command -v npm >/dev/null && [ ! -d $NODE_DIR/node_modules/playwright-core ];
 fi
 CHROMIUM=$(command -v chromium)
 if [ -f $SS/dist/release/index.html ] && [ -n "$CHROMIUM" ] && [ -d $NODE_DIR/node_modules/playwright-core ]; then
-    python3 test/e2e/trace_check.py names $T/t.json >$T/names
+    # the three traces as one file (their pids differ): allocation and process instants too
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for f in sys.argv[2:-1]:
+    d["traceEvents"] += json.load(open(f))["traceEvents"]
+json.dump(d, open(sys.argv[-1], "w"))' $T/t.json $T/a.json $T/f.json $T/m.json
+    cp $T/m.json $BUILD/test/trace-speedscope.json # (kept beside the screenshot)
+    python3 test/e2e/trace_check.py names $T/m.json >$T/names
     # what speedscope's own CLI writes for a local file (speedscope/bin/cli.mjs)
     python3 -c 'import base64, json, sys
 b = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
 open(sys.argv[2], "w").write("speedscope.loadFileFromBase64(%s, %s)" % (json.dumps("trace.json"), json.dumps(b)))' \
-        $T/t.json $T/prof.js
+        $T/m.json $T/prof.js
     NODE_PATH=$NODE_DIR/node_modules timeout 120 node test/e2e/trace_speedscope.js "$CHROMIUM" \
         $SS/dist/release/index.html $T/prof.js $T/names $BUILD/test/trace-speedscope.png >$T/ss.out 2>&1
     cat $T/ss.out
@@ -115,11 +146,11 @@ cat $T/churn.out
 check "$(cut -c6- $T/churn.out)" grep -q '^ok' $T/churn.out
 pe_stop
 
-# ---- the memory budget: 100 sleeping threads, 1.5 MiB (the event buffer is 1 MiB of it)
+# ---- the memory budget: 100 sleeping threads, 1 MiB (the event buffer is a quarter of it)
 pe_start $P/p_trace sleepers 100 120 || pe_finish
 sleep 0.5
 t0=$SECONDS
-code=$(curl -s -m 60 -o $T/b.json -w '%{http_code}' "http://$PE_ADDR/debug/pprof/trace?seconds=30&mem=1.5")
+code=$(curl -s -m 60 -o $T/b.json -w '%{http_code}' "http://$PE_ADDR/debug/pprof/trace?seconds=30&mem=1")
 check "a trace over its budget answers 200 ($code) and ends early ($((SECONDS - t0)) s of 30)" \
     bash -c "[ $code = 200 ] && [ $((SECONDS - t0)) -lt 25 ]"
 check "... and says so in otherData.ended_early" \

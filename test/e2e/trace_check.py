@@ -8,6 +8,14 @@ the trace work, issue 34).
                                     300 ms, waits ~100 ms for the lock trace-B holds (running)
                                     for 100 ms; each phase as p_trace measured it (LOG: its
                                     PHASE lines) against the trace's slices, in order
+  trace_check.py allocs FILE LOG    p_trace_proc alloc: thread "allocator" mallocs 1 MiB
+                                    blocks (alloc_mib), LOG has an ALLOC line per block; the
+                                    sampled allocations of 1 MiB must estimate the MiB allocated
+                                    within the trace (a factor of 2), name alloc_mib, be freed
+  trace_check.py procs FILE         p_trace_proc fork (run with heap sampling off): fork,
+                                    exec in a vfork child, exec failed (ENOENT) and spawn
+                                    instants on thread "forker"; otherData says heap sampling
+                                    is off and no allocation is in the trace
   trace_check.py names FILE         the thread names, one a line (for the viewer check)
 Prints "ok ..." / "FAIL ..." lines; exit 0 when no FAIL.
 """
@@ -214,6 +222,82 @@ def truth(d, delay, logpath):
         bad("trace-A's lock waits from the interposer vs the program's: %s" % errs)
 
 
+MIB = 1 << 20
+
+
+def allocs(d, logpath):
+    ev = d["traceEvents"]
+    od = d["otherData"]
+    if od.get("heap_sampling") is True and od.get("heap_rate", 0) > 0:
+        ok("otherData: heap sampling on, heap_rate %d" % od["heap_rate"])
+    else:
+        bad("otherData: heap sampling %r, heap_rate %r" % (od.get("heap_sampling"), od.get("heap_rate")))
+    tids = {e["args"]["name"]: e["tid"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    al = [e for e in ev if e.get("ph") == "i" and e.get("cat") == "heap" and e["name"].startswith("alloc ")]
+    fr = [e for e in ev if e.get("ph") == "i" and e.get("cat") == "heap" and e["name"].startswith("free ")]
+    mib = [e for e in al if e["args"]["bytes"] == MIB]
+    if len(mib) >= 20 and all(e["tid"] == tids.get("allocator") for e in mib) and all(e["name"] == "alloc %d B" % MIB for e in mib):
+        ok("%d sampled allocations of 1 MiB, all on thread allocator (of %d sampled)" % (len(mib), len(al)))
+    else:
+        bad("sampled 1 MiB allocations: %d, tids %s, allocator %s" % (len(mib), sorted({e["tid"] for e in mib}), tids.get("allocator")))
+        return
+    named = [e for e in mib if e["args"].get("stack", [""])[0].startswith("alloc_mib")]
+    if len(named) >= 0.9 * len(mib):
+        ok("%d of them name alloc_mib at their leaf (%s)" % (len(named), mib[0]["args"].get("stack")))
+    else:
+        bad("%d of %d name alloc_mib at their leaf: %s" % (len(named), len(mib), mib[0]["args"]))
+    base = od["start_monotonic_ns"]
+    end = base + od["seconds_recorded"] * 1e9
+    with open(logpath) as f:
+        truth = [int(w[1]) for w in (l.split() for l in f) if len(w) == 2 and w[0] == "ALLOC"]
+    n = len([t for t in truth if base <= t <= end])
+    est = sum(e["args"]["est_bytes"] for e in mib)
+    if n >= 20 and 0.5 <= est / (n * MIB) <= 2:
+        ok("sampled bytes estimate %.1f MiB, the program allocated %d MiB meanwhile (ratio %.2f)" % (est / MIB, n, est / (n * MIB)))
+    else:
+        bad("sampled bytes estimate %.1f MiB, the program allocated %d MiB meanwhile" % (est / MIB, n))
+    if len([e for e in fr if e["args"]["bytes"] == MIB]) >= len(mib) / 2:
+        ok("%d frees of sampled 1 MiB blocks" % len(fr))
+    else:
+        bad("%d frees of sampled blocks for %d sampled 1 MiB allocations" % (len(fr), len(mib)))
+    cnt = [e for e in ev if e.get("ph") == "C" and e.get("name") == "sampled heap (bytes)"]
+    total = sum(e["args"]["est_bytes"] for e in al)
+    if cnt and max(c["args"]["allocated"] for c in cnt) == total:
+        ok("the sampled-heap counter ends at the events' sum (%d bytes)" % total)
+    else:
+        bad("the sampled-heap counter (%s) is not the events' sum %d" % (cnt[-1:] if cnt else None, total))
+
+
+def procs(d):
+    ev = d["traceEvents"]
+    od = d["otherData"]
+    tids = {e["args"]["name"]: e["tid"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    pe = [e for e in ev if e.get("ph") == "i" and e.get("cat") == "process"]
+    forker = tids.get("forker")
+    got = {}
+    for e in pe:
+        if e["tid"] != forker:
+            bad("a process event off thread forker (%s): %s" % (forker, e))
+            return
+        key = e["name"]
+        if key == "exec" and "vfork_child" in e.get("args", {}):
+            key = "exec (vfork child)"
+        if key == "exec failed" and e.get("args", {}).get("errno") != 2:
+            key = "exec failed, not ENOENT"
+        got[key] = got.get(key, 0) + 1
+    want = ["fork", "exec (vfork child)", "exec", "exec failed", "spawn"]
+    if all(got.get(k, 0) >= 1 for k in want) and "exec failed, not ENOENT" not in got:
+        ok("process events on thread forker: %s" % ", ".join("%s %d" % (k, got[k]) for k in want))
+    else:
+        bad("process events on thread forker: %s (want each of %s)" % (got, want))
+    hs = od.get("heap_sampling")
+    al = [e for e in ev if e.get("cat") == "heap"]
+    if isinstance(hs, str) and "off" in hs and od.get("heap_rate") == 0 and not al:
+        ok("heap sampling off: otherData says %r, no allocation in the trace" % hs)
+    else:
+        bad("heap sampling off: otherData says %r, heap_rate %r, %d allocation events" % (hs, od.get("heap_rate"), len(al)))
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     try:
@@ -225,6 +309,10 @@ def main():
         schema(d)
     elif mode == "truth":
         truth(d, float(sys.argv[3]), sys.argv[4])
+    elif mode == "allocs":
+        allocs(d, sys.argv[3])
+    elif mode == "procs":
+        procs(d)
     elif mode == "names":
         for e in d["traceEvents"]:
             if e.get("ph") == "M" and e.get("name") == "thread_name":
