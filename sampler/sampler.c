@@ -751,15 +751,8 @@ int
 pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                      double *running_delay)
 {
-    return pe_sampler_open_wall_capture(delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
-                                        running_delay);
-}
-
-int
-pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
-                             double *running_delay)
-{
-    return pe_sampler_open_kind(&pe_kind_wall, delay, max_frames, capture, out, running_delay);
+    return pe_sampler_open_kind(&pe_kind_wall, delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
+                                running_delay);
 }
 
 pe_prof_t *
