@@ -7,6 +7,7 @@
 #  - pid=N: a worker's CPU profile through the root names tree_burn; heap
 #    through the root has its four sample types; unknown pid: 404;
 #  - pid=all: every pid in the merged profile's pid labels, program labels,
+#    the members' source lines (pprof Location.line, the text view's File:Line),
 #    format=folded/text/svg views of the merge; a worker killed during a
 #    pid=all request: still 200;
 #  - a launcher (`timeout 60 p_tree leaf`): the root's CPU profile hints at
@@ -81,6 +82,9 @@ for p in $PE_PID $F1 $F2 $G $X; do
 done
 check "pid=all carries the program label" grep -q "program: Total" $T/all.tags
 check "pid=all names tree_burn" sh -c "go tool pprof -top $T/all.pb 2>&1 | grep -q tree_burn"
+check "pid=all keeps the members' lines (tree_burn at p_tree.c:N)" \
+    sh -c "go tool pprof -raw $T/all.pb 2>&1 | grep -Eq 'tree_burn .*p_tree\.c:[1-9][0-9]*'"
+check "pid=all text view shows File:Line" has "/profile?duration=1&pid=all&format=text" 'p_tree.c:[0-9]*; tree_burn'
 check "pid=all folded view" has "/profile?duration=1&pid=all&format=folded" 'tree_burn [0-9]'
 check "pid=all svg view" has "/debug/pprof/heap?pid=all&format=svg" '<svg'
 check "pid=all heap: four types" has_pprof "/debug/pprof/heap?pid=all" 'inuse_space/bytes'
