@@ -82,7 +82,7 @@ check "debug=2: all 10 threads from /proc, none signalled" \
 check "debug=2: a '# capture: proc' note per thread" [ "$(grep -c '^# capture: proc' $T/auto.txt)" = 10 ] ||
     { head -1 $T/auto.txt; grep -B1 -A4 '^# capture: signal' $T/auto.txt | head -20; }
 for f in park_sleep park_poll park_epoll park_read park_cond park_mutex park_sem park_accept park_wait; do
-    grep -q "	$f+" $T/auto.txt || bad "debug=2: $f missing"
+    grep -q "^$f(\.\.\.)$" $T/auto.txt || bad "debug=2: $f missing"
 done
 pe_get '/debug/pprof/goroutine?debug=2' >$T/auto2.txt
 check "debug=2 again: all 10 reused unchanged" grep -q '10 from /proc without a signal (10 unchanged)' $T/auto2.txt
