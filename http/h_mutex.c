@@ -1,63 +1,48 @@
 /*
- * h_mutex.c: the lock contention endpoints, /debug/pprof/mutex (mutex and
- * rwlock acquisitions that waited) and /debug/pprof/block (every sampled wait,
- * condition waits included), in Go's formats: pprof with contentions/count and
- * delay/nanoseconds scaled by the sampling period, `seconds=N` for the delta
- * over N s, `debug=1` for Go's legacy text; and godeltaprof's delta_mutex and
- * delta_block, the change since the previous call of that path.  The records,
- * the profile and the text come from sampler/mutex.h (mutex_profile.c); this
- * file picks the window (baseline.c) and sends the answer.
+ * h_mutex.c: the recorded kinds' endpoints (sampler/kind.h): lock contention,
+ * /debug/pprof/mutex (mutex and rwlock acquisitions that waited) and
+ * /debug/pprof/block (every sampled wait, condition waits included), in Go's
+ * formats: pprof (the kind's build), `seconds=N` for the delta over N s,
+ * `debug=1` for Go's legacy text (the kind's text); and godeltaprof's
+ * delta_mutex and delta_block, the change since the previous call of that
+ * path.  This file picks the window (baseline.c) and sends the answer; a new
+ * recorded kind is a one-line handler here over its row.
  *
  * Signal-safe: no (HTTP worker threads).
  */
 #include <stdlib.h>
 
-#include "../sampler/mutex.h"
+#include "../sampler/kind.h"
 #include "http_int.h"
-
-static int
-mutex_snap(void **recs, int *n)
-{
-    return pe_mutex_snapshot((pe_mutex_rec_t **)recs, n);
-}
-
-static void
-mutex_delta(void *now, int n, const void *before, int nbefore)
-{
-    pe_mutex_delta(now, n, before, nbefore);
-}
-
-static const pe_http_recs_t mutex_recs = {mutex_snap, mutex_delta, sizeof(pe_mutex_rec_t)};
 
 /* Cumulative since start, or over `seconds`; with `base`, the change since the
    previous call of that path (godeltaprof's delta_mutex and delta_block). */
 static int
-contention(pe_req_t *r, int block, pe_http_baseline_t *base)
+recorded(pe_req_t *r, const pe_kind_t *k, pe_http_baseline_t *base)
 {
-    pe_mutex_rec_t *v;
+    pe_http_recs_t recs = {k->snapshot, k->delta, k->rec_size};
+    const char *why = k->unavailable ? k->unavailable() : NULL;
+    void *v;
     pe_resp_t resp;
     int n, rc, debug;
     int64_t dur;
     pe_prof_t *p;
 
-    if (pe_mutex_rate() <= 0)
-        return pe_http_error(r, 503,
-                             "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
-                             "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100");
-    if ((rc = pe_http_recs_window(r, &mutex_recs, base, (void **)&v, &n, &debug, &dur)))
+    if (why)
+        return pe_http_error(r, 503, "%s", why);
+    if ((rc = pe_http_recs_window(r, &recs, base, &v, &n, &debug, &dur)))
         return rc;
-    n = pe_mutex_select(v, n, block);
     if (debug >= 1) {
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
-        pe_mutex_write_text(&resp.sink, v, n, block);
+        k->text(&resp.sink, v, n);
         free(v);
         return pe_http_end(&resp);
     }
-    p = pe_mutex_profile(v, n, dur);
+    p = k->build(v, n, dur);
     free(v);
     if (!p)
-        return pe_http_error(r, 503, "out of memory building the contention profile");
-    rc = pe_http_send_profile(r, p, block ? "block" : "mutex");
+        return pe_http_error(r, 503, "out of memory building the %s profile", k->name);
+    rc = pe_http_send_profile(r, p, k->name);
     pe_prof_free(p);
     return rc;
 }
@@ -67,13 +52,13 @@ contention(pe_req_t *r, int block, pe_http_baseline_t *base)
 int
 pe_http_h_pprof_mutex(pe_req_t *r)
 {
-    return contention(r, 0, NULL);
+    return recorded(r, &pe_kind_mutex, NULL);
 }
 
 int
 pe_http_h_pprof_block(pe_req_t *r)
 {
-    return contention(r, 1, NULL);
+    return recorded(r, &pe_kind_block, NULL);
 }
 
 static pe_http_baseline_t delta_mutex_base = PE_HTTP_BASELINE_INIT;
@@ -82,13 +67,13 @@ static pe_http_baseline_t delta_block_base = PE_HTTP_BASELINE_INIT;
 int
 pe_http_h_delta_mutex(pe_req_t *r)
 {
-    return contention(r, 0, &delta_mutex_base);
+    return recorded(r, &pe_kind_mutex, &delta_mutex_base);
 }
 
 int
 pe_http_h_delta_block(pe_req_t *r)
 {
-    return contention(r, 1, &delta_block_base);
+    return recorded(r, &pe_kind_block, &delta_block_base);
 }
 
 void

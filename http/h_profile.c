@@ -10,10 +10,17 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../preload/clock.h"
+#include "../preload/config.h"
+#include "../preload/proc.h"
+#include "../preload/tree.h"
+#include "../sampler/kind.h"
 #include "../sampler/sampler.h"
+#include "../symbols/symbols.h"
 #include "http_int.h"
 
 /* ---- the two kinds ----------------------------------------------------------------- */
@@ -24,7 +31,7 @@ typedef struct kind_s {
     const char *start; /* its _start and _stop paths */
     const char *stop;
     double min_delay;
-    int (*open)(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running);
+    const pe_kind_t *kind; /* the sampler's row (sampler/kind.h) */
     /* The one open-ended session of this kind (guarded by `lock`). */
     pthread_mutex_t lock;
     pe_sampler_win_t *sess;
@@ -32,8 +39,8 @@ typedef struct kind_s {
 } kind_t;
 
 static kind_t cpu = {
-    "CPU", "profile",       "/profile_start",          "/profile_stop",
-    1e-5,  pe_sampler_open, PTHREAD_MUTEX_INITIALIZER, NULL,
+    "CPU", "profile",    "/profile_start",          "/profile_stop",
+    1e-5,  &pe_kind_cpu, PTHREAD_MUTEX_INITIALIZER, NULL,
     0,
 };
 /* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
@@ -43,7 +50,7 @@ static kind_t wall = {
     "/profile_wall_start",
     "/profile_wall_stop",
     1e-3,
-    pe_sampler_open_wall,
+    &pe_kind_wall,
     PTHREAD_MUTEX_INITIALIZER,
     NULL,
     0,
@@ -72,11 +79,10 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     int rc, how = PE_SAMPLER_CAPTURE_AUTO;
 
     /* wall: capture=signal signals every thread (no /proc reads) */
-    if (k->open == pe_sampler_open_wall && (rc = pe_param_enum(r, "capture", capture, 0, &how)))
+    if ((k->kind->flags & PE_KIND_F_CAPTURE) &&
+        (rc = pe_param_enum(r, "capture", capture, 0, &how)))
         return rc;
-    rc = how == PE_SAMPLER_CAPTURE_AUTO
-             ? k->open(delay, (int64_t)n, w, &running)
-             : pe_sampler_open_wall_capture(delay, (int64_t)n, how, w, &running);
+    rc = pe_sampler_open_kind(k->kind, delay, (int64_t)n, how, w, &running);
 
     switch (rc) {
     case 0: return 0;
@@ -96,6 +102,162 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     }
 }
 
+/* ---- the launcher hint -------------------------------------------------------------- */
+
+/*
+ * `timeout 300 ./app` under LD_PRELOAD: the profile asked of the root is
+ * timeout's, nearly empty, while ./app is a member of the tree (preload/
+ * tree.h).  A CPU profile of a process that used under 1/HINT_IDLE of one CPU
+ * while members used more says so in a "hint: " comment (the text views and
+ * the SVG title show those), naming the busiest members and the pid= to ask.
+ * CPU time comes from /proc/PID/stat (utime + stime).
+ */
+#define HINT_IDLE 20 /* 5% */
+#define HINT_SHOWN 3 /* members named */
+
+typedef struct cpu_mark_s {
+    pid_t pid;
+    unsigned long long start, ticks; /* start time (pid reuse), utime + stime */
+} cpu_mark_t;
+
+typedef struct tree_cpu_s {
+    cpu_mark_t *v; /* the members at the start (the root's registry) */
+    int n;
+    unsigned long long self;
+} tree_cpu_t;
+
+static unsigned long long
+cpu_ticks(pid_t pid, unsigned long long *start)
+{
+    pe_proc_stat_t st;
+
+    if (pe_proc_stat(pid, 0, &st) < 0) {
+        *start = 0;
+        return 0;
+    }
+    *start = st.starttime;
+    return st.utime + st.stime;
+}
+
+/* Note the tree's CPU so far; nothing outside a root with members. */
+static void
+tree_cpu_begin(tree_cpu_t *c)
+{
+    pe_tree_proc_t *v;
+    unsigned long long start;
+    int n;
+
+    memset(c, 0, sizeof(*c));
+    c->self = cpu_ticks(getpid(), &start);
+    if ((n = pe_http_tree_list(&v)) > 1 && (c->v = malloc((size_t)n * sizeof(*c->v)))) {
+        for (int i = 0; i < n; i++) {
+            c->v[i].pid = v[i].pid;
+            c->v[i].ticks = cpu_ticks(v[i].pid, &c->v[i].start);
+        }
+        c->n = n;
+    }
+    free(v);
+}
+
+/* Add the hint to p when due (`secs` of profiling), and forget c. */
+static void
+tree_cpu_hint(tree_cpu_t *c, pe_prof_t *p, double secs)
+{
+    pe_tree_proc_t *v = NULL;
+    unsigned long long start, self, used[HINT_SHOWN] = {0};
+    const pe_tree_proc_t *top[HINT_SHOWN] = {NULL};
+    double hz = (double)sysconf(_SC_CLK_TCK), idle;
+    char line[1000];
+    int n, len;
+
+    if (!c->v || !p || hz <= 0)
+        goto out;
+    self = cpu_ticks(getpid(), &start) - c->self;
+    idle = secs * hz / HINT_IDLE; /* ticks: 5% of one CPU over the profile */
+    if ((double)self >= idle || (n = pe_http_tree_list(&v)) < 2)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        unsigned long long d = cpu_ticks(v[i].pid, &start);
+
+        if (v[i].pid == getpid())
+            continue;
+        for (int j = 0; j < c->n; j++) /* a member that started meanwhile: all of it */
+            if (c->v[j].pid == v[i].pid && c->v[j].start == start)
+                d = d >= c->v[j].ticks ? d - c->v[j].ticks : 0;
+        for (int k = 0; k < HINT_SHOWN; k++) {
+            if (!top[k] || d > used[k]) {
+                memmove(&top[k + 1], &top[k], (HINT_SHOWN - 1 - (size_t)k) * sizeof(top[0]));
+                memmove(&used[k + 1], &used[k], (HINT_SHOWN - 1 - (size_t)k) * sizeof(used[0]));
+                top[k] = &v[i];
+                used[k] = d;
+                break;
+            }
+        }
+    }
+    if (!top[0] || (double)used[0] < idle || used[0] < 2)
+        goto out;
+    len = snprintf(line, sizeof(line),
+                   "hint: pid %d (%s) used almost no CPU (%.2f s in %.1f s); its tree's members "
+                   "did:",
+                   (int)getpid(), pe_cfg_progname(), (double)self / hz, secs);
+    for (int k = 0; k < HINT_SHOWN && top[k] && (double)used[k] >= idle; k++)
+        len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %d (%s) %.2f s", k ? "," : "",
+                        (int)top[k]->pid, top[k]->program, (double)used[k] / hz);
+    snprintf(line + len, sizeof(line) - (size_t)len, "; ask with ?pid=%d", (int)top[0]->pid);
+    (void)pe_prof_comment(p, "%s", line);
+out:
+    free(v);
+    free(c->v);
+    c->v = NULL;
+}
+
+/* ---- the JIT hint ------------------------------------------------------------------- */
+
+/*
+ * node without --perf-basic-prof (or any JIT without a perf map): its code
+ * is anonymous executable memory ("[jit]"), shown as bare addresses.  When a
+ * fifth or more of the profile's weight has such a frame and no perf map or
+ * jitdump was found (symbols/jitmap.c), a "hint: " comment says how to get
+ * names.  Resolves p (the send would anyway).
+ */
+static void
+jit_hint(pe_prof_t *p)
+{
+    int64_t all = 0, bare = 0;
+    const char *prog = pe_cfg_progname();
+
+    if (!p || pe_prof_resolve(p, 0) < 0)
+        return;
+    for (int i = 0; i < pe_prof_nsamples(p); i++) {
+        pe_prof_sample_t sm;
+
+        pe_prof_sample(p, i, &sm);
+        all += sm.values[0];
+        for (int f = 0; f < sm.nframes; f++) {
+            const pe_prof_frame_t *fr = sm.frames[f];
+            if (fr->file && !strcmp(fr->file, "[jit]") && !strncmp(fr->name, "0x", 2)) {
+                bare += sm.values[0];
+                break;
+            }
+        }
+    }
+    if (all <= 0 || bare * 5 < all || pe_sym_jit_found())
+        return;
+    if (!strncmp(prog, "node", 4)) /* node, nodejs */
+        (void)pe_prof_comment(p,
+                              "hint: %lld%% of the samples run JIT code without names; start "
+                              "node with --perf-basic-prof (it writes /tmp/perf-%d.map, which "
+                              "names them)",
+                              (long long)(bare * 100 / all), (int)getpid());
+    else
+        (void)pe_prof_comment(p,
+                              "hint: %lld%% of the samples run JIT code without names and "
+                              "there is no /tmp/perf-%d.map; ask the runtime for a perf map "
+                              "(node --perf-basic-prof, python -X perf, the JVM's "
+                              "-XX:+DumpPerfMapAtExit)",
+                              (long long)(bare * 100 / all), (int)getpid());
+}
+
 /* fgprof's names for its wall-clock profile (every thread, on- and off-CPU). */
 static const pe_prof_vt_t fgprof_types[2] = {{"samples", "count"}, {"time", "nanoseconds"}};
 static const pe_prof_vt_t fgprof_period = {"wallclock", "nanoseconds"};
@@ -108,6 +270,7 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     double n, delay, seconds;
     pe_sampler_win_t *w;
     pe_prof_t *p;
+    tree_cpu_t tc = {0};
     int64_t t0;
     int rc;
 
@@ -119,8 +282,12 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     if ((rc = open_window(r, k, n, delay, &w)))
         goto out;
     t0 = pe_clock_ns(CLOCK_MONOTONIC);
+    if (k->kind->flags & PE_KIND_F_ONCPU)
+        tree_cpu_begin(&tc);
     pe_http_sleep(r, seconds); /* at exit or hang-up: stop early, send what we have */
     p = pe_sampler_close(w);
+    tree_cpu_hint(&tc, p, (double)(pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+    jit_hint(p);
     pe_http_exit_note(p, t0);
     if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
         rc = pe_http_error(r, 503, "out of memory naming the fgprof profile");
@@ -177,6 +344,7 @@ session_stop(pe_req_t *r, kind_t *k)
         return pe_http_error(r, 409, "no %s profile session is running; start one with %s", k->what,
                              k->start);
     p = pe_sampler_close(w);
+    jit_hint(p);
     rc = pe_http_send_profile(r, p, k->stem);
     pe_prof_free(p);
     return rc;

@@ -47,13 +47,27 @@ typedef struct pe_req_s {
     char errmsg[256];   /* error line when capture is set */
 } pe_req_t;
 
-/* Start/stop the server (preload/init.c).  0, or -errno after one log line. */
+/*
+ * Start the server thread (preload/init.c), which runs `phase`, start-up's
+ * second phase (init.c's pe_init_second_phase), only delay_ms after this call
+ * (a process that exits sooner never binds); from the constructor.  0, or
+ * -errno after one log line.
+ */
+int pe_http_start_after(int delay_ms, void (*phase)(void));
+/* The same at once with the constructor's phase (a fork child's tree member). */
 int pe_http_start(void);
-/* The same, but the server thread binds only delay_ms after this call (a
-   process that exits sooner never binds); from the constructor. */
-int pe_http_start_after(int delay_ms);
 /* The delay the constructor uses (server.c's header says why). */
 #define PE_HTTP_START_DELAY_MS 30
+/*
+ * Start-up's second phase, in the order preload/init.c's phase function
+ * calls them on the server thread: libunwind's first walk, under the lock a
+ * fork waits on (pe_http_fork_prepare); then bind, port file, registration
+ * with the tree's root and the "serving" line.  pe_http_listen returns 1
+ * serving as the tree's root (or alone), 0 serving as a tree member, or
+ * -errno after at most one line (the caller goes dormant).
+ */
+void pe_http_warm_unwinder(void);
+int pe_http_listen(void);
 /* Tell long handlers to finish (process exit); never waits. */
 void pe_http_shutdown(void);
 /*

@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/fd.h"
@@ -76,6 +75,9 @@ static char bind_error[256];
 static int bind_error_about_bind;
 /* PROFEP_TLS_CERT, read in the constructor (getenv later could race a setenv). */
 static char tls_cert[256];
+/* Start-up's second phase (preload/init.c orders it; pe_http_start_after's
+   argument, kept for a fork child's start). */
+static void (*second_phase)(void);
 /* CLOCK_MONOTONIC time before which server_main does not bind; 0: at once. */
 static int64_t start_not_before_ns;
 /*
@@ -318,18 +320,46 @@ tls_prepare(void)
     return 0;
 }
 
-static void *server_run(void);
-
+/*
+ * The server thread: waits out the start delay, then runs start-up's second
+ * phase (preload/init.c's, which calls back pe_http_warm_unwinder and
+ * pe_http_listen) under start_lock, so that a step aside sees either no
+ * server or one it can stop.
+ */
 static void *
 server_main(void *unused)
 {
-    server_run();
+    pe_threads_mark_internal();
+    /* Deferred start: a program that exits meanwhile ends this thread with
+       the rest (exit_group), having bound nothing, written no file and not
+       paid for libunwind's first walk. */
+    if (start_not_before_ns) {
+        struct timespec until = {start_not_before_ns / 1000000000,
+                                 start_not_before_ns % 1000000000};
+        while (sem_clockwait(&start_wake, CLOCK_MONOTONIC, &until) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_mutex_lock(&start_lock);
+    if (!__atomic_load_n(&aside, __ATOMIC_ACQUIRE) && second_phase)
+        second_phase();
+    pthread_mutex_unlock(&start_lock);
     __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
-static void *
-server_run(void)
+void
+pe_http_warm_unwinder(void)
+{
+    /* Under warm_lock: a fork waits for the walk (pe_http_fork_prepare). */
+    pthread_mutex_lock(&warm_lock);
+    __atomic_store_n(&warm_running, 1, __ATOMIC_SEQ_CST);
+    pe_unwind_warm();
+    __atomic_store_n(&warm_running, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&warm_lock);
+}
+
+int
+pe_http_listen(void)
 {
     int member = pe_tree_member();
     char ports[160];
@@ -371,27 +401,6 @@ server_run(void)
     };
     const char *scheme = tls_cert[0] ? "https" : "http";
 
-    pe_threads_mark_internal();
-    /* Deferred start: a program that exits meanwhile ends this thread with
-       the rest (exit_group), having bound nothing, written no file and not
-       paid for libunwind's first walk. */
-    if (start_not_before_ns) {
-        struct timespec until = {start_not_before_ns / 1000000000,
-                                 start_not_before_ns % 1000000000};
-        while (sem_clockwait(&start_wake, CLOCK_MONOTONIC, &until) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_mutex_lock(&start_lock);
-    if (__atomic_load_n(&aside, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_unlock(&start_lock);
-        return NULL;
-    }
-    /* Under warm_lock: a fork waits for the walk (pe_http_fork_prepare). */
-    pthread_mutex_lock(&warm_lock);
-    __atomic_store_n(&warm_running, 1, __ATOMIC_SEQ_CST);
-    pe_unwind_warm();
-    __atomic_store_n(&warm_running, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&warm_lock);
     snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port
@@ -400,7 +409,7 @@ server_run(void)
         options[PE_ARRAY_SIZE(options) - 3] = NULL;
     }
     if (tls_cert[0] && !member && tls_prepare() < 0)
-        goto err_dormant;
+        return -ENOENT;
     /* Debian's civetweb 1.15 is built without IPv6 (it would refuse "[::1]:0"
        as an invalid port spec); say what is missing instead. */
     if (pe_cfg.host[0] == '[' && !mg_check_feature(8)) {
@@ -408,7 +417,7 @@ server_run(void)
             pe_log_warn("PROFEP_ADDR=%s: this civetweb is built without IPv6; no server "
                         "(listen on 127.0.0.1:PORT instead)",
                         ports);
-        goto err_dormant;
+        return -EAFNOSUPPORT;
     }
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
@@ -417,17 +426,17 @@ server_run(void)
     server_ctx = mg_start(&cb, NULL, options);
     if (!server_ctx) {
         if (member)
-            goto err_dormant;
+            return -EADDRINUSE;
         /* Lines from this thread go to fd 2 only if it is still what it was
            at load: a program may have put a data file there since. */
         if (port_held_by_ancestor(pe_cfg.port) || !pe_fd_stderr_same())
-            goto err_dormant;
+            return -EADDRINUSE;
         pe_log_warn("cannot listen on %s (%s); pid %d (%s) runs on without profiling; "
                     "target one process with PROFEP_MATCH=<program>, or give each its own port "
                     "with PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=/tmp/pe.%%p",
                     ports, bind_error[0] ? bind_error : "bind failed", (int)getpid(),
                     pe_cfg_progname());
-        goto err_dormant;
+        return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", pe_http_dispatch, NULL);
     n = mg_get_server_ports(server_ctx, (int)PE_ARRAY_SIZE(sp), sp);
@@ -437,30 +446,18 @@ server_run(void)
     defer_accept(listen_fd);
     if (member) {
         pe_tree_served(pe_http_port); /* its port file, and registration with the root */
-        pthread_mutex_unlock(&start_lock);
-        return NULL;
+        return 0;
     }
     write_port_file(pe_cfg.host, pe_http_port);
     pe_tree_served(pe_http_port); /* the root's registry */
-    if (!pe_fd_stderr_same()) {
-        pthread_mutex_unlock(&start_lock);
-        return NULL;
-    }
+    if (!pe_fd_stderr_same())
+        return 1;
     if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks",
                     pe_cfg.host);
     pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
-    if (pe_heap_hist_start() < 0) /* memory over time: only useful with a server */
-        pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
-                    "heap?since= answer 503");
-    pthread_mutex_unlock(&start_lock);
-    return NULL;
-
-err_dormant:
-    pe_init_go_dormant();
-    pthread_mutex_unlock(&start_lock);
-    return NULL;
+    return 1;
 }
 
 int pe_http_port;
@@ -468,11 +465,11 @@ int pe_http_port;
 int
 pe_http_start(void)
 {
-    return pe_http_start_after(0);
+    return pe_http_start_after(0, second_phase);
 }
 
 int
-pe_http_start_after(int delay_ms)
+pe_http_start_after(int delay_ms, void (*phase)(void))
 {
     int err;
 
@@ -485,6 +482,7 @@ pe_http_start_after(int delay_ms)
     pe_http_max_long = pe_tree_member() ? PE_HTTP_MEMBER_WORKERS - 1 : PE_HTTP_MAX_LONG;
     /* Read with every other setting, in the constructor (config.c). */
     snprintf(tls_cert, sizeof(tls_cert), "%s", pe_cfg.tls_cert);
+    second_phase = phase;
     start_not_before_ns = delay_ms > 0 ? pe_clock_ns(CLOCK_MONOTONIC) + delay_ms * 1000000LL : 0;
 
     /* Every signal blocked: civetweb's threads inherit our mask (threads.h). */

@@ -1,10 +1,13 @@
 /*
  * init.c: the constructor and the order in which modules start, and exit
- * (fork, exec and thread events are events.c's).  Start-up runs once,
- * single-threaded, before main; anything slow (binding, civetweb's threads)
- * happens on our own server thread, and only once the program has lived
- * PE_HTTP_START_DELAY_MS, so that its start is not delayed and a program that
- * exits at once pays for none of it.
+ * (fork, exec and thread events are events.c's).  Start-up has two phases:
+ *   1. pe_init, the constructor: once, single-threaded, before main; cheap
+ *      module set-up, then the server thread is started;
+ *   2. pe_init_second_phase, on that server thread once the program has
+ *      lived PE_HTTP_START_DELAY_MS: anything slow (libunwind's first walk,
+ *      binding, civetweb's threads, the heap history thread), so that the
+ *      program's start is not delayed and one that exits at once pays for
+ *      none of it.
  */
 #include <fnmatch.h>
 #include <pthread.h>
@@ -19,6 +22,7 @@
 #include "../stack/unwind.h"
 #include "config.h"
 #include "events.h"
+#include "fd.h"
 #include "guard.h"
 #include "init.h"
 #include "log.h"
@@ -65,6 +69,31 @@ strip_ld_preload(void)
 
 /* ---- constructor and destructor ---------------------------------------------------- */
 
+/*
+ * Start-up's second phase, on the server thread (http/server.c runs it after
+ * the start delay, under its start lock, unless the process stepped aside
+ * meanwhile).  Order matters: the unwinder is warmed
+ * before the first request can walk a stack, and under the lock a fork waits
+ * on (a fork copying libunwind's half-taken init lock would hang the child);
+ * the heap history runs only where a server serves it.
+ */
+static void
+pe_init_second_phase(void)
+{
+    int served;
+
+    pe_http_warm_unwinder();
+    served = pe_http_listen();
+    if (served < 0) {
+        pe_init_go_dormant(); /* it said why (or stays silent as a tree member) */
+        return;
+    }
+    /* memory over time: the tree's root only (a member's is asked through it) */
+    if (served == 1 && pe_heap_hist_start() < 0 && pe_fd_stderr_same())
+        pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
+                    "heap?since= answer 503");
+}
+
 __attribute__((constructor(101))) static void
 pe_init(void)
 {
@@ -101,7 +130,7 @@ pe_init(void)
     pe_tree_init();       /* root or member of a process tree (tree.h) */
     pe_init_set_active();
     /* Deferred (server.c): a program that exits at once never binds. */
-    if (!pe_cfg.server_off && pe_http_start_after(PE_HTTP_START_DELAY_MS) < 0)
+    if (!pe_cfg.server_off && pe_http_start_after(PE_HTTP_START_DELAY_MS, pe_init_second_phase) < 0)
         pe_init_go_dormant();
 out:
     pe_guard_exit();

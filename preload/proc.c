@@ -147,6 +147,10 @@ pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st)
             return -EINVAL;
         if (f + 1 == 4)
             st->ppid = (pid_t)parse_ll(p);
+        else if (f + 1 == 14)
+            st->utime = (unsigned long long)parse_ll(p);
+        else if (f + 1 == 15)
+            st->stime = (unsigned long long)parse_ll(p);
         else if (f + 1 == 20)
             st->num_threads = (long)parse_ll(p);
         else if (f + 1 == 22)

@@ -24,6 +24,8 @@
 typedef struct pe_proc_stat_s {
     char state;                   /* field 3: R, S, D, T, t, Z, X, I */
     pid_t ppid;                   /* field 4 */
+    unsigned long long utime;     /* field 14: user CPU, clock ticks */
+    unsigned long long stime;     /* field 15: system CPU, clock ticks */
     long num_threads;             /* field 20 */
     unsigned long long starttime; /* field 22: clock ticks after boot, tells pid reuse apart */
 } pe_proc_stat_t;

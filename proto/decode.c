@@ -1,8 +1,9 @@
 /*
  * decode.c: the pprof decoder (decode.h): just enough of profile.proto to
- * read another process's profile (strings, functions, locations, sample
- * types, samples with their labels) and to add its samples, by function
- * names, to a profile of ours; and the gunzip in front of it.  Where the
+ * read another process's profile (strings, functions with their files,
+ * locations with their lines, sample types, samples with their labels) and
+ * to add its samples, by their places, to a profile of ours; and the gunzip
+ * in front of it.  Where the
  * bytes come from (http/h_tree_merge.c's fetch) is not its business.
  *
  * Signal-safe: no (malloc, zlib).
@@ -110,8 +111,11 @@ typedef struct {
     pb_t *strs;
     uint64_t nstrs;
     uint64_t *fn_name; /* by function id: string index */
+    uint64_t *fn_sys;  /* system (mangled) name, string index */
+    uint64_t *fn_file; /* source file, string index */
     uint64_t nfn;
-    ints_t *loc_fns; /* by location id: function ids, leaf first */
+    ints_t *loc_fns;   /* by location id: function ids, innermost first */
+    ints_t *loc_lines; /* and their lines, the same order */
     uint64_t *loc_addr;
     uint64_t nloc;
     ints_t types; /* pairs: type, unit string indices */
@@ -128,9 +132,14 @@ dec_free(dec_t *d)
 
     free(d->strs);
     free(d->fn_name);
+    free(d->fn_sys);
+    free(d->fn_file);
     for (i = 0; d->loc_fns && i < d->nloc; i++)
         free(d->loc_fns[i].v);
+    for (i = 0; d->loc_lines && i < d->nloc; i++)
+        free(d->loc_lines[i].v);
     free(d->loc_fns);
+    free(d->loc_lines);
     free(d->loc_addr);
     free(d->types.v);
 }
@@ -185,9 +194,13 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
     d->nloc = maxloc + 1;
     d->strs = calloc(nstrs + 1, sizeof(*d->strs));
     d->fn_name = calloc(d->nfn, sizeof(*d->fn_name));
+    d->fn_sys = calloc(d->nfn, sizeof(*d->fn_sys));
+    d->fn_file = calloc(d->nfn, sizeof(*d->fn_file));
     d->loc_fns = calloc(d->nloc, sizeof(*d->loc_fns));
+    d->loc_lines = calloc(d->nloc, sizeof(*d->loc_lines));
     d->loc_addr = calloc(d->nloc, sizeof(*d->loc_addr));
-    if (!d->strs || !d->fn_name || !d->loc_fns || !d->loc_addr)
+    if (!d->strs || !d->fn_name || !d->fn_sys || !d->fn_file || !d->loc_fns || !d->loc_lines ||
+        !d->loc_addr)
         return -1;
     nstrs = 0;
     for (b.p = buf; b.p < b.end;) {
@@ -214,41 +227,61 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
                 break;
             {
                 uint64_t lid = 0, addr = 0;
-                ints_t fns = {0};
+                ints_t fns = {0}, lines = {0};
                 while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
                     if (n2 == 1 && w2 == 0)
                         lid = v;
                     if (n2 == 3 && w2 == 0)
                         addr = v;
-                    if (n2 == 4 && w2 == 2) { /* line: function_id */
+                    if (n2 == 4 && w2 == 2) { /* line: function_id, line */
+                        uint64_t fid = 0, ln = 0;
                         int n3, w3;
                         pb_t s4;
-                        while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0)
-                            if (n3 == 1 && w3 == 0 && ints_add(&fns, v) < 0)
-                                return -1;
+                        while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
+                            if (n3 == 1 && w3 == 0)
+                                fid = v;
+                            if (n3 == 2 && w3 == 0)
+                                ln = v;
+                        }
+                        if (ints_add(&fns, fid) < 0 || ints_add(&lines, ln) < 0) {
+                            free(fns.v);
+                            free(lines.v);
+                            return -1;
+                        }
                     }
                 }
                 if (lid < d->nloc) {
                     free(d->loc_fns[lid].v);
+                    free(d->loc_lines[lid].v);
                     d->loc_fns[lid] = fns;
+                    d->loc_lines[lid] = lines;
                     d->loc_addr[lid] = addr;
-                } else
+                } else {
                     free(fns.v);
+                    free(lines.v);
+                }
             }
             break;
         case 5: /* function */
             if (wt != 2)
                 break;
             {
-                uint64_t fid = 0, name = 0;
+                uint64_t fid = 0, name = 0, sys = 0, file = 0;
                 while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
                     if (n2 == 1 && w2 == 0)
                         fid = v;
                     if (n2 == 2 && w2 == 0)
                         name = v;
+                    if (n2 == 3 && w2 == 0)
+                        sys = v;
+                    if (n2 == 4 && w2 == 0)
+                        file = v;
                 }
-                if (fid < d->nfn)
+                if (fid < d->nfn) {
                     d->fn_name[fid] = name;
+                    d->fn_sys[fid] = sys;
+                    d->fn_file[fid] = file;
+                }
             }
             break;
         case 6:
@@ -280,6 +313,31 @@ is_extra(const char *key, const pe_prof_label_t *extra, int nextra)
     return 0;
 }
 
+/* Lines kept per sample (locations times their inline chains). */
+#define DECODE_MAX_PLACES (4 * PE_MAX_FRAMES)
+
+/* Names and files of a sample's places (each DECODE_STR bytes). */
+#define DECODE_STR 256
+typedef struct places_s {
+    pe_prof_place_t pl[DECODE_MAX_PLACES];
+    uint8_t nlines[PE_MAX_FRAMES];
+    char name[DECODE_MAX_PLACES][DECODE_STR];
+    char src[DECODE_MAX_PLACES][DECODE_STR];
+} places_t;
+
+/* Function f's name to give the model: the mangled system name when there is
+   one (the model demangles it, and names=full works), else the name. */
+static const char *
+fn_raw(const dec_t *d, uint64_t f, char *buf)
+{
+    if (f >= d->nfn)
+        return "?";
+    str_dup(d, d->fn_sys[f], buf, DECODE_STR);
+    if (strncmp(buf, "_Z", 2) && strncmp(buf, "_R", 2))
+        str_dup(d, d->fn_name[f], buf, DECODE_STR);
+    return buf[0] ? buf : "?";
+}
+
 /* One serialized (uncompressed) profile into m (decode.h's pe_prof_merge_add_gz). */
 static const char *
 merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_t *extra,
@@ -287,8 +345,7 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
 {
     const uint8_t *buf = data;
     pb_t b = {buf, buf + len}, sub, s2;
-    const char **names = NULL;
-    char(*namebuf)[256] = NULL;
+    places_t *pp = NULL;
     const char *why = NULL;
     dec_t d;
     uint64_t v;
@@ -326,9 +383,7 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
             goto out;
         }
     }
-    names = malloc(PE_MAX_FRAMES * sizeof(*names));
-    namebuf = malloc(PE_MAX_FRAMES * sizeof(*namebuf));
-    if (!names || !namebuf) {
+    if (!(pp = malloc(sizeof(*pp)))) {
         why = "out of memory";
         goto out;
     }
@@ -336,7 +391,7 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
         ints_t locs = {0}, vals = {0};
         pe_prof_label_t labs[PE_PROF_MAX_LABELS];
         char lkey[2][64], lstr[2][128], lunit[2][32];
-        int nl = 0, nf = 0;
+        int nl = 0, nf = 0, np = 0;
         int64_t values[4] = {0};
 
         if (field(&b, &num, &wt, &v, &sub) < 0)
@@ -374,40 +429,49 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
                 nl++;
             }
         }
-        for (i = 0; i < locs.n && nf < PE_MAX_FRAMES; i++) {
+        /* Each location with its lines, innermost first, as the member wrote them. */
+        for (i = 0; i < locs.n && nf < PE_MAX_FRAMES && np < DECODE_MAX_PLACES; i++) {
             uint64_t id = locs.v[i];
+            int k = 0;
+
             if (id >= d.nloc)
                 continue;
             if (!d.loc_fns[id].n) { /* not symbolized there: its address */
-                snprintf(namebuf[nf], sizeof(namebuf[nf]), "0x%llx",
-                         (unsigned long long)d.loc_addr[id]);
-                names[nf] = namebuf[nf];
-                nf++;
+                snprintf(pp->name[np], DECODE_STR, "0x%llx", (unsigned long long)d.loc_addr[id]);
+                pp->pl[np] = (pe_prof_place_t){pp->name[np], NULL, 0};
+                np++;
+                k = 1;
             }
-            for (int j = 0; j < d.loc_fns[id].n && nf < PE_MAX_FRAMES; j++) {
+            for (int j = 0; j < d.loc_fns[id].n && np < DECODE_MAX_PLACES && k < 255; j++, k++) {
                 uint64_t f = d.loc_fns[id].v[j];
-                names[nf] = str_dup(&d, f < d.nfn ? d.fn_name[f] : 0, namebuf[nf], 256);
-                if (!names[nf][0])
-                    names[nf] = "?";
-                nf++;
+                pp->pl[np].name = fn_raw(&d, f, pp->name[np]);
+                pp->pl[np].src = f < d.nfn && d.fn_file[f]
+                                     ? str_dup(&d, d.fn_file[f], pp->src[np], DECODE_STR)
+                                     : NULL;
+                if (pp->pl[np].src && !pp->pl[np].src[0])
+                    pp->pl[np].src = NULL;
+                pp->pl[np].line = (uint32_t)d.loc_lines[id].v[j];
+                np++;
             }
+            if (k)
+                pp->nlines[nf++] = (uint8_t)k;
         }
         for (i = 0; i < vals.n && i < m->ntypes; i++)
             values[i] = (int64_t)vals.v[i];
         for (i = 0; i < nextra; i++)
             labs[nl++] = extra[i];
         if (nf == 0) {
-            names[0] = "[no stack]";
-            nf = 1;
+            const char *none = "[no stack]";
+            pe_prof_add_names(m->prof, &none, 1, values, labs, nl);
+        } else {
+            pe_prof_add_places(m->prof, pp->pl, pp->nlines, nf, values, labs, nl);
         }
-        pe_prof_add_names(m->prof, names, nf, values, labs, nl);
         free(locs.v);
         free(vals.v);
     }
     m->merged++;
 out:
-    free(names);
-    free(namebuf);
+    free(pp);
     dec_free(&d);
     return why;
 }

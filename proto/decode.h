@@ -5,9 +5,11 @@
  *
  * A merge starts zeroed.  The first profile added sets the sample types (at
  * most four), period and time of the result; a later one with other sample
- * types is refused.  Samples are added by function names (an unsymbolized
- * location by its address, "0x..."), with at most two of their own labels
- * plus the caller's.  Not thread-safe: one merge per request.
+ * types is refused.  Samples are added by their locations' lines, innermost
+ * first (function, source file and line, the inlined calls as frames of
+ * their own; an unsymbolized location by its address, "0x..."), with at most
+ * two of their own labels plus the caller's.  Not thread-safe: one merge per
+ * request.
  *
  * Signal-safe: no.
  */

@@ -2,7 +2,8 @@
  * gotext.c: Go's legacy text profiles (runtime/pprof's debug=1 and debug=2
  * forms): the grouped form of a count profile (goroutine, threadcreate), one
  * block per thread (debug=2), the heap and contention records with their
- * symbolized stacks, and gperftools' MAPPED_LIBRARIES trailer.  What the
+ * symbolized stacks, and gperftools' MAPPED_LIBRARIES trailer.  debug=2 is
+ * Go's per-goroutine form, one block per thread (its tid as the goroutine's).  What the
  * records mean is the caller's; this file only lays them out as Go's readers
  * (go tool pprof's legacy parsers, scrapers) expect.
  *
@@ -39,6 +40,32 @@ put_frames(pe_sink_t *out, const pe_prof_sample_t *sm)
             pe_sink_printf(out, "\t%s:%u\n", fr->src, fr->line);
         else
             pe_sink_printf(out, "\t%s\n", fr->src ? fr->src : fr->file ? fr->file : "");
+    }
+}
+
+/*
+ * A resolved sample's frames as Go's debug=2 writes a goroutine's: the
+ * function on one line, then "\tFILE:LINE +0xOFF" (the offset from the
+ * function's start; none for an inlined call, as Go writes those), or
+ * "\t[object] +0xOFF" where no line is known.
+ */
+static void
+put_frames_go2(pe_sink_t *out, const pe_prof_sample_t *sm)
+{
+    for (int f = 0; f < sm->nframes; f++) {
+        const pe_prof_frame_t *fr = sm->frames[f];
+        const char *obj = fr->file ? strrchr(fr->file, '/') : NULL;
+
+        pe_sink_printf(out, "%s(...)\n", fr->name);
+        if (fr->src && fr->line)
+            pe_sink_printf(out, "\t%s:%u", fr->src, fr->line);
+        else if (fr->file && fr->file[0] == '[') /* "[jit]" and the like */
+            pe_sink_printf(out, "\t%s", fr->file);
+        else
+            pe_sink_printf(out, "\t[%s]", obj ? obj + 1 : fr->file ? fr->file : "?");
+        if (!fr->inlined)
+            pe_sink_printf(out, " +%#llx", (unsigned long long)fr->offset);
+        pe_sink_put(out, "\n");
     }
 }
 
@@ -195,17 +222,17 @@ pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out)
         tid = label(&sm, "thread");
         name = label(&sm, "thread_name");
         state = label(&sm, "state");
-        pe_sink_printf(out, "thread %lld \"%s\" [%s]:", tid ? (long long)tid->num : -1LL,
-                       name && name->str ? name->str : "?",
-                       state && state->str ? state->str : "unknown");
+        /* Go's goroutine header, the thread id for the goroutine's */
+        pe_sink_printf(
+            out, "goroutine %lld [%s, thread \"%s\"]:\n", tid ? (long long)tid->num : -1LL,
+            state && state->str ? state->str : "unknown", name && name->str ? name->str : "?");
         if ((l = label(&sm, "no_answer"))) {
-            pe_sink_printf(out, " no answer within the bound (%s)\n\n", l->str ? l->str : "?");
+            pe_sink_printf(out, "# no answer within the bound (%s)\n\n", l->str ? l->str : "?");
             continue;
         }
-        pe_sink_put(out, "\n");
         if ((l = label(&sm, "capture_note")) && l->str)
             pe_sink_printf(out, "# capture: %s\n", l->str);
-        put_frames(out, &sm);
+        put_frames_go2(out, &sm);
         pe_sink_put(out, "\n");
     }
     return out->err;

@@ -613,6 +613,77 @@ pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *
     return smp_add(p, frames, n, values, labs, nlabels);
 }
 
+/* A decoded location's line as a location of its own (no address, no table). */
+static pe_prof_loc_t *
+place_loc(pe_prof_t *p, const pe_prof_place_t *pl, int inlined)
+{
+    pe_prof_loc_t *loc = inlined ? arena_alloc(p, sizeof(*loc)) : loc_new(p, 0);
+    int64_t fi = native_func_get(p, pl->name && pl->name[0] ? pl->name : "?", pl->src);
+
+    if (!loc || fi < 0)
+        return NULL;
+    if (inlined)
+        memset(loc, 0, sizeof(*loc));
+    loc->frame.src = p->funcs[fi].file;
+    loc->frame.line = pl->line;
+    loc->frame.inlined = (uint8_t)inlined;
+    loc->func = (uint32_t)fi + 1;
+    loc->resolved = 1;
+    loc->pseudo = 1;
+    return loc;
+}
+
+int
+pe_prof_add_places(pe_prof_t *p, const pe_prof_place_t *pl, const uint8_t *nlines, int n,
+                   const int64_t *values, const pe_prof_label_t *labels, int nlabels)
+{
+    pe_prof_label_t labs[PE_PROF_MAX_LABELS];
+    const pe_prof_frame_t *frames[PE_MAX_FRAMES];
+    pe_prof_loc_t *loc;
+    char key[4096];
+    const char *ikey;
+    int64_t ki;
+    int err, i, k, len;
+
+    if (n <= 0 || !pl || !nlines)
+        return -EINVAL;
+    if (n > PE_MAX_FRAMES)
+        n = PE_MAX_FRAMES; /* the leaf end, as pe_prof_add */
+    if ((err = labels_intern(p, labels, nlabels, labs)))
+        return err;
+    for (i = 0; i < n; pl += nlines[i++]) {
+        if (!nlines[i])
+            return -EINVAL;
+        /* One location per distinct chain: found again through a function
+           keyed by the chain ("\x03" keeps it apart from real ones); no
+           location refers to it, so pprof never emits it. */
+        len = snprintf(key, sizeof(key), "\x03");
+        for (k = 0; k < nlines[i] && len < (int)sizeof(key); k++)
+            len += snprintf(key + len, sizeof(key) - (size_t)len, "%s\x01%s\x01%u\x02",
+                            pl[k].name ? pl[k].name : "", pl[k].src ? pl[k].src : "", pl[k].line);
+        if (!(ikey = pe_prof_intern(p, key)) || (ki = func_get(p, ikey)) < 0)
+            return -ENOMEM;
+        if (!p->funcs[ki].named_loc) {
+            if (!(loc = place_loc(p, &pl[nlines[i] - 1], 0)))
+                return -ENOMEM;
+            if (nlines[i] > 1) {
+                loc->inl = arena_alloc(p, (size_t)(nlines[i] - 1) * sizeof(*loc->inl));
+                if (!loc->inl)
+                    return -ENOMEM;
+                for (k = 0; k < nlines[i] - 1; k++)
+                    if (!(loc->inl[k] = place_loc(p, &pl[k], 1)))
+                        return -ENOMEM;
+                for (k = 0; k < nlines[i] - 1; k++)
+                    loc->inl[k]->id = loc->id;
+                loc->ninl = (uint16_t)(nlines[i] - 1);
+            }
+            p->funcs[ki].named_loc = p->nlocs;
+        }
+        frames[i] = &p->locs[p->funcs[ki].named_loc - 1]->frame;
+    }
+    return smp_add(p, frames, n, values, labs, nlabels);
+}
+
 void
 pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos)
 {

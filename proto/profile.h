@@ -112,6 +112,21 @@ int pe_prof_add_named(pe_prof_t *p, const char *name, const int64_t *values,
    (a profile decoded from another process: pid=all).  As pe_prof_add. */
 int pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *values,
                       const pe_prof_label_t *labels, int nlabels);
+/* One line of a decoded location (pprof's Location.line). */
+typedef struct pe_prof_place_s {
+    const char *name; /* the function's raw (system) name: demangled here as ours are */
+    const char *src;  /* its source file, or NULL */
+    uint32_t line;    /* 0 when unknown */
+} pe_prof_place_t;
+/*
+ * A sample of decoded locations (pid=all), leaf first: location i is
+ * nlines[i] (>= 1) entries of pl, innermost first as pprof has them, so the
+ * last is the function the code belongs to and the others are inlined into
+ * it.  Views show them with their File:Line, pprof keeps the lines.  As
+ * pe_prof_add (at most PE_MAX_FRAMES locations).
+ */
+int pe_prof_add_places(pe_prof_t *p, const pe_prof_place_t *pl, const uint8_t *nlines, int n,
+                       const int64_t *values, const pe_prof_label_t *labels, int nlabels);
 
 void pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos);
 /* Frames show whole names (parameters, template arguments: names=full) instead
@@ -238,11 +253,13 @@ int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
 int pe_prof_write_go_grouped(pe_prof_t *p, pe_sink_t *out, const char *title);
 
 /*
- * debug=2: one block per sample, in sample order: `thread TID "NAME"
- * [STATE]:` from the labels thread, thread_name and state, then either " no
- * answer within the bound (WHY)" (label no_answer) or a `# capture: NOTE`
- * line (label capture_note, when present), then the frames.  The caller
- * writes any header first.  Resolves p.
+ * debug=2, as Go prints goroutines: one block per sample, in sample order:
+ * `goroutine TID [STATE, thread "NAME"]:` from the labels thread, state and
+ * thread_name, then either "# no answer within the bound (WHY)" (label
+ * no_answer) or a `# capture: NOTE` line (label capture_note, when present)
+ * and the frames, each as `NAME(...)` and `\tFILE:LINE +0xOFF` (`\t[object]
+ * +0xOFF` without a line; no offset for an inlined call); a blank line
+ * between blocks.  The caller writes any header first.  Resolves p.
  */
 int pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out);
 

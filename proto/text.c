@@ -390,9 +390,11 @@ report(const text_t *c, const uint32_t *idx, uint32_t nidx)
     for (i = 0; i < nidx; i++)
         total += c->p->samples[idx[i]]->values[c->vi];
     err = c->opts->flat ? report_flat(c, idx, nidx) : report_tree(c, idx, nidx);
+    /* The view's value summed (e.g. 200 signals of CPU samples), over the
+       profile's samples: one per distinct stack and labels, so fewer. */
     if (!err)
-        pe_sink_printf(c->out, "Total: %" PRId64 " %s in %u samples\n", total,
-                       c->p->types[c->vi].unit, nidx);
+        pe_sink_printf(c->out, "Total: %" PRId64 " %s of %s, summed over %u distinct stacks\n",
+                       total, c->p->types[c->vi].unit, c->p->types[c->vi].type, nidx);
     return err;
 }
 
@@ -487,6 +489,10 @@ pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts)
         idx[i] = i;
     pe_sink_printf(out, "%s (%s), %s view%s\n", p->types[c.vi].type, p->types[c.vi].unit,
                    c.opts->flat ? "flat" : "tree", c.opts->by_thread ? ", by thread" : "");
+    /* What the reader should do first ("hint: " comments, as the SVG title shows them). */
+    for (int k = 0; k < p->ncomments; k++)
+        if (!strncmp(p->comments[k], "hint: ", 6))
+            pe_sink_printf(out, "%s\n", p->comments[k]);
     err = c.opts->by_thread ? report_by_thread(&c, idx, p->nsamples) : report(&c, idx, p->nsamples);
     free(idx);
     return err ? err : out->err;

@@ -2,7 +2,7 @@
  * mutex.c: lock contention sampling: the per-thread geometric countdown, the
  * timed real call of a sampled wait, and the fixed (kind, stack) -> totals
  * table the two contention endpoints read.  The interposers themselves are in
- * mutex_hooks.c; the profiles are built in http/h_mutex.c.  The design (paths,
+ * mutex_hooks.c; the profiles in mutex_profile.c (kind.h).  The design (paths,
  * sampling, what is recorded) is mutex.h's.
  *
  *   tab        the (kind, stack) entries: preload/stacktab.h, the kind as

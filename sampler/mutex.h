@@ -243,23 +243,8 @@ int pe_mutex_stack(uint32_t id, uintptr_t *pcs, int max);
 
 void pe_mutex_get_stats(pe_mutex_stats_t *st);
 
-/* ---- profiles (mutex_profile.c; HTTP threads) ---------------------------------------- */
-
-/* s1 -= s0, entry by entry (both from pe_mutex_snapshot, ascending id). */
-void pe_mutex_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0);
-/* Keep in place the records a view shows: block, every kind; else lock
-   acquisitions only; never empty ones.  Returns how many are kept. */
-int pe_mutex_select(pe_mutex_rec_t *v, int n, int block);
-/*
- * The records as Go's contention profile: contentions/count and
- * delay/nanoseconds (default), the sampled values times the period
- * (PROFEP_MUTEX_RATE), period contentions/count; covering duration_ns up to
- * now; comments give the rate and any drops.  NULL on ENOMEM.
- */
-pe_prof_t *pe_mutex_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns);
-/* Go's debug=1 text of the records (sorted in place by delay), "--- mutex:" or
-   "--- contention:" (block), then our sampling comments.  0 or the sink's error. */
-int pe_mutex_write_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block);
+/* The profiles (Go's pprof and debug=1 text, mutex and block) are the kinds
+   pe_kind_mutex and pe_kind_block (kind.h), in mutex_profile.c. */
 
 /* ---- test seams ------------------------------------------------------------------- */
 

@@ -14,16 +14,12 @@
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "kind.h"
 #include "mutex.h"
 
-static const pe_prof_vt_t mutex_types[2] = {
-    {"contentions", "count"},
-    {"delay", "nanoseconds"},
-};
-static const pe_prof_vt_t contentions_count = {"contentions", "count"};
-
-void
-pe_mutex_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0)
+/* s1 -= s0, entry by entry (both from pe_mutex_snapshot, ascending id). */
+static void
+recs_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0)
 {
     /* Entries never move, so matching ids are the same (kind, stack). */
     for (int i = 0, j = 0; i < n1; i++) {
@@ -36,8 +32,10 @@ pe_mutex_delta(pe_mutex_rec_t *s1, int n1, const pe_mutex_rec_t *s0, int n0)
     }
 }
 
-int
-pe_mutex_select(pe_mutex_rec_t *v, int n, int block)
+/* Keep in place the records a view shows: block, every kind; else lock
+   acquisitions only; never empty ones.  Returns how many are kept. */
+static int
+recs_select(pe_mutex_rec_t *v, int n, int block)
 {
     int k = 0;
 
@@ -49,17 +47,24 @@ pe_mutex_select(pe_mutex_rec_t *v, int n, int block)
     return k;
 }
 
-pe_prof_t *
-pe_mutex_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
+/*
+ * The records as Go's contention profile: contentions/count and
+ * delay/nanoseconds (default), the sampled values times the period
+ * (PROFEP_MUTEX_RATE), period contentions/count; covering duration_ns up to
+ * now; comments give the rate and any drops.  NULL on ENOMEM.
+ */
+static pe_prof_t *
+recs_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
 {
     int64_t rate = pe_mutex_rate();
-    pe_prof_t *p = pe_prof_new(mutex_types, 2, &contentions_count, rate);
+    const pe_kind_t *kind = &pe_kind_mutex; /* block's types are the same */
+    pe_prof_t *p = pe_prof_new(kind->types, 2, &kind->period_type, rate);
     uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
     pe_mutex_stats_t st;
 
     if (!p)
         return NULL;
-    pe_prof_set_default_type(p, "delay");
+    pe_prof_set_default_type(p, kind->default_type);
     pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {(int64_t)v[i].count * rate, (int64_t)v[i].delay_ns * rate};
@@ -94,8 +99,10 @@ by_delay_desc(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int
-pe_mutex_write_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
+/* Go's debug=1 text of the records (sorted in place by delay), "--- mutex:" or
+   "--- contention:" (block), then our sampling comments.  0 or the sink's error. */
+static int
+recs_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
 {
     pe_prof_go_contention_t *g = malloc((n ? (size_t)n : 1) * sizeof(*g));
     pe_mutex_stats_t st;
@@ -116,3 +123,77 @@ pe_mutex_write_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
         " stacks)\n# without stack = %" PRIu64 "\n",
         pe_mutex_rate(), st.sampled, st.dropped, st.capacity, st.no_stack);
 }
+
+/* ---- the kinds (kind.h) ---------------------------------------------------------- */
+
+static const char *
+mutex_unavailable(void)
+{
+    return pe_mutex_rate() > 0 ? NULL
+                               : "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
+                                 "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100";
+}
+
+static int
+mutex_snap(void **recs, int *n)
+{
+    return pe_mutex_snapshot((pe_mutex_rec_t **)recs, n);
+}
+
+static void
+mutex_recs_delta(void *now, int n, const void *before, int nbefore)
+{
+    recs_delta(now, n, before, nbefore);
+}
+
+static pe_prof_t *
+mutex_build(void *recs, int n, int64_t duration_ns)
+{
+    return recs_profile(recs, recs_select(recs, n, 0), duration_ns);
+}
+
+static int
+mutex_text(pe_sink_t *out, void *recs, int n)
+{
+    return recs_text(out, recs, recs_select(recs, n, 0), 0);
+}
+
+static pe_prof_t *
+block_build(void *recs, int n, int64_t duration_ns)
+{
+    return recs_profile(recs, recs_select(recs, n, 1), duration_ns);
+}
+
+static int
+block_text(pe_sink_t *out, void *recs, int n)
+{
+    return recs_text(out, recs, recs_select(recs, n, 1), 1);
+}
+
+/* Always on while PROFEP_MUTEX_RATE > 0 (the interposers record): no start or stop. */
+const pe_kind_t pe_kind_mutex = {
+    .name = "mutex",
+    .types = {{"contentions", "count"}, {"delay", "nanoseconds"}},
+    .period_type = {"contentions", "count"},
+    .default_type = "delay",
+    .unavailable = mutex_unavailable,
+    .rec_size = sizeof(pe_mutex_rec_t),
+    .snapshot = mutex_snap,
+    .delta = mutex_recs_delta,
+    .build = mutex_build,
+    .text = mutex_text,
+};
+
+/* The same table, every wait (condition waits and timed-out locks too). */
+const pe_kind_t pe_kind_block = {
+    .name = "block",
+    .types = {{"contentions", "count"}, {"delay", "nanoseconds"}},
+    .period_type = {"contentions", "count"},
+    .default_type = "delay",
+    .unavailable = mutex_unavailable,
+    .rec_size = sizeof(pe_mutex_rec_t),
+    .snapshot = mutex_snap,
+    .delta = mutex_recs_delta,
+    .build = block_build,
+    .text = block_text,
+};

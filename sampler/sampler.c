@@ -51,6 +51,7 @@
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "cpu.h"
+#include "kind.h"
 #include "peek.h"
 #include "sampler.h"
 #include "stacks.h"
@@ -67,8 +68,6 @@
 #define NAME_REFRESH_NS 1000000000LL
 #define WALL_PER_TICK 16 /* threads signalled per wall tick (async-profiler's cap) */
 
-enum { K_CPU = 0, K_WALL = 1 };
-
 /* ---- data ----------------------------------------------------------------------- */
 
 /* Why a wall sample took a signal: the profile's comment counts each. */
@@ -76,7 +75,8 @@ enum { WHY_ASKED, WHY_RUNNING, WHY_WOKE, WHY_CANNOT, WHY_N };
 
 struct pe_sampler_win_s {
     struct pe_sampler_win_s *next;
-    int kind; /* K_CPU or K_WALL */
+    const pe_kind_t *kind;
+    int ki; /* its index in skinds */
     pe_prof_t *prof;
     int64_t nmax, nused;      /* frame budget (n) and frames kept */
     uint64_t samples, weight; /* signals and signals+overruns kept */
@@ -91,36 +91,22 @@ struct pe_sampler_win_s {
     int64_t t0_real, t0_mono;
 };
 
-/* What a closing window reads of its session, for its kind's comment lines. */
-typedef struct close_s {
-    int64_t period;                          /* ns */
-    uint64_t ticks, quiet, sigs, why[WHY_N]; /* wall: since the window opened */
-} close_t;
-
 /*
- * A profile kind of the sampler's windows: what differs between CPU time and
- * wall-clock time; the windows, the ring, the collector and the signal are
- * shared.  Called under `life`, but thread_start/thread_exit (the thread's own
- * hooks, no lock).  Adding a kind: a K_ value, a row below (README, Design,
- * "adding a profile kind").
+ * The sampled kinds (kind.h): what differs between CPU time and wall-clock
+ * time; the windows, the ring, the collector and the signal are shared.
+ * Called under `life`, but thread_start/thread_exit (the thread's own hooks,
+ * no lock).  Their rows are at the end of this file; a new sampled kind is a
+ * row here and a PE_RING_F_ bit its samples carry.
  */
-typedef struct kind_s {
-    const char *name;                           /* the value type and period type: "cpu" */
-    int64_t *period;                            /* the running session's period (ns) */
-    void (*start)(int64_t period, int capture); /* the kind's first window opens */
-    void (*stop)(void);                         /* its last window closes while others stay open */
-    void (*thread_start)(pid_t tid);            /* an application thread starts (or NULL) */
-    void (*thread_exit)(pid_t tid);             /* and exits (or NULL) */
-    void (*comment)(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c); /* its lines */
-} kind_t;
-
-static const kind_t kinds[2];
+static const pe_kind_t *const skinds[] = {&pe_kind_cpu, &pe_kind_wall};
+#define NKINDS ((int)PE_ARRAY_SIZE(skinds))
+_Static_assert(WHY_N == PE_ARRAY_SIZE(((pe_kind_close_t *)0)->why), "close's reasons");
 
 static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static pe_sampler_win_t *windows; /* under wlock */
 static int nwin;                  /* under life: windows of both kinds */
-static int nkind[2];              /* under life: windows per kind */
+static int nkind[NKINDS];         /* under life: windows per kind */
 static int64_t period_ns;         /* of the running CPU session (writer: open, under life) */
 static int64_t wall_period_ns;    /* of the running wall session (idem) */
 static uint64_t session_gen;
@@ -444,6 +430,21 @@ wall_tick(uint32_t gen, int64_t periods)
     __atomic_add_fetch(&wall_ticks, 1, __ATOMIC_RELAXED);
 }
 
+/* The kind whose ring flag a sample carries (the one without a flag otherwise). */
+static const pe_kind_t *
+kind_of(uint32_t flags)
+{
+    const pe_kind_t *none = skinds[0];
+
+    for (int i = 0; i < NKINDS; i++) {
+        if (skinds[i]->ring_flag & flags)
+            return skinds[i];
+        if (!skinds[i]->ring_flag)
+            none = skinds[i];
+    }
+    return none;
+}
+
 /* Move everything in the ring into every open window of its kind (wlock held). */
 static void
 drain(void)
@@ -453,29 +454,24 @@ drain(void)
     while ((s = pe_ring_peek(&pe_cpu_ring))) {
         pe_prof_label_t labels[4];
         int64_t values[2];
-        int n = s->nframes, kind = (s->flags & PE_RING_F_WALL) ? K_WALL : K_CPU, nl = 2;
+        const pe_kind_t *k = kind_of(s->flags);
+        int n = s->nframes, nl = 2;
 
         if (n > PE_MAX_FRAMES)
             n = PE_MAX_FRAMES; /* keep the leaf end */
         /* CPython frames named while their code objects live (pyframes.h) */
         pe_py_name_pcs(s->pcs, n);
         values[0] = s->weight;
-        values[1] = (int64_t)s->weight * *kinds[kind].period;
+        values[1] = (int64_t)s->weight * *k->period;
         memset(labels, 0, sizeof(labels));
         labels[0].key = "thread";
         labels[0].num = s->tid;
         labels[1].key = "thread_name";
         labels[1].str = windows ? thread_name(s->tid) : "";
-        if (kind == K_WALL) {
-            unsigned st = PE_RING_STATE(s->flags);
-            labels[2].key = "state";
-            labels[2].str = pe_proc_state_str(st);
-            labels[3].key = "capture";
-            labels[3].str = (s->flags & PE_RING_F_PROC) ? "proc" : "signal";
-            nl = 4;
-        }
+        if (k->labels)
+            nl += k->labels(s->flags, &labels[2]);
         for (pe_sampler_win_t *w = windows; w; w = w->next) {
-            if (w->kind != kind)
+            if (w->kind != k)
                 continue;
             if (w->nused + n > w->nmax) {
                 w->over_cap += s->weight;
@@ -633,29 +629,39 @@ pe_sampler_init(void)
  * cookie, timers on the next scan; wall: a new generation, ticks at once).
  */
 static int
-win_open(int kind, double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
-         double *running_delay)
+kind_index(const pe_kind_t *k)
 {
-    const kind_t *k = &kinds[kind];
+    for (int i = 0; i < NKINDS; i++)
+        if (skinds[i] == k)
+            return i;
+    return -1;
+}
+
+int
+pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int capture,
+                     pe_sampler_win_t **out, double *running_delay)
+{
+    int kind = kind_index(k);
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
     pe_sampler_win_t *w;
     sigset_t all, saved;
     int rc = 0, started = 0;
 
     *out = NULL;
+    if (kind < 0)
+        return -EINVAL;
+    if (k->unavailable && k->unavailable()) /* also while a session runs: a filter may be new */
+        return -EACCES;
     if (want < 1000 || max_frames < 1)
         return -EINVAL;
     pe_py_init(); /* before the first signal: CPython's frames, if any */
     w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
-    w->kind = kind;
+    w->kind = k;
+    w->ki = kind;
     w->nmax = max_frames;
-    {
-        pe_prof_vt_t types[2] = {{"samples", "count"}, {k->name, "nanoseconds"}};
-        pe_prof_vt_t ptype = {k->name, "nanoseconds"};
-        w->prof = pe_prof_new(types, 2, &ptype, want);
-    }
+    w->prof = pe_prof_new(k->types, 2, &k->period_type, want);
     if (!w->prof) {
         free(w);
         return -ENOMEM;
@@ -737,26 +743,16 @@ err_unlock:
 int
 pe_sampler_open(double delay, int64_t max_frames, pe_sampler_win_t **out, double *running_delay)
 {
-    if (pe_cpu_seccomp_reason()) /* also while a session runs: a filter may be new */
-        return -EACCES;
-    return win_open(K_CPU, delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out, running_delay);
+    return pe_sampler_open_kind(&pe_kind_cpu, delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
+                                running_delay);
 }
 
 int
 pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                      double *running_delay)
 {
-    return pe_sampler_open_wall_capture(delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
-                                        running_delay);
-}
-
-int
-pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture, pe_sampler_win_t **out,
-                             double *running_delay)
-{
-    if (pe_cpu_seccomp_reason())
-        return -EACCES;
-    return win_open(K_WALL, delay, max_frames, capture, out, running_delay);
+    return pe_sampler_open_kind(&pe_kind_wall, delay, max_frames, PE_SAMPLER_CAPTURE_AUTO, out,
+                                running_delay);
 }
 
 pe_prof_t *
@@ -765,12 +761,12 @@ pe_sampler_close(pe_sampler_win_t *w)
     pe_sampler_win_t **pp;
     pe_prof_t *p;
     uint64_t ring_dropped;
-    close_t c;
+    pe_kind_close_t c;
     int kind;
 
     if (!w)
         return NULL;
-    kind = w->kind;
+    kind = w->ki;
     memset(&c, 0, sizeof(c));
     pthread_mutex_lock(&life);
     if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
@@ -787,14 +783,14 @@ pe_sampler_close(pe_sampler_win_t *w)
         free(w);
         return p;
     }
-    c.period = *kinds[kind].period;
+    c.period = *w->kind->period;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
         sem_post(&pe_cpu_wake);
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     } else if (nkind[kind] == 1) {
-        kinds[kind].stop(); /* windows of the other kind stay: the collector runs on */
+        w->kind->stop(); /* windows of the other kind stay: the collector runs on */
     }
     c.ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
     c.quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
@@ -822,7 +818,9 @@ pe_sampler_close(pe_sampler_win_t *w)
 
     p = w->prof;
     pe_prof_set_time(p, w->t0_real, pe_clock_ns(CLOCK_MONOTONIC) - w->t0_mono);
-    kinds[kind].comment(w, p, &c);
+    c.samples = w->samples;
+    c.weight = w->weight;
+    w->kind->comment(p, &c);
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
@@ -871,9 +869,9 @@ pe_sampler_running(double *delay)
 {
     int n;
     pthread_mutex_lock(&life);
-    n = nkind[K_CPU];
+    n = nkind[kind_index(&pe_kind_cpu)];
     if (n && delay)
-        *delay = (double)*kinds[K_CPU].period / 1e9;
+        *delay = (double)*pe_kind_cpu.period / 1e9;
     pthread_mutex_unlock(&life);
     return n;
 }
@@ -886,9 +884,9 @@ pe_sampler_thread_started(void)
         return;
     __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_START, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
-    for (unsigned k = 0; k < PE_ARRAY_SIZE(kinds); k++)
-        if (kinds[k].thread_start)
-            kinds[k].thread_start(pe_gettid());
+    for (int k = 0; k < NKINDS; k++)
+        if (skinds[k]->thread_start)
+            skinds[k]->thread_start(pe_gettid());
 }
 
 void
@@ -898,9 +896,9 @@ pe_sampler_thread_exiting(void)
         return;
     __atomic_sub_fetch(&thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_EXIT, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
-    for (unsigned k = 0; k < PE_ARRAY_SIZE(kinds); k++)
-        if (kinds[k].thread_exit)
-            kinds[k].thread_exit(pe_gettid());
+    for (int k = 0; k < NKINDS; k++)
+        if (skinds[k]->thread_exit)
+            skinds[k]->thread_exit(pe_gettid());
 }
 
 /* ---- the kinds --------------------------------------------------------------------- */
@@ -961,10 +959,10 @@ cpu_thread_exit(pid_t tid)
 }
 
 static void
-cpu_comment(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c)
+cpu_comment(pe_prof_t *p, const pe_kind_close_t *c)
 {
     pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
-                    (unsigned long long)w->samples, (unsigned long long)w->weight,
+                    (unsigned long long)c->samples, (unsigned long long)c->weight,
                     (long long)c->period);
 }
 
@@ -986,13 +984,24 @@ wall_stop(void)
     __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
 }
 
+/* A wall sample's state at the sample, and how it was taken. */
+static int
+wall_labels(uint32_t flags, pe_prof_label_t *l)
+{
+    l[0].key = "state";
+    l[0].str = pe_proc_state_str(PE_RING_STATE(flags));
+    l[1].key = "capture";
+    l[1].str = (flags & PE_RING_F_PROC) ? "proc" : "signal";
+    return 2;
+}
+
 static void
-wall_comment(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c)
+wall_comment(pe_prof_t *p, const pe_kind_close_t *c)
 {
     pe_prof_comment(p,
                     "wall: %llu samples (weight %llu) from %llu ticks, period %lld ns, "
                     "at most %d threads signalled per tick",
-                    (unsigned long long)w->samples, (unsigned long long)w->weight,
+                    (unsigned long long)c->samples, (unsigned long long)c->weight,
                     (unsigned long long)c->ticks, (long long)c->period, WALL_PER_TICK);
     pe_prof_comment(p,
                     "capture: %llu samples from /proc without a signal, %llu signals sent "
@@ -1003,10 +1012,32 @@ wall_comment(const pe_sampler_win_t *w, pe_prof_t *p, const close_t *c)
                     (unsigned long long)c->why[WHY_WOKE], (unsigned long long)c->why[WHY_CANNOT]);
 }
 
-static const kind_t kinds[] = {
-    [K_CPU] = {"cpu", &period_ns, cpu_start, cpu_stop, cpu_thread_start, cpu_thread_exit,
-               cpu_comment},
-    [K_WALL] = {"wall", &wall_period_ns, wall_start, wall_stop, NULL, NULL, wall_comment},
+const pe_kind_t pe_kind_cpu = {
+    .name = "cpu",
+    .types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+    .period_type = {"cpu", "nanoseconds"},
+    .flags = PE_KIND_F_ONCPU,
+    .unavailable = pe_cpu_seccomp_reason,
+    .period = &period_ns,
+    .start = cpu_start,
+    .stop = cpu_stop,
+    .thread_start = cpu_thread_start,
+    .thread_exit = cpu_thread_exit,
+    .comment = cpu_comment,
+};
+
+const pe_kind_t pe_kind_wall = {
+    .name = "wall",
+    .types = {{"samples", "count"}, {"wall", "nanoseconds"}},
+    .period_type = {"wall", "nanoseconds"},
+    .flags = PE_KIND_F_CAPTURE,
+    .unavailable = pe_cpu_seccomp_reason,
+    .period = &wall_period_ns,
+    .ring_flag = PE_RING_F_WALL,
+    .start = wall_start,
+    .stop = wall_stop,
+    .labels = wall_labels,
+    .comment = wall_comment,
 };
 
 void
@@ -1036,7 +1067,7 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         ntimers_hi = 0;
         windows = NULL;
         nwin = 0;
-        nkind[K_CPU] = nkind[K_WALL] = 0;
+        memset(nkind, 0, sizeof(nkind));
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
         pe_cpu_sig_atfork_child();
     }

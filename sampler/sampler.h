@@ -73,13 +73,20 @@ pe_prof_t *pe_sampler_close(pe_sampler_win_t *w);
  * nanosleep and sem_timedwait return EINTR in the program (read, accept
  * restart); /proc captures never interrupt anything.
  */
-int pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
-                         double *running_delay) PE_NODISCARD;
-/* How wall samples are taken: /proc first then signal, or signal only (as before). */
+PE_TESTONLY int pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
+                                     double *running_delay) PE_NODISCARD;
+/* How wall samples are taken: /proc first then signal, or signal only (as before);
+   a session keeps its first window's. */
 enum { PE_SAMPLER_CAPTURE_AUTO = 0, PE_SAMPLER_CAPTURE_SIGNAL = 1 };
-/* pe_sampler_open_wall with a capture method; a session keeps its first window's. */
-int pe_sampler_open_wall_capture(double delay, int64_t max_frames, int capture,
-                                 pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
+/*
+ * A window of a sampled kind (kind.h: pe_kind_cpu, pe_kind_wall), as
+ * pe_sampler_open; `capture` (PE_SAMPLER_CAPTURE_*) counts for a kind with
+ * PE_KIND_F_CAPTURE.  -EINVAL for a kind that is not sampled; -EACCES when
+ * the kind is unavailable (seccomp).
+ */
+struct pe_kind_s;
+int pe_sampler_open_kind(const struct pe_kind_s *k, double delay, int64_t max_frames, int capture,
+                         pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
 /* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
 PE_TESTONLY int pe_sampler_running(double *delay);
 

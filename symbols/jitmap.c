@@ -517,6 +517,14 @@ pe_sym_jit_lookup(uintptr_t addr, uintptr_t *start)
     return name_of(best);
 }
 
+int
+pe_sym_jit_found(void)
+{
+    /* racy by design: a hint's guess, read outside the batch's lock */
+    return __atomic_load_n(&jm.map.fd, __ATOMIC_RELAXED) >= 0 ||
+           __atomic_load_n(&jm.dump.fd, __ATOMIC_RELAXED) >= 0;
+}
+
 void
 pe_sym_jit_end(void)
 {

@@ -90,6 +90,9 @@ void pe_sym_jit_begin(void);
 const char *pe_sym_jit_lookup(uintptr_t addr, uintptr_t *start);
 /* Free the batch's names (pe_sym_end). */
 void pe_sym_jit_end(void);
+/* 1 when the last batch found a perf map or jitdump of this process (a hint's
+   guess: any thread, no lock). */
+int pe_sym_jit_found(void);
 /* Entries indexed, lines refused as malformed, entries dropped past the cap. */
 PE_TESTONLY void pe_sym_jit_stats(size_t *entries, uint64_t *malformed, uint64_t *dropped);
 

@@ -59,12 +59,12 @@ check "allocations in burn_big: stacks go through the 128 KiB JIT frame to worke
 # the thread dump too: the worker's whole block, up to 3 dumps (it is under a
 # JIT frame nearly always, not in the instants between calls, and a loaded
 # machine may leave it unscheduled past the capture's 200 ms)
-jit_frame='jit_[a-z_]+\+0x[0-9a-f]+[[:space:]]+\[jit\]'
+jit_frame() { grep -A1 -E '^jit_[a-z_]+\(\.\.\.\)$' | grep -Eq $'^\t\\[jit\\] \\+0x[0-9a-f]+$'; }
 for _ in 1 2 3; do
     g=$(pe_get '/debug/pprof/goroutine?debug=2' | awk '/"jit-worker"/ { on = 1 } on && /^$/ { exit } on')
-    grep -Eq "$jit_frame" <<<"$g" && break
+    jit_frame <<<"$g" && break
 done
-check "goroutine debug=2: the worker's stack names a JIT frame on [jit]" grep -Eq "$jit_frame" <<<"$g"
+check "goroutine debug=2: the worker's stack names a JIT frame on [jit]" jit_frame <<<"$g"
 [ "$checks_bad" = 0 ] || sed 's/^/  | /' <<<"$g"
 # text views resolve through the same symbolizer
 txt=$(pe_get '/profile?duration=1&pprof=false')

@@ -10,7 +10,7 @@
 # flame graph's tooltips and granularity=lines, Go's debug=1 FILE:LINE, C++
 # and Rust names readable everywhere (names=full keeps parameters), pprof's
 # system_name mangled, and go tool pprof -top/-raw naming everything without
-# reading the binary again.
+# reading the binary again.  node without --perf-basic-prof gets a hint.
 cd "$(dirname "$0")/../.." || exit 1
 scripts/deps.sh names >/dev/null 2>&1 || echo "note: scripts/deps.sh names failed"
 source test/e2e/lib.sh
@@ -100,7 +100,7 @@ check "svg: the whole name, [inlined] and the file in the tooltip" \
 check "svg: inlined boxes marked" grep -Eq '<g class="f [^"]*inl"' $T/f.svg
 check "svg granularity=lines: boxes by File:Line" grep -Eq 'data-n="work.cc:[0-9]+; shop::price_all"' $T/l.svg
 check "debug=1: FILE:LINE as Go writes it" grep -Eq $'^#\t0x[0-9a-f]+\tmain\\+0x[0-9a-f]+\t/.*/work.cc:[0-9]+$' $T/g1.txt
-check "debug=2: FILE:LINE too" grep -Eq $'\t/.*/work.cc:[0-9]+$' $T/g2.txt
+check "debug=2: FILE:LINE too" grep -Eq $'^\t/.*/work.cc:[0-9]+( \\+0x[0-9a-f]+)?$' $T/g2.txt
 for v in tree.txt flat.txt folded.txt f.svg l.svg g1.txt g2.txt; do
     check "$v: no mangled C++ name" bash -c "! grep -Eq '(^|[^A-Za-z0-9_])_Z[A-Z0-9]' $T/$v"
 done
@@ -127,5 +127,24 @@ if [ -n "$RUSTC" ]; then
     done
 else
     echo "note: no rustc: the Rust rows are skipped"
+fi
+
+# node without --perf-basic-prof: its JIT code has no names; the profile says
+# how to get them (a "hint: " comment, first in the text view).
+if command -v node >/dev/null; then
+    JS=$(cd test/e2e/js && pwd)/busy.js
+    mkdir -p $T/nodecwd
+    cd $T/nodecwd # node may write its logs into its cwd
+    pe_start node "$JS" 8
+    cd - >/dev/null
+    sleep 1
+    pe_get '/profile?duration=2&format=text' >$T/node.txt
+    pe_stop
+    rm -f /tmp/perf-$PE_PID.map
+    check "node without --perf-basic-prof: the text view says --perf-basic-prof" \
+        grep -q '^hint: [0-9]*% of the samples run JIT code without names; start node with --perf-basic-prof' $T/node.txt ||
+        head -5 $T/node.txt
+else
+    echo "note: no node: the JIT hint row is skipped"
 fi
 pe_finish

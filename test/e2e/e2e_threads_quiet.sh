@@ -17,34 +17,39 @@
 source test/e2e/lib.sh
 P=$BUILD/test
 
-block() { awk -v n="\"$2\"" '/^thread / { on = ($3 == n) } on' <<<"$1"; }
+block() { awk -v n="thread \"$2\"]:" '/^goroutine / { on = (index($0, n) > 0) } on' <<<"$1"; }
 compare() { # proc.txt signal.txt: same frames per thread
     python3 - "$1" "$2" <<'EOF'
 import re, sys
 def blocks(path):
     out, cur = {}, None
     for line in open(path):
-        m = re.match(r'^thread (\d+) "([^"]*)" \[([^\]]*)\]:', line)
+        m = re.match(r'^goroutine (\d+) \[[^\]]*, thread "([^"]*)"\]:', line)
         if m:
             cur = m.group(2); out[cur] = []
             continue
-        f = line.rstrip('\n').split('\t')
-        # physical frames only: an inlined call's line has no +offset, and a
+        m = re.match(r'^(.*)\(\.\.\.\)$', line)
+        if m:
+            name = m.group(1)
+            continue
+        # physical frames only: an inlined call's place has no +offset, and a
         # leaf read at pc or pc - 1 may be in an inlined call or just past it
-        if cur and len(f) >= 3 and f[0] == '#' and '+' in f[2]:
-            out[cur].append((int(f[1], 16), f[2].split('+')[0]))
+        m = re.match(r'^\t.* \+(0x[0-9a-f]+|0)$', line.rstrip('\n'))
+        if cur and m:
+            out[cur].append((name, int(m.group(1), 16)))
     return out
 a, b = blocks(sys.argv[1]), blocks(sys.argv[2])
 bad = 0
 for name in sorted(a):
     fa, fb = a[name], b.get(name, [])
-    same = (len(fa) == len(fb) and len(fa) > 1 and fa[0][1] == fb[0][1]
-            and all(x[0] == y[0] for x, y in zip(fa[1:], fb[1:])))
+    # the leaf by its function, the callers by their call sites (function+offset)
+    same = (len(fa) == len(fb) and len(fa) > 1 and fa[0][0] == fb[0][0]
+            and all(x == y for x, y in zip(fa[1:], fb[1:])))
     if not same:
         bad += 1
         print('  %s differs:' % name)
-        for x in fa: print('    proc   %#x %s' % x)
-        for x in fb: print('    signal %#x %s' % x)
+        for x in fa: print('    proc   %s +%#x' % x)
+        for x in fb: print('    signal %s +%#x' % x)
 print('  compared %d threads, %d differ' % (len(a), bad))
 sys.exit(1 if bad or len(a) < 10 else 0)
 EOF
@@ -77,7 +82,7 @@ check "debug=2: all 10 threads from /proc, none signalled" \
 check "debug=2: a '# capture: proc' note per thread" [ "$(grep -c '^# capture: proc' $T/auto.txt)" = 10 ] ||
     { head -1 $T/auto.txt; grep -B1 -A4 '^# capture: signal' $T/auto.txt | head -20; }
 for f in park_sleep park_poll park_epoll park_read park_cond park_mutex park_sem park_accept park_wait; do
-    grep -q "	$f+" $T/auto.txt || bad "debug=2: $f missing"
+    grep -q "^$f(\.\.\.)$" $T/auto.txt || bad "debug=2: $f missing"
 done
 pe_get '/debug/pprof/goroutine?debug=2' >$T/auto2.txt
 check "debug=2 again: all 10 reused unchanged" grep -q '10 from /proc without a signal (10 unchanged)' $T/auto2.txt
@@ -111,7 +116,7 @@ for _ in $(seq 50); do grep -q ready "$PE_OUT" && break; sleep 0.1; done
 got=
 for _ in 1 2 3; do # it wakes every 100 ms: a capture may find it running
     txt=$(pe_get /task_backtraces)
-    grep -q '	park_blocked+' <<<"$(block "$txt" p-blocked)" && { got=1; break; }
+    grep -q '^park_blocked(\.\.\.)$' <<<"$(block "$txt" p-blocked)" && { got=1; break; }
     sleep 0.2
 done
 check "SIGPROF blocked: its stack from /proc (park_blocked)" [ -n "$got" ]
@@ -124,7 +129,7 @@ PE_ENV="PROFEP_MUTEX_RATE=1" pe_start $P/p_quiet_park || exit 1
 PE_ENV=
 check "our hook: ready" wait_ready
 txt=$(pe_get '/debug/pprof/goroutine?debug=2')
-check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '	pe_mutex_sampled+' <<<"$(block "$txt" q-mutex)"
+check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '^pe_mutex_sampled(\.\.\.)$' <<<"$(block "$txt" q-mutex)"
 check "our hook: all 10 threads from /proc" grep -q ' 10 from /proc without a signal ([0-9]* unchanged), 0 by signal$' <<<"$txt" ||
     block "$txt" q-mutex
 pe_stop

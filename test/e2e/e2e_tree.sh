@@ -7,8 +7,11 @@
 #  - pid=N: a worker's CPU profile through the root names tree_burn; heap
 #    through the root has its four sample types; unknown pid: 404;
 #  - pid=all: every pid in the merged profile's pid labels, program labels,
+#    the members' source lines (pprof Location.line, the text view's File:Line),
 #    format=folded/text/svg views of the merge; a worker killed during a
 #    pid=all request: still 200;
+#  - a launcher (`timeout 60 p_tree leaf`): the root's CPU profile hints at
+#    the member that used the CPU, in the text view and the pprof comments;
 #  - fork+exec storm: children that exec or exit at once start no thread;
 #  - 500 short-lived children: the root answers, the registry lists only the
 #    live ones;
@@ -79,6 +82,9 @@ for p in $PE_PID $F1 $F2 $G $X; do
 done
 check "pid=all carries the program label" grep -q "program: Total" $T/all.tags
 check "pid=all names tree_burn" sh -c "go tool pprof -top $T/all.pb 2>&1 | grep -q tree_burn"
+check "pid=all keeps the members' lines (tree_burn at p_tree.c:N)" \
+    sh -c "go tool pprof -raw $T/all.pb 2>&1 | grep -Eq 'tree_burn .*p_tree\.c:[1-9][0-9]*'"
+check "pid=all text view shows File:Line" has "/profile?duration=1&pid=all&format=text" 'p_tree.c:[0-9]*; tree_burn'
 check "pid=all folded view" has "/profile?duration=1&pid=all&format=folded" 'tree_burn [0-9]'
 check "pid=all svg view" has "/debug/pprof/heap?pid=all&format=svg" '<svg'
 check "pid=all heap: four types" has_pprof "/debug/pprof/heap?pid=all" 'inuse_space/bytes'
@@ -91,6 +97,23 @@ wait $killer
 check "pid=all with a worker killed meanwhile: 200" test "$code" = 200
 check "the killed worker is named in the comments" sh -c "go tool pprof -raw $T/all2.pb 2>&1 | grep -q 'not merged: pid $F2'"
 check "the killed worker leaves the list" lacks "/debug/pprof/processes" "\"pid\": $F2,"
+stop_tree
+
+# A launcher (issue 33): `timeout 60 ./app` under the library profiles
+# timeout; its CPU profile says that it used almost no CPU and names the
+# member that did, with the pid= to ask (text view and pprof comment).
+PE_ENV="PROFEP_TOKEN=$TOKEN" pe_start timeout 60 $P/p_tree leaf || exit 1
+wait_listed 2 || bad "launcher: the leaf is listed"
+LEAF=$(procs | field_pids | tr ' ' '\n' | grep -vx "$PE_PID" | grep . | head -1)
+aget "/profile?duration=2&format=text" >$T/launch.txt
+check "launcher: the text view hints at pid $LEAF" \
+    grep -q "^hint: pid $PE_PID (timeout) used almost no CPU.* $LEAF (p_tree).*ask with ?pid=$LEAF\$" $T/launch.txt
+aget "/debug/pprof/profile?seconds=2" >$T/launch.pb
+check "launcher: the pprof comment says it too" \
+    sh -c "go tool pprof -raw $T/launch.pb 2>&1 | grep -q 'hint: pid $PE_PID (timeout).*ask with ?pid=$LEAF'"
+aget "/profile?duration=1&format=text&pid=$LEAF" >$T/leaf.txt
+check "launcher: a busy process gets no hint" sh -c "grep -q tree_burn $T/leaf.txt && ! grep -q '^hint:' $T/leaf.txt"
+[ "$checks_bad" = 0 ] || head -5 $T/launch.txt
 stop_tree
 
 # fork+exec storm: no thread in children that exec or exit at once

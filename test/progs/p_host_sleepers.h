@@ -1,7 +1,7 @@
 /* p_host_sleepers.h: the body of the rows p_host_sleep10k and p_host_sleep30k:
  * SLEEPERS threads asleep in pthread_cond_wait (32 KiB stacks so that 30,000
  * fit) while profiled; then the row asks its own server for
- * /debug/pprof/goroutine?debug=2 and counts the thread blocks ("thread TID"
+ * /debug/pprof/goroutine?debug=2 and counts the thread blocks ("goroutine TID"
  * lines): all SLEEPERS and the main thread must be listed (the thread
  * registry and the dump grow with the program), and no line may say
  * threads were left out.  Prints figures: the dump's time and size and the
@@ -93,7 +93,7 @@ main(void)
     hwm1 = rss_kb();
     if (st != 200)
         row_fail("goroutine?debug=2: status %d", st);
-    for (p = body; (p = strstr(p, "\nthread ")); p++)
+    for (p = body; (p = strstr(p, "\ngoroutine ")); p++)
         listed++;
     if (strstr(body, "left out"))
         row_fail("the dump says threads were left out: %.200s", body);

@@ -480,7 +480,8 @@ test_text(void)
     CHECK(strstr(mb.data, "40000000|  40000000 [u_prof] leaf_static\n") != NULL);
     CHECK(strstr(mb.data, "10000000 [truncated]\n") != NULL); /* no object: the name alone */
     CHECK(strstr(mb.data, "mid_static") < strstr(mb.data, "0x1000"));
-    CHECK(strstr(mb.data, "Total: 90000000 nanoseconds in 6 samples") != NULL);
+    CHECK(strstr(mb.data, "Total: 90000000 nanoseconds of cpu, summed over 6 distinct stacks") !=
+          NULL);
     if (o.value_index == -1 && pe_test_failed)
         fputs(mb.data, stderr);
     pe_membuf_free(&mb);
@@ -515,7 +516,8 @@ test_text(void)
     CHECK(strstr(mb.data, "Thread 102 other\n") != NULL);
     CHECK(strstr(mb.data, "Thread ? (no thread label)") != NULL);
     CHECK(strstr(mb.data, "Thread 101") < strstr(mb.data, "Thread 102"));
-    CHECK(strstr(mb.data, "Total: 6 count in 3 samples") != NULL); /* thread 101 */
+    CHECK(strstr(mb.data, "Total: 6 count of samples, summed over 3 distinct stacks") !=
+          NULL); /* thread 101 */
     pe_membuf_free(&mb);
 
     o.value_index = 7;
@@ -549,7 +551,7 @@ test_empty(void)
     pe_membuf_free(&mb);
     pe_membuf_init(&mb);
     CHECK(pe_prof_write_text(p, &mb.sink, NULL) == 0);
-    CHECK(strstr(mb.data, "Total: 0 count in 0 samples") != NULL);
+    CHECK(strstr(mb.data, "Total: 0 count of samples, summed over 0 distinct stacks") != NULL);
     pe_membuf_free(&mb);
     pe_prof_free(p);
     pe_prof_free(NULL);
