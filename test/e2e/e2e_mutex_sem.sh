@@ -119,7 +119,11 @@ int main(void)
     printf("ping-pong %d users %u", rounds, mu.__data.__nusers);
     printf(" destroy %d\n", pthread_mutex_destroy(&mu));
 
-    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    /* The mutex and, after it, the child's word that its timed lock is over: the parent
+       lets go only then, or a child scheduled late on a busy machine would take the mutex
+       in its timed lock and deadlock on itself in the plain one. */
+    sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    volatile int *timed_out = (volatile int *)(sh + 1);
     pthread_mutexattr_init(&a);
     pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
     pthread_mutex_init(sh, &a);
@@ -128,12 +132,15 @@ int main(void)
     if ((pid = fork()) == 0) {
         ts = in_ms(20);
         st = pthread_mutex_timedlock(sh, &ts) == ETIMEDOUT; /* the parent holds it */
+        *timed_out = 1;
         st |= (pthread_mutex_lock(sh) == 0) << 1;            /* until it lets go */
         st |= (sh->__data.__owner == gettid()) << 2;         /* the child's own tid */
         st |= (pthread_mutex_unlock(sh) == 0) << 3;
         _exit(st);
     }
-    usleep(100000);
+    while (!*timed_out)
+        usleep(1000);
+    usleep(50000); /* the child is (most likely) waiting in its plain lock */
     printf("shared: unlock %d\n", pthread_mutex_unlock(sh));
     waitpid(pid, &st, 0);
     printf("shared: child timed out, locked, owned, unlocked: %#x\n", WEXITSTATUS(st));
