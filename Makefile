@@ -220,7 +220,7 @@ fuzz-dwarf:
 	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_dwarf.log | tail -n 20; \
 	    echo "fuzz-dwarf: exit $$st, log $(BUILD)-fuzz/fuzz_dwarf.log"; exit $$st
 
-# The host program under load and faults, with the figures (README "Hardening"):
+# The host program under load and faults, with the figures (docs/HARDENING.md):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
 # the program's own signal handlers, exit mid-profile, clients that hang up.  A few
 # minutes; never pass/fail in CI (test/e2e/e2e_stress.sh runs the short version).

@@ -21,7 +21,7 @@
  * one load beside the word the real free reads (the tag check).  Everything
  * else happens off the fast path, lock-free or under a try-lock, and never
  * calls malloc.
- * Design notes: README, section "Design", item "Heap sampling".
+ * Design notes: docs/DESIGN.md, "Heap sampling".
  *
  * Signal-safe: the hook paths (inline helpers, pe_heap_*_slow) add nothing
  * to the real allocator that a signal handler could deadlock on;

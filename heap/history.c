@@ -9,7 +9,7 @@
  * Memory: the timeline is a fixed map of PE_HEAP_TIMELINE entries; a
  * checkpoint or the peak holds one 24-byte entry per stack with live bytes,
  * at most the stack table's size, so at most (PE_HEAP_CHECKPOINTS + 2) x
- * 24 B x 32768 = 46 MiB in the worst case (README "Memory over time").
+ * 24 B x 32768 = 46 MiB in the worst case (docs/GUIDE.md "Memory over time").
  *
  * Signal-safe: no; readers (HTTP threads) and the thread share one mutex,
  * held only to swap or copy arrays.

@@ -198,7 +198,7 @@ int pe_http_h_threadcreate(pe_req_t *r);
 int pe_http_h_trace(pe_req_t *r);
 /* h_engine.c */
 int pe_http_h_debug_engine(pe_req_t *r);
-/* /debug_engine's limits (README Hardening). */
+/* /debug_engine's limits (docs/HARDENING.md). */
 #define PE_ENGINE_MAX_JOBS 2
 #define PE_ENGINE_MAX_FILES 16
 #define PE_ENGINE_MAX_SECONDS 120

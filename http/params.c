@@ -2,7 +2,7 @@
  * params.c: the one query parser every endpoint uses.  The query is split on
  * '&', each key=value percent-decoded into the request's fixed buffer (no
  * allocation, bounded), and typed readers check ranges and send a one-line
- * 400 naming the parameter, its value and what is allowed (the README's error
+ * 400 naming the parameter, its value and what is allowed (docs/ENDPOINTS.md's error
  * contract: `go tool pprof` and curl show that line as is).  This file is
  * fuzzed (test/unit/fuzz_params.c).
  */

@@ -3,7 +3,7 @@
  * the format Chrome DevTools' Memory tab loads and memlab parses.  It owns the
  * graph layout and the streaming writer; the live objects and their stacks come
  * from the caller (http/h_snapshot.c) and names from the model, resolved as for
- * every other encoder.  Design notes: README "Design" (heap snapshot).
+ * every other encoder.  Design notes: docs/DESIGN.md (Heap snapshot).
  *
  *   ordinal  name            type       edges
  *   0        ""              synthetic  element -> 1, property -> outermost frames

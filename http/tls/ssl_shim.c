@@ -1,6 +1,6 @@
 /*
  * ssl_shim.c: built twice into two tiny libraries that make civetweb 1.15's
- * TLS work with OpenSSL 3 (README "Hardening").  civetweb dlopens the
+ * TLS work with OpenSSL 3 (docs/HARDENING.md).  civetweb dlopens the
  * unversioned names "libcrypto.so" and "libssl.so" and looks every function
  * up in them; OpenSSL 3 turned SSL_get_peer_certificate into a macro, so
  * libssl.so.3 lacks it and civetweb refuses TLS.  server.c loads

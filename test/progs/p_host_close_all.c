@@ -6,7 +6,7 @@
  * stay near idle meanwhile (about 8 s in all).  Host-matrix row (test/e2e/e2e_host_matrix.sh).
  * It reads its thread list to find civetweb-master, with an idle thread of its
  * own: a program alone in its process that reads the list is taken to check
- * that it is alone, and the library steps aside (README "A process that must
+ * that it is alone, and the library steps aside (docs/GUIDE.md "A process that must
  * be alone").
  */
 #include <arpa/inet.h>

@@ -55,7 +55,7 @@ worker_loop(void)
 }
 
 /* Threads: of /proc/self/status (a look at /proc/self/task from a process
-   alone would make the library step aside, README "A process that must be
+   alone would make the library step aside, docs/GUIDE.md "A process that must be
    alone", and so hide the very thread this counts). */
 static int
 threads_now(void)
