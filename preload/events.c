@@ -21,6 +21,7 @@
 #include "events.h"
 #include "guard.h"
 #include "init.h"
+#include "loadgate.h"
 #include "threads.h"
 #include "tree.h"
 
@@ -69,6 +70,7 @@ static void
 fork_prepare(void)
 {
     pe_http_fork_prepare(); /* no libunwind init lock held across the fork */
+    pe_loadgate_close();    /* nor the loader's dl_iterate_phdr lock (loadgate.h) */
     pe_sampler_before_fork(&fork_mask);
     fork_masked = 1;
 }
@@ -76,6 +78,7 @@ fork_prepare(void)
 static void
 fork_parent(void)
 {
+    pe_loadgate_open(0);
     pe_http_fork_parent();
     fork_masked = 0;
     pe_sampler_after_fork(0, &fork_mask);
@@ -101,6 +104,7 @@ pe_event_fork_child(void)
        dormant.  Either way it starts no thread here, and whatever another
        thread held at the fork (unwinder pins, spin locks, in-flight
        counters, our locks) is let go. */
+    pe_loadgate_open(1);
     lives = pe_tree_atfork_child(pe_init_active());
     pe_threads_atfork_child(); /* first of the modules: it resets the cached tid */
     pe_unwind_atfork_child();

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/loadgate.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "cfi.h"
@@ -217,7 +218,7 @@ snap_rebuild(void)
 
     if (!snap[0])
         return 0;
-    iter = pe_real.dl_iterate_phdr ? pe_real.dl_iterate_phdr : dl_iterate_phdr;
+    iter = pe_loadgate_iterate; /* never inside it at a fork (loadgate.h) */
     pe_spin_lock(&snap_lock);
     cur = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
     nxt = !cur;
