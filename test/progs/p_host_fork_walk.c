@@ -1,7 +1,8 @@
 /*
  * p_host_fork_walk (host-matrix row): fork while two threads dlopen/dlclose
- * an object already loaded (libz, which the library links), so that after
- * each the library walks the loaded objects (dl_iterate_phdr) on those
+ * an object kept loaded (libz: the row holds it open, as the library does;
+ * a real load or unload in another thread at a fork breaks a child's dlopen
+ * in glibc itself, with or without us), so that after each the library walks the loaded objects (dl_iterate_phdr) on those
  * threads; each child does the same once and exits 0.  glibc's fork does not
  * reset the lock dl_iterate_phdr takes: a child forked during one of our
  * walks used to wait forever in its own (preload/loadgate.h; 1 in ~10
@@ -34,6 +35,8 @@ main(void)
     long want = getenv("PE_ROW_CHILDREN") ? atol(getenv("PE_ROW_CHILDREN")) : 200;
     pthread_t l[2];
 
+    if (!dlopen("libz.so.1", RTLD_NOW)) /* kept: the loaders only count references */
+        row_fail("dlopen libz.so.1: %s", dlerror());
     for (int i = 0; i < 2; i++)
         if (pthread_create(&l[i], NULL, loader, NULL))
             row_fail("pthread_create");
