@@ -2,12 +2,11 @@
  * p_host_fork_walk (host-matrix row): fork while two threads dlopen/dlclose
  * an object kept loaded (libz: the row holds it open, as the library does;
  * a real load or unload in another thread at a fork breaks a child's dlopen
- * in glibc itself, with or without us), so that after each the library walks the loaded objects (dl_iterate_phdr) on those
- * threads; each child does the same once and exits 0.  glibc's fork does not
- * reset the lock dl_iterate_phdr takes: a child forked during one of our
- * walks used to wait forever in its own (preload/loadgate.h; 1 in ~10
- * children hung).  PE_ROW_CHILDREN children (default 200); one not done
- * within 10 s has hung: it is killed and the row fails.
+ * in glibc itself, with or without us), so that after each the library walks the loaded objects
+ * (dl_iterate_phdr) on those threads; each child does the same once and exits 0.  glibc's fork does
+ * not reset the lock dl_iterate_phdr takes: a child forked during one of our walks used to wait
+ * forever in its own (preload/loadgate.h; 1 in ~10 children hung).  PE_ROW_CHILDREN children
+ * (default 200); one not done within 10 s has hung: it is killed and the row fails.
  */
 #include <dlfcn.h>
 #include <pthread.h>
