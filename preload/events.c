@@ -24,6 +24,7 @@
 #include "events.h"
 #include "guard.h"
 #include "init.h"
+#include "loadgate.h"
 #include "threads.h"
 #include "tree.h"
 
@@ -72,6 +73,7 @@ static void
 fork_prepare(void)
 {
     pe_http_fork_prepare(); /* no libunwind init lock held across the fork */
+    pe_loadgate_close();    /* nor the loader's dl_iterate_phdr lock (loadgate.h) */
     pe_sampler_before_fork(&fork_mask);
     fork_masked = 1;
 }
@@ -79,6 +81,7 @@ fork_prepare(void)
 static void
 fork_parent(void)
 {
+    pe_loadgate_open(0);
     pe_http_fork_parent();
     PE_TRACE_EVENT(PE_TJ_EV_FORK, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     fork_masked = 0;
@@ -105,6 +108,7 @@ pe_event_fork_child(void)
        dormant.  Either way it starts no thread here, and whatever another
        thread held at the fork (unwinder pins, spin locks, in-flight
        counters, our locks) is let go. */
+    pe_loadgate_open(1);
     lives = pe_tree_atfork_child(pe_init_active());
     pe_threads_atfork_child(); /* first of the modules: it resets the cached tid */
     pe_trace_atfork_child();

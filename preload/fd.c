@@ -200,34 +200,58 @@ pe_fd_ours_at(int fd)
 }
 
 /*
- * Where our descriptors go: near the top of the first 1024 (the numbers a
- * program is least likely to expect free, and below select()'s FD_SETSIZE
- * is irrelevant to us: civetweb polls), or in the upper half of a small
- * RLIMIT_NOFILE.
+ * Where our descriptors go: the top of the first 1024 numbers, or of a
+ * smaller RLIMIT_NOFILE, taken from the top down (pe_fd_dup_high), so a
+ * program that opens files until EMFILE finds every number below ours
+ * free.  The floor bounds the search: the top 64 numbers, or the upper half
+ * of a limit of 128 or less.
  */
+static int
+fd_ceiling(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        return (int)rl.rlim_cur;
+    return 1024;
+}
+
 PE_SIGSAFE int
 pe_fd_high_base(void)
 {
-    struct rlimit rl;
-    long lim = 1024;
+    int lim = fd_ceiling();
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
-        lim = (long)rl.rlim_cur;
-    return lim > 128 ? (int)lim - 64 : (int)(lim / 2);
+    return lim > 128 ? lim - 64 : lim / 2;
 }
 
-/* A copy of fd at a high number that no slot of ours knows by its old number. */
+/*
+ * A close-on-exec copy of fd at the highest free number from `from` up to
+ * the ceiling that no slot of ours knows by its old number, or -1.
+ * F_DUPFD at k gives k when k is free, else the lowest free number above
+ * it: from the top down, the first success is the highest free number (or,
+ * with a limit above 1024 and 1023 taken, one above 1024).  Each failed
+ * probe is one number in use at the top: a handful, 64 at most.
+ */
 PE_SIGSAFE int
 pe_fd_dup_high(int fd, int from)
 {
-    int n = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, from), n2;
+    int k, n, saved = errno; /* the failed probes are not the caller's business */
 
-    while (n >= 0 && pe_fd_by_virt(n)) {
-        n2 = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, n + 1);
-        pe_fd_sys_close(n);
-        n = n2;
+    for (k = fd_ceiling() - 1; k >= from; k--) {
+        n = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, k);
+        if (n < 0) {
+            if (errno != EMFILE && errno != EINVAL)
+                return -1;
+            continue;
+        }
+        if (!pe_fd_by_virt(n)) {
+            errno = saved;
+            return n;
+        }
+        pe_fd_sys_close(n); /* a number our code still knows: not that one */
     }
-    return n;
+    errno = EMFILE;
+    return -1;
 }
 
 /* Move a descriptor our code just created up out of the program's way and register it. */

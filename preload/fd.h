@@ -3,9 +3,13 @@
  * (preload/fd_hooks.c).
  *
  * Every descriptor created by our code (a thread of ours, or our unwinder on
- * any thread) through socket, accept, pipe or pipe2 is moved to a high number
- * at once (F_DUPFD_CLOEXEC, near 960 when RLIMIT_NOFILE allows), marked
- * close-on-exec and registered.  The program's close, close_range and
+ * any thread) through socket, accept, pipe or pipe2 is moved at once to the
+ * highest free number below 1024, or below a smaller RLIMIT_NOFILE
+ * (F_DUPFD_CLOEXEC probed from the top down: the program's low numbers stay
+ * free), marked close-on-exec and registered.  Held for good: 6 at most
+ * (libunwind's memory-check pipes, one per flavour of its code, the second
+ * opened at the first stack capture; the listening socket; the process
+ * tree's socket), plus one per request being answered.  The program's close, close_range and
  * closefrom leave registered descriptors open (a close of one "succeeds");
  * its dup2/dup3 onto one first moves ours to another number and then goes
  * through, and our code keeps using the old number: calls made from our code

@@ -24,6 +24,7 @@
 #include "events.h"
 #include "guard.h"
 #include "init.h"
+#include "loadgate.h"
 #include "real.h"
 #include "threads.h"
 
@@ -124,6 +125,9 @@ dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
     if (pe_tls.in_unwind)
         return pe_unwind_iterate_snapshot(cb, data);
+    /* Our own walks (symbols, libunwind outside a handler) stay out of forks. */
+    if (pe_tls.internal || pe_tls.guard)
+        return pe_loadgate_iterate(cb, data);
     pe_real_init();
     return pe_real.dl_iterate_phdr(cb, data);
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../preload/guard.h"
+#include "../preload/loadgate.h"
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "cfi.h"
@@ -217,7 +218,7 @@ snap_rebuild(void)
 
     if (!snap[0])
         return 0;
-    iter = pe_real.dl_iterate_phdr ? pe_real.dl_iterate_phdr : dl_iterate_phdr;
+    iter = pe_loadgate_iterate; /* never inside it at a fork (loadgate.h) */
     pe_spin_lock(&snap_lock);
     cur = __atomic_load_n(&snap_cur, __ATOMIC_SEQ_CST);
     nxt = !cur;
@@ -843,6 +844,15 @@ pe_unwind_atfork_child(void)
     /* The threads that held pins, the rebuild lock or a dlclose count are
        gone: their counts would hold the child's every dlclose (and snapshot
        rebuild) forever.  Only this thread's own pin, if any, stays counted. */
+    int others = -(snap_pin != 0);
+
+    for (int s = 0; s < PE_STRIPES; s++)
+        others += snap_readers[s].n[0] + snap_readers[s].n[1];
+    /* A thread pinned was inside libunwind, whose locks (the register-state
+       cache's) the child inherits held: it must never call libunwind (frame
+       pointers only), as after an interrupted warm walk (http/server.c). */
+    if (others > 0)
+        pe_unwind_forsake();
     memset(snap_readers, 0, sizeof(snap_readers));
     if (snap_pin)
         snap_readers[pe_stripe()].n[snap_pin - 1] = 1;
