@@ -40,7 +40,7 @@ ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -ftls-model=ini
               $(CFLAGS)
 # libunwind is dlopen'd RTLD_LOCAL at run time (its _Unwind_* must not enter the global scope),
 # so it is not linked; civetweb, zlib and nanopb are.
-LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread -lm
+LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread
 ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,-z,now \
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 

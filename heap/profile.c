@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -156,15 +155,15 @@ pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t ove
                     "values scaled by %g",
                     prob, 1 / prob);
     for (int i = 0; i < n; i++) {
-        int64_t vals[2] = {llround((double)v[i].count / prob),
-                           llround((double)v[i].count * (double)v[i].size / prob)};
+        int64_t vals[2] = {pe_round_i64((double)v[i].count / prob),
+                           pe_round_i64((double)v[i].count * (double)v[i].size / prob)};
         pe_prof_label_t lab = {"bytes", NULL, (int64_t)v[i].size, NULL}; /* as Go's heap label */
 
         if (pe_heap_prof_add(p, v[i].stack, vals, &lab, 1) < 0)
             break;
     }
     if (over_n) {
-        int64_t vals[2] = {llround((double)over_n / prob), llround((double)over_b / prob)};
+        int64_t vals[2] = {pe_round_i64((double)over_n / prob), pe_round_i64((double)over_b / prob)};
         pe_prof_add_named(p, "[allocs table full]", vals, NULL, 0);
     }
     return p;

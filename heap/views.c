@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
+#include <math.h> /* INFINITY only: no libm call */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,8 +130,8 @@ age_one(const pe_heap_live_t *b, void *arg)
     }
     c->v[c->n].stack = b->stack;
     c->v[c->n].age = age_bucket(age_of(c->f, b));
-    c->v[c->n].cnt_fx = llround(cnt);
-    c->v[c->n].bytes_fx = llround(b->weight * (double)b->size * PE_HEAP_BYTES_ONE);
+    c->v[c->n].cnt_fx = pe_round_i64(cnt);
+    c->v[c->n].bytes_fx = pe_round_i64(b->weight * (double)b->size * PE_HEAP_BYTES_ONE);
     c->n++;
     return 0;
 }
@@ -332,7 +332,7 @@ obj_size(const pe_heap_live_t *b, int all_one)
         return 1;
     if (!(x >= 0)) /* NaN: a zero-byte block */
         return 0;
-    return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)llround(x);
+    return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)pe_round_i64(x);
 }
 
 static int

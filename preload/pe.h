@@ -28,6 +28,20 @@
 #define PE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define PE_CACHELINE 64
 
+/* Nearest integer, halves away from zero (llround without libm: the library
+   links no libm, whose 0.9 MB of address space counts under `ulimit -v`). */
+static inline int64_t
+pe_round_i64(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 9.2e18)
+        return INT64_MAX;
+    if (x <= -9.2e18)
+        return INT64_MIN;
+    return x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(-x + 0.5);
+}
+
 /* Deepest stack any sampler keeps; deeper stacks are truncated at the root end. */
 #define PE_MAX_FRAMES 128
 

@@ -6,7 +6,6 @@
  * Signal-safe: no.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -81,18 +80,41 @@ human(double b, char *buf, size_t len)
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int i = 0;
 
-    while (fabs(b) >= 1024 && i < 4) {
+    while ((b < 0 ? -b : b) >= 1024 && i < 4) {
         b /= 1024;
         i++;
     }
     snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
 
+/* No libm (pe_round_i64 says why): the two it would give. */
+static double
+max_d(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+static double
+ceil_d(double x)
+{
+    double t = (double)(int64_t)x;
+
+    return t < x ? t + 1 : t;
+}
+
 /* A round step (1, 2, 5 x 10^k of the unit) giving about `want` ticks up to max. */
 static double
 nice_step(double max, int want, double unit)
 {
-    double raw = max / unit / want, p = pow(10, floor(log10(raw > 0 ? raw : 1))), m = raw / p;
+    double raw = max / unit / want, p = 1, m;
+
+    if (!(raw > 0))
+        raw = 1;
+    while (p * 10 <= raw)
+        p *= 10;
+    while (p > raw)
+        p /= 10;
+    m = raw / p;
 
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p * unit;
 }
@@ -133,11 +155,11 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
 
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < NSERIES; k++)
-            ymax = fmax(ymax, (double)series[k].get(&v[i]));
-        tmax = fmax(tmax, v[i].threads);
+            ymax = max_d(ymax, (double)series[k].get(&v[i]));
+        tmax = max_d(tmax, v[i].threads);
     }
     ymax *= 1.08;
-    tmax = ceil(tmax * 1.2);
+    tmax = ceil_d(tmax * 1.2);
 #define X(t) (ML + ((double)(t)-t0) / span * pw)
 #define Y(b) (MT + H - (double)(b) / ymax * H)
 #define YT(k) (ty + TH - (double)(k) / tmax * TH)
@@ -202,7 +224,7 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
             "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">peak %s at %s</text>"
             "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
             "</g></a>\n",
-            px, Y(peak_b), left ? px - 8 : px + 8, fmax(Y(peak_b) - 8, MT + 12),
+            px, Y(peak_b), left ? px - 8 : px + 8, max_d(Y(peak_b) - 8, MT + 12),
             left ? "end" : "start", a, tb, a, tb);
     }
     /* threads strip */
@@ -241,7 +263,7 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
                        "<title>%s UTC (%.0f s ago)\nRSS %s\nsampled heap %s (RSS - heap: %s)\n"
                        "arenas in use %s, free %s; mmapped %s\nthreads %u\n"
                        "click: what changed since then (heap?since=%.0f)</title></rect></a>\n",
-                       ago, x0, MT, fmax(x1 - x0, 0.5), ty + TH - MT, v[i].t_ms, v[i].rss,
+                       ago, x0, MT, max_d(x1 - x0, 0.5), ty + TH - MT, v[i].t_ms, v[i].rss,
                        v[i].heap, v[i].threads, tb, ago, a, b, f, c, d, e, v[i].threads, ago);
     }
     pe_sink_put(s, "</g>\n");
