@@ -167,6 +167,23 @@ pe_proc_ppid(pid_t pid)
     return pe_proc_stat(pid, 0, &st) == 0 ? st.ppid : 0;
 }
 
+long
+pe_proc_self_threads(void)
+{
+    char buf[2048];
+    const char *p;
+    long n = 0;
+
+    if (pe_proc_read("/proc/self/status", buf, sizeof(buf)) <= 0 ||
+        !(p = strstr(buf, "\nThreads:")))
+        return 0;
+    for (p += 9; *p == ' ' || *p == '\t'; p++)
+        ;
+    for (; *p >= '0' && *p <= '9'; p++)
+        n = n * 10 + (*p - '0');
+    return n;
+}
+
 long long
 pe_proc_btime(void)
 {

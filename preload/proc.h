@@ -47,6 +47,12 @@ PE_SIGSAFE int pe_proc_task_read(pid_t tid, const char *what, char *buf, size_t 
  * does not parse).
  */
 PE_SIGSAFE int pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st);
+/*
+ * The number of threads of this process, from /proc/self/status (0 when
+ * unreadable).  Not from /proc/self/stat: reading that one sums every
+ * thread's CPU time in the kernel, 6 ms a read at 30,000 threads.
+ */
+PE_SIGSAFE long pe_proc_self_threads(void);
 /* The parent of pid, or 0 when it is gone or unreadable. */
 PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
 

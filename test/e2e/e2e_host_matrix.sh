@@ -201,11 +201,12 @@ done
 printf '%-24s %5s %9s\n' row runs failures
 total=0 totfail=0
 for row in "${rows[@]}"; do
-    nf=0
+    nf=0 why=
     for run in $(seq $RUNS); do
         r=$T/res.$row.$run
         if [ "$(cat "$r" 2>/dev/null)" != ok ]; then
             nf=$((nf + 1))
+            [ -n "$why" ] || why=" (run $run: $(head -c 160 "$r" 2>/dev/null | tr '\n' ';'))"
             sed "s/^/    $row run $run: /" "$r" 2>/dev/null || echo "    $row run $run: no result"
             cat "$T/log.$row.$run" 2>/dev/null | sed 's/^/      /'
             for f in out err; do
@@ -215,7 +216,9 @@ for row in "${rows[@]}"; do
     done
     printf '%-24s %5d %9d\n' "$row" "$RUNS" "$nf"
     total=$((total + RUNS)) totfail=$((totfail + nf))
-    check "row $row: $RUNS runs, $nf failures" [ $nf = 0 ]
+    # the first reason on the check's own line: a summary of the log that
+    # keeps only FAIL lines still says why
+    check "row $row: $RUNS runs, $nf failures$why" [ $nf = 0 ]
 done
 cat "$T"/log.* | grep 'figure:' | sort | uniq -c | sed 's/^/  /'
 echo "matrix: ${#rows[@]} programs, $total runs, $totfail failures, $((SECONDS - start)) s"
