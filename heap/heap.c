@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 
+#include "../preload/aslimit.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
 #include "heap_int.h"
@@ -57,16 +57,7 @@ pe_heap_map_hashed(size_t bytes)
 uint32_t
 pe_heap_fit(uint32_t want, size_t per, unsigned share)
 {
-    static uint64_t limit; /* bytes; UINT64_MAX: none */
-    struct rlimit rl;
-
-    if (!limit)
-        limit = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                    ? (uint64_t)rl.rlim_cur
-                    : UINT64_MAX;
-    while (want > 256 && limit != UINT64_MAX && (uint64_t)want * per > limit / share)
-        want >>= 1;
-    return want;
+    return pe_aslimit_fit(want, per, share, 256);
 }
 
 /* ---- our own frames ----------------------------------------------------------- */

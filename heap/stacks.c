@@ -48,11 +48,11 @@ pe_heap_stacks_init(void)
 
     if (tab_ready)
         return 0;
-    /* 1.5 KiB of address space a stack: 51 MiB at most, a 256th of a limit */
+    /* 1.5 KiB of address space a stack: 51 MiB at most, a 512th of a limit */
     nstacks = pe_heap_fit(PE_HEAP_STACKS_MAX,
                           2 * sizeof(*buckets) + sizeof(*ents) +
                               PE_HEAP_FRAMES_PER * sizeof(*frames) + PE_STRIPES * sizeof(*totals),
-                          256);
+                          512);
     buckets = pe_heap_map_hashed(2 * (size_t)nstacks * sizeof(*buckets));
     ents = pe_heap_map(nstacks * sizeof(*ents));
     frames = pe_heap_map((size_t)nstacks * PE_HEAP_FRAMES_PER * sizeof(*frames));

@@ -60,8 +60,11 @@ proc_addr(const pe_tree_proc_t *p, char *buf, size_t len)
 int
 pe_http_tree_list(pe_tree_proc_t **out)
 {
-    *out = malloc(PE_TREE_MAX * sizeof(**out));
-    return *out ? pe_tree_list(*out, PE_TREE_MAX) : 0;
+    /* room for a few that register meanwhile; later ones wait for the next list */
+    int max = pe_tree_size() + 8;
+
+    *out = malloc((size_t)max * sizeof(**out));
+    return *out ? pe_tree_list(*out, max) : 0;
 }
 
 int

@@ -24,8 +24,9 @@
 /*
  * The registry grows with the program: a chain of tables, the first of
  * PE_THREADS_FIRST slots in our data, each next one mapped when a claim finds
- * every table before it full, twice the size of the one before (10,000
- * threads: 6 tables, 30,000: 8).  Tables are never unmapped (readers,
+ * every table before it full, twice the size of the one before.  The first
+ * is small (most programs have a few threads; under `ulimit -v` our data
+ * counts against the program's address space).  Tables are never unmapped (readers,
  * signal handlers among them, walk the chain without a lock), so the
  * registry holds what the most threads alive at once needed: bounded by
  * memory, not by a constant.  A table that cannot be mapped leaves the
@@ -38,7 +39,7 @@
  * tid is stored, never lowered), and the fork child clears only slots ever
  * claimed.
  */
-#define PE_THREADS_FIRST 1024
+#define PE_THREADS_FIRST 256
 
 typedef struct reg_s {
     struct reg_s *next; /* published with release once filled in */

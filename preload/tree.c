@@ -44,7 +44,11 @@ static char cwd_at_load[PATH_MAX];
 static int reg_fd = -1, reg_stop; /* its socket; pe_tree_step_aside: the thread leaves */
 static int reg_live;              /* the registry thread is started and has not left */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pe_tree_proc_t reg[PE_TREE_MAX];
+/* Grown by doubling as members register (most programs have none): under
+   `ulimit -v` a table of PE_TREE_MAX in our data was 352 KiB of the
+   program's address space. */
+static pe_tree_proc_t *reg;
+static int reg_cap;
 static int nreg;
 
 /* ---- roles ------------------------------------------------------------------------- */
@@ -118,6 +122,8 @@ pe_tree_atfork_child(int parent_active)
     /* A member never reads the registry; whoever held its lock is gone. */
     memcpy(&reg_lock, &fresh, sizeof(reg_lock));
     nreg = 0;
+    reg = NULL; /* the parent's copy stays behind: no free() here */
+    reg_cap = 0;
     reg_fd = -1; /* the root's socket: never shut from a child */
     reg_live = 0;
     mask_seen = 0;
@@ -202,9 +208,18 @@ reg_add(const pe_tree_proc_t *p)
     pthread_mutex_lock(&reg_lock);
     for (i = 0; i < nreg && reg[i].pid != p->pid; i++)
         ;
-    if (i == nreg && nreg == PE_TREE_MAX)
+    if (i == nreg && nreg == reg_cap)
         reap_locked();
-    if (i < nreg || nreg < PE_TREE_MAX) {
+    if (i == nreg && nreg == reg_cap && reg_cap < PE_TREE_MAX) {
+        int cap = reg_cap ? 2 * reg_cap : 16;
+        pe_tree_proc_t *v = realloc(reg, (size_t)cap * sizeof(*v));
+
+        if (v) {
+            reg = v;
+            reg_cap = cap;
+        }
+    }
+    if (i < nreg || nreg < reg_cap) {
         if (i == nreg)
             i = nreg++;
         reg[i] = *p;
@@ -434,6 +449,17 @@ self_entry(pe_tree_proc_t *p)
     if (pe_proc_stat(0, 0, &st) == 0)
         p->starttime = st.starttime;
     snprintf(p->program, sizeof(p->program), "%s", pe_cfg_progname());
+}
+
+int
+pe_tree_size(void)
+{
+    int n;
+
+    pthread_mutex_lock(&reg_lock);
+    n = nreg;
+    pthread_mutex_unlock(&reg_lock);
+    return n + 1;
 }
 
 int

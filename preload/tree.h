@@ -93,6 +93,8 @@ typedef struct pe_tree_proc_s {
  * leave the registry.  Returns how many, or 0 outside a root.
  */
 int pe_tree_list(pe_tree_proc_t *out, int max);
+/* How many pe_tree_list would give now (itself included): a size for `out`. */
+int pe_tree_size(void);
 /* Root: the live process pid of the tree into *out; 0, or -ENOENT. */
 int pe_tree_find(pid_t pid, pe_tree_proc_t *out);
 /* "root", "fork" or "exec". */

@@ -34,12 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/aslimit.h"
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
@@ -163,19 +163,13 @@ static struct {
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-/* RING_SLOTS, or under an address-space limit as many as fit in a 256th of
+/* RING_SLOTS, or under an address-space limit as many as fit in a 1024th of
    it (at least 256): the program's memory is the program's.  A smaller ring
    is drained sooner (the handler posts the collector when it is half full). */
 static uint32_t
 ring_slots(void)
 {
-    uint32_t n = RING_SLOTS;
-    struct rlimit rl;
-
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        while (n > 256 && (uint64_t)n * sizeof(pe_ring_slot_t) > rl.rlim_cur / 256)
-            n /= 2;
-    return n;
+    return pe_aslimit_fit(RING_SLOTS, sizeof(pe_ring_slot_t), 1024, 256);
 }
 
 static int

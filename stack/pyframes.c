@@ -494,15 +494,21 @@ read_str(pid_t pid, uintptr_t obj, char *out, size_t cap)
 }
 
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
-/* (code, idx) -> NAMED tag, direct-mapped; valid while qualname, filename and first line match. */
-static struct {
+/* (code, idx) -> NAMED tag, direct-mapped; valid while qualname, filename
+   and first line match.  Mapped at the first Python frame named (under
+   name_lock): 256 KiB that a program without Python, under `ulimit -v`,
+   keeps for itself. */
+typedef struct {
     uintptr_t code, qual, file;
     uint32_t idx;
     int32_t first;
     uint64_t tag;
     int64_t checked; /* CLOCK_MONOTONIC_COARSE ns of the last read that confirmed it */
-} cache[NAME_CACHE];
-static unsigned char linetab[LINETAB_MAX]; /* under name_lock */
+} name_slot_t;
+static struct {
+    name_slot_t cache[NAME_CACHE];
+    unsigned char linetab[LINETAB_MAX];
+} *names;
 
 static uint64_t
 name_one(pid_t pid, uintptr_t raw)
@@ -515,7 +521,19 @@ name_one(pid_t pid, uintptr_t raw)
     int line;
     uint64_t tag;
     int64_t now = pe_clock_ns(CLOCK_MONOTONIC_COARSE);
+    name_slot_t *cache;
+    unsigned char *linetab;
 
+    if (!names) {
+        void *m = mmap(NULL, sizeof(*names), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (m == MAP_FAILED)
+            return PE_PY_NAMED_TAG(0);
+        names = m;
+    }
+    cache = names->cache;
+    linetab = names->linetab;
     h = (uint32_t)(((code >> 4) ^ (code >> 16)) * 0x9e3779b1u ^ idx * 0x85ebca77u) % NAME_CACHE;
     if (cache[h].code == code && cache[h].idx == idx && now - cache[h].checked < RECHECK_NS)
         return cache[h].tag;

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/aslimit.h"
 #include "../preload/clock.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
@@ -32,7 +32,7 @@
 #define PAGE 4096u
 #define PAGES 64 /* page cache slots (per walk) */
 /* cached captures, direct-mapped by tid: 1024 (1.3 MiB reserved), or under an
-   address-space limit as many as fit in a 256th of it (at least 64) */
+   address-space limit as many as fit in a 1024th of it (at least 64) */
 #define CACHE_MAX 1024
 #define CACHE_N cache_n
 static unsigned cache_n = CACHE_MAX; /* set before cache is mapped */
@@ -282,7 +282,6 @@ static int
 load(void)
 {
     unw_accessors_t acc, *local;
-    struct rlimit rl;
     void *h;
 
     if (loaded)
@@ -328,9 +327,7 @@ load(void)
         F.set_cache_size(as, RS_CACHE_SIZE, 0);
     pdata = mmap(NULL, (size_t)PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        while (cache_n > 64 && (uint64_t)cache_n * sizeof(qc_t) > rl.rlim_cur / 256)
-            cache_n /= 2;
+    cache_n = pe_aslimit_fit(CACHE_MAX, sizeof(qc_t), 1024, 64);
     cache = mmap(NULL, CACHE_N * sizeof(qc_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (pdata == MAP_FAILED || cache == MAP_FAILED) {
