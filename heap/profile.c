@@ -163,7 +163,8 @@ pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t ove
             break;
     }
     if (over_n) {
-        int64_t vals[2] = {pe_round_i64((double)over_n / prob), pe_round_i64((double)over_b / prob)};
+        int64_t vals[2] = {pe_round_i64((double)over_n / prob),
+                           pe_round_i64((double)over_b / prob)};
         pe_prof_add_named(p, "[allocs table full]", vals, NULL, 0);
     }
     return p;

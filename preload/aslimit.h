@@ -16,9 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The address-space limit in bytes, or 0 when there is none. */
-uint64_t pe_aslimit(void);
-
 /*
  * `want` entries of `per` bytes each, halved (not below `least`) while they
  * take more than 1/share of the limit.

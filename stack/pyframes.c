@@ -508,7 +508,7 @@ typedef struct {
 static struct {
     name_slot_t cache[NAME_CACHE];
     unsigned char linetab[LINETAB_MAX];
-} *names;
+} * names;
 
 static uint64_t
 name_one(pid_t pid, uintptr_t raw)
@@ -525,8 +525,8 @@ name_one(pid_t pid, uintptr_t raw)
     unsigned char *linetab;
 
     if (!names) {
-        void *m = mmap(NULL, sizeof(*names), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *m =
+            mmap(NULL, sizeof(*names), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
         if (m == MAP_FAILED)
             return PE_PY_NAMED_TAG(0);
