@@ -92,29 +92,13 @@ take(checkpoint_t *ck, uint64_t *total_bytes)
 
 /* ---- one second's figures ------------------------------------------------------ */
 
-static int
-read_small(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return 0;
-}
-
 static uint64_t
 rss_bytes(void)
 {
     char buf[128];
     unsigned long size, res;
 
-    if (read_small("/proc/self/statm", buf, sizeof(buf)) ||
+    if (pe_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0 ||
         sscanf(buf, "%lu %lu", &size, &res) != 2)
         return 0;
     return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
