@@ -11,11 +11,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +67,27 @@ row_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Wait up to secs for child pid; its status in *status.  0 when it ended,
+ * -1 when it had not (it hung: killed and reaped), -2 when waitpid failed.
+ */
+static __attribute__((unused)) int
+row_wait_child(pid_t pid, double secs, int *status)
+{
+    double t0 = row_now();
+    pid_t w;
+
+    *status = 0;
+    while ((w = waitpid(pid, status, WNOHANG)) == 0 && row_now() - t0 < secs)
+        row_sleep_ms(1);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, status, 0);
+        return -1;
+    }
+    return w < 0 ? -2 : 0;
 }
 
 /*

@@ -51,9 +51,8 @@ forker(void *arg)
     long want = (long)arg;
 
     for (long i = 0; i < want; i++) {
-        int status = 0;
-        double t0;
-        pid_t pid = fork(), w;
+        int status, w;
+        pid_t pid = fork();
 
         if (pid < 0)
             row_fail("fork: %s", strerror(errno));
@@ -68,14 +67,8 @@ forker(void *arg)
             }
             _exit(0);
         }
-        t0 = row_now();
-        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && row_now() - t0 < 10)
-            row_sleep_ms(1);
-        if (w == 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
+        if ((w = row_wait_child(pid, 10, &status)) == -1)
             row_fail("phase %d: fork child %ld of %ld hung", phase, i + 1, want);
-        }
         if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             row_fail("phase %d: child %ld: status 0x%x", phase, i, status);
     }

@@ -40,9 +40,8 @@ main(void)
         if (pthread_create(&l[i], NULL, loader, NULL))
             row_fail("pthread_create");
     for (long i = 0; i < want; i++) {
-        int status = 0;
-        double t0;
-        pid_t pid = fork(), w;
+        int status, w;
+        pid_t pid = fork();
 
         if (pid < 0)
             row_fail("fork: %s", strerror(errno));
@@ -52,14 +51,8 @@ main(void)
                 _exit(3);
             _exit(0);
         }
-        t0 = row_now();
-        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && row_now() - t0 < 10)
-            row_sleep_ms(1);
-        if (w == 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
+        if ((w = row_wait_child(pid, 10, &status)) == -1)
             row_fail("fork child %ld of %ld hung", i + 1, want);
-        }
         if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
             row_fail("child %ld: status 0x%x", i + 1, status);
     }
