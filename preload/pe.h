@@ -6,9 +6,9 @@
  * and by preload/exports.map.  PE_SIGSAFE marks declarations that may run in
  * a signal handler (see `make lint`).  PE_TESTONLY marks a declaration that
  * a header shows only for the unit tests: nothing else outside its file may
- * use it (test/e2e/check_testonly.sh).
+ * use it (test/e2e/check_testonly.sh).  pe_round_i64 is llround without libm.
  *
- * Signal-safe: yes (macros only).
+ * Signal-safe: yes (macros and one arithmetic inline).
  */
 #ifndef PE_H
 #define PE_H

@@ -4,7 +4,8 @@
  * bound), the generator (uniform mean, interval mean, every bit used), the
  * spin lock under contention (and its signal-blocking form), the clock, the
  * page-start test, the hand-on of a program's SIG_IGN (sigown.h), and the
- * /proc reader (proc.h: stat fields, the task list, state names, boot time).
+ * /proc reader (proc.h: stat fields, the task list, state names, boot time,
+ * the thread count), and pe.h's rounding.
  */
 #include <errno.h>
 #include <math.h>
@@ -416,13 +417,42 @@ test_proc(void)
         CHECK(pe_proc_task_read(me, "comm", buf, sizeof(buf)) > 0);
         CHECK(pe_proc_task_read(0x3ffffff0, "comm", buf, sizeof(buf)) == -ESRCH);
     }
+    {
+        /* the count from status agrees with the task list (this thread and th) */
+        pe_proc_tasks_t it;
+        long listed = 0;
+
+        CHECK(pe_proc_tasks_open(&it) == 0);
+        while (pe_proc_tasks_next(&it) > 0)
+            listed++;
+        pe_proc_tasks_close(&it);
+        CHECK(listed >= 2);
+        CHECKF(pe_proc_self_threads() == listed, "%ld threads, %ld listed", pe_proc_self_threads(),
+               listed);
+    }
     pthread_cancel(th);
     pthread_join(th, NULL);
+}
+
+/* pe_round_i64 is llround without libm: the same answers, clamped where llround is undefined. */
+static void
+test_round(void)
+{
+    static const double v[] = {0,    0.4,  0.5,  0.6,        1.5,         2.5,           -0.4,
+                               -0.5, -1.5, -2.5, 1e6 + 0.49, 123456789.5, -987654321.25, 4.5e15};
+
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        CHECKF(pe_round_i64(v[i]) == llround(v[i]), "%g: %lld, llround %lld", v[i],
+               (long long)pe_round_i64(v[i]), llround(v[i]));
+    CHECK(pe_round_i64(NAN) == 0);
+    CHECK(pe_round_i64(1e300) == INT64_MAX);
+    CHECK(pe_round_i64(-1e300) == INT64_MIN);
 }
 
 int
 main(void)
 {
+    test_round();
     test_stacktab_single();
     test_stacktab_race();
     test_rand();
