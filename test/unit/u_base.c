@@ -419,13 +419,13 @@ test_proc(void)
     }
     {
         /* the count from status agrees with the task list (this thread and th) */
-        pe_proc_tasks_t it;
+        pe_proc_tasks_t tasks;
         long listed = 0;
 
-        CHECK(pe_proc_tasks_open(&it) == 0);
-        while (pe_proc_tasks_next(&it) > 0)
+        CHECK(pe_proc_tasks_open(&tasks) == 0);
+        while (pe_proc_tasks_next(&tasks) > 0)
             listed++;
-        pe_proc_tasks_close(&it);
+        pe_proc_tasks_close(&tasks);
         CHECK(listed >= 2);
         CHECKF(pe_proc_self_threads() == listed, "%ld threads, %ld listed", pe_proc_self_threads(),
                listed);
