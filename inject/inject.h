@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/user.h>
 
 #define PE_WHY_LEN 512
@@ -73,6 +74,7 @@ typedef struct pe_remote_s {
     uint64_t oldmask;
     int masked;
     int memfd; /* /proc/PID/mem, read-write */
+    struct timespec t_stop, t_go; /* the interrupt, and the release (the pause) */
 } pe_remote_t;
 
 /*

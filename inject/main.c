@@ -271,8 +271,12 @@ inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const
     t1 = now_ns();
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (stats && base)
-        fprintf(stderr, "profep-inject: thread %d of pid %d stopped for %lld us\n", (int)r.tid,
-                (int)t->pid, (long long)((t1 - t0) / 1000));
+        fprintf(stderr,
+                "profep-inject: thread %d of pid %d stopped for %lld us (%lld us with the search)\n",
+                (int)r.tid, (int)t->pid,
+                (long long)((r.t_go.tv_sec - r.t_stop.tv_sec) * 1000000LL +
+                            (r.t_go.tv_nsec - r.t_stop.tv_nsec) / 1000),
+                (long long)((t1 - t0) / 1000));
     if (rc < 0 || !base)
         goto out;
     data = base + PE_STUB_DATA;

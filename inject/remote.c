@@ -56,17 +56,18 @@ pe_mem_write(int memfd, uint64_t addr, const void *buf, size_t len)
 
 /* ---- stops ------------------------------------------------------------------------ */
 
-static void
-nap_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* The next stop of tid within ms (< 0: no bound); -ETIMEDOUT, or -ESRCH when it is gone. */
+/* The next stop of tid within ms (< 0: no bound, a plain blocking wait: our
+   own steps stop at once); -ETIMEDOUT, or -ESRCH when it is gone. */
 static int
 wait_stop(pid_t tid, int *status, int ms)
 {
+    while (ms < 0) {
+        pid_t w = waitpid(tid, status, __WALL);
+        if (w == tid)
+            return WIFSTOPPED(*status) ? 0 : -ESRCH;
+        if (w < 0 && errno != EINTR)
+            return -ESRCH;
+    }
     for (int waited = 0;; waited++) {
         pid_t w = waitpid(tid, status, __WALL | WNOHANG);
         if (w == tid)
@@ -129,6 +130,7 @@ pe_remote_stop(pe_remote_t *r, pid_t pid, pid_t tid, const pe_target_t *t, char 
         snprintf(why, PE_WHY_LEN, "cannot trace pid %d: %s", (int)pid, strerror(errno));
         return rc;
     }
+    clock_gettime(CLOCK_MONOTONIC, &r->t_stop);
     if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
         ptrace(PTRACE_DETACH, tid, 0, 0);
         return -EAGAIN;
@@ -220,7 +222,7 @@ pe_remote_syscall(pe_remote_t *r, long nr, uint64_t a1, uint64_t a2, uint64_t a3
         snprintf(why, PE_WHY_LEN, "ptrace: %s", strerror(errno));
         return -EIO;
     }
-    if ((rc = wait_stop(r->tid, &st, 10000)) < 0) {
+    if ((rc = wait_stop(r->tid, &st, -1)) < 0) {
         snprintf(why, PE_WHY_LEN, "thread %d of pid %d: %s during a system call of ours",
                  (int)r->tid, (int)r->pid, rc == -ESRCH ? "exited" : "no stop");
         return rc;
@@ -265,7 +267,7 @@ pe_remote_call(pe_remote_t *r, uint64_t fn, uint64_t stack_top, uint64_t trap, u
                uint64_t a2, uint64_t a3, uint64_t a4, uint64_t *ret, char *why)
 {
     struct user_regs_struct regs = r->saved;
-    int st, rc, waited = 0;
+    int st, rc;
 
     regs.rip = fn;
     regs.rdi = a1;
@@ -283,11 +285,7 @@ pe_remote_call(pe_remote_t *r, uint64_t fn, uint64_t stack_top, uint64_t trap, u
     }
     /* No bound: leaving now would let the thread run into our trap untraced
        (a lock it waits for is released by another thread, which runs). */
-    while ((rc = wait_stop(r->tid, &st, 2000)) == -ETIMEDOUT)
-        if (++waited == 1)
-            fprintf(stderr, "profep-inject: waiting for thread %d of pid %d (pthread_create)\n",
-                    (int)r->tid, (int)r->pid);
-    if (rc < 0) {
+    if ((rc = wait_stop(r->tid, &st, -1)) < 0) {
         snprintf(why, PE_WHY_LEN, "thread %d of pid %d is gone", (int)r->tid, (int)r->pid);
         return rc;
     }
@@ -326,9 +324,9 @@ pe_remote_release(pe_remote_t *r, char *why)
         rc = -EIO;
     if (ptrace(PTRACE_DETACH, r->tid, 0, 0) < 0)
         rc = -EIO;
+    clock_gettime(CLOCK_MONOTONIC, &r->t_go);
     if (rc < 0 && why && !why[0])
         snprintf(why, PE_WHY_LEN, "could not put thread %d of pid %d back exactly", (int)r->tid,
                  (int)r->pid);
-    (void)nap_ms;
     return rc;
 }
