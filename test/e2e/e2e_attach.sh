@@ -3,8 +3,8 @@
 # was started without the library (docs/ATTACH.md).  p_attach_block's
 # threads wait in read, accept, poll, nanosleep, clock_nanosleep, epoll_wait
 # (with and without a timeout) and futexes and exit 1 on any EINTR or short
-# wait: it lives through ATTACH_CYCLES (default 30; 100 with
-# ATTACH_CYCLES=100) attach/detach cycles and exits 0.  Each attach prints
+# wait: it lives through ATTACH_CYCLES (default 100; fewer with
+# ATTACH_CYCLES=N) attach/detach cycles and exits 0.  Each attach prints
 # the serving line and the server answers; the index and profiles say
 # "since attach"; heap answers 503; a second attach answers with the same
 # address; after each detach the threads, the handled signals (SigCgt) and
@@ -15,7 +15,7 @@ source test/e2e/lib.sh
 pe_need curl
 P=$BUILD/test
 INJ=$BUILD/profep-inject
-CYCLES=${ATTACH_CYCLES:-30}
+CYCLES=${ATTACH_CYCLES:-100}
 [ -x "$INJ" ] || { echo "SKIP: $INJ not built"; exit 77; }
 
 attach() { PROFEP_ADDR=127.0.0.1:0 "$INJ" attach "$1" --lib "$LIB"; }
