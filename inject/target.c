@@ -124,7 +124,7 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
 
     memset(t, 0, sizeof(*t));
     t->pid = pid;
-    if (pid == getpid() || pid == getppid()) {
+    if (pid == getpid()) {
         snprintf(why, PE_WHY_LEN, "pid %d is profep itself", (int)pid);
         return -EINVAL;
     }
