@@ -193,8 +193,8 @@ plant(pe_remote_t *r, const libc_syms_t *s, uint64_t entry, int op, const char *
         goto err_unmap;
     }
     rc = pe_remote_call(r, s->pthread_create, b + PE_STUB_LEN,
-                        b + (uint64_t)(pe_stub_trap - pe_stub_start), b + PE_STUB_DATA + D_PTHREAD_T,
-                        0, b, b + PE_STUB_DATA, &created, why);
+                        b + (uint64_t)(pe_stub_trap - pe_stub_start),
+                        b + PE_STUB_DATA + D_PTHREAD_T, 0, b, b + PE_STUB_DATA, &created, why);
     if (rc < 0)
         return rc; /* remote.c put it back (or it is gone) */
     if (created != 0) {
@@ -271,12 +271,13 @@ inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const
     t1 = now_ns();
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (stats && base)
-        fprintf(stderr,
-                "profep-inject: thread %d of pid %d stopped for %lld us (%lld us with the search)\n",
-                (int)r.tid, (int)t->pid,
-                (long long)((r.t_go.tv_sec - r.t_stop.tv_sec) * 1000000LL +
-                            (r.t_go.tv_nsec - r.t_stop.tv_nsec) / 1000),
-                (long long)((t1 - t0) / 1000));
+        fprintf(
+            stderr,
+            "profep-inject: thread %d of pid %d stopped for %lld us (%lld us with the search)\n",
+            (int)r.tid, (int)t->pid,
+            (long long)((r.t_go.tv_sec - r.t_stop.tv_sec) * 1000000LL +
+                        (r.t_go.tv_nsec - r.t_stop.tv_nsec) / 1000),
+            (long long)((t1 - t0) / 1000));
     if (rc < 0 || !base)
         goto out;
     data = base + PE_STUB_DATA;

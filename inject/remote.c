@@ -87,15 +87,22 @@ static int
 eintr_restartable(long nr)
 {
     switch (nr) {
-    case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg: case SYS_accept:
-    case SYS_accept4: case SYS_epoll_wait: case SYS_epoll_pwait:
+    case SYS_read:
+    case SYS_readv:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
 #endif
-    case SYS_rt_sigtimedwait: case SYS_semop: case SYS_semtimedop: case SYS_io_getevents:
-        return 1;
-    default:
-        return 0;
+    case SYS_rt_sigtimedwait:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_io_getevents: return 1;
+    default: return 0;
     }
 }
 
@@ -195,8 +202,10 @@ unexpected(pe_remote_t *r, int st, const char *what, char *why)
 {
     int sig = WIFSTOPPED(st) && (st >> 16) == 0 ? WSTOPSIG(st) : 0;
 
-    snprintf(why, PE_WHY_LEN, "thread %d of pid %d was interrupted during %s (signal %d); it "
-             "was put back as it was; try again", (int)r->tid, (int)r->pid, what, sig);
+    snprintf(why, PE_WHY_LEN,
+             "thread %d of pid %d was interrupted during %s (signal %d); it "
+             "was put back as it was; try again",
+             (int)r->tid, (int)r->pid, what, sig);
     (void)pe_remote_release(r, why + strlen(why));
     return -EINTR;
 }
@@ -249,8 +258,8 @@ pe_remote_mask(pe_remote_t *r, char *why)
         snprintf(why, PE_WHY_LEN, "cannot write to the stack of thread %d", (int)r->tid);
         return -EIO;
     }
-    if ((rc = pe_remote_syscall(r, SYS_rt_sigprocmask, SIG_SETMASK, r->maskarea, r->maskarea + 8,
-                                8, 0, 0, &ret, why)) < 0)
+    if ((rc = pe_remote_syscall(r, SYS_rt_sigprocmask, SIG_SETMASK, r->maskarea, r->maskarea + 8, 8,
+                                0, 0, &ret, why)) < 0)
         return rc;
     if (ret < 0 || pe_mem_read(r->memfd, r->maskarea + 8, &r->oldmask, 8) < 0) {
         snprintf(why, PE_WHY_LEN, "rt_sigprocmask in thread %d: %s", (int)r->tid,

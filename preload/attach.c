@@ -41,7 +41,7 @@
 /* What the interposers' profiles answer until the GOT slots are redirected
    after an attach (interpose/, issue 41). */
 #define PE_ATTACH_NO_HOOKS                                                                         \
-    "attached to a running process: this profile needs the library at start (LD_PRELOAD) or "     \
+    "attached to a running process: this profile needs the library at start (LD_PRELOAD) or "      \
     "an attach that redirects the program's calls, which this build does not do"
 
 /* The interposers' redirection after attach (interpose/), when built in. */
@@ -68,8 +68,7 @@ pe_attach_loading(void)
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static int
-say(char *reply, size_t len, int rc, const char *fmt, ...) PE_PRINTF(4, 5);
+static int say(char *reply, size_t len, int rc, const char *fmt, ...) PE_PRINTF(4, 5);
 
 static int
 say(char *reply, size_t len, int rc, const char *fmt, ...)
@@ -134,9 +133,9 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
     pe_guard_enter();
     preloaded = !loaded_by_attach;
     if (pe_init_active()) {
-        rc = wait_listening() == 0 ? serving_line(reply, reply_len, 1)
-                                   : say(reply, reply_len, -EBUSY,
-                                         "the library is loaded and starting its server");
+        rc = wait_listening() == 0
+                 ? serving_line(reply, reply_len, 1)
+                 : say(reply, reply_len, -EBUSY, "the library is loaded and starting its server");
         goto out;
     }
     if (preloaded && !pe_alone_aside()) {
