@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -112,6 +113,35 @@ in_text(const pe_obj_t *o, uint64_t pc)
     return o->text_lo && pc >= o->text_lo && pc < o->text_hi;
 }
 
+/* Why PTRACE_SEIZE failed, in words a user can act on. */
+static void
+not_permitted(pid_t pid, int err, char *why)
+{
+    char buf[16] = "";
+    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC), scope = -1;
+
+    if (fd >= 0) {
+        if (read(fd, buf, sizeof(buf) - 1) > 0)
+            scope = atoi(buf);
+        close(fd);
+    }
+    if (err != EPERM)
+        snprintf(why, PE_WHY_LEN, "cannot trace pid %d: %s", (int)pid, strerror(err));
+    else if (scope >= 3)
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted: kernel.yama.ptrace_scope=3 forbids attaching to any process "
+                 "(until reboot)");
+    else if (scope >= 1 && geteuid() != 0)
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted: kernel.yama.ptrace_scope=%d; run as root or with "
+                 "CAP_SYS_PTRACE",
+                 scope);
+    else
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted to trace pid %d (already traced, or root/CAP_SYS_PTRACE needed)",
+                 (int)pid);
+}
+
 /* Let the thread go as it stopped (with the -EINTR fix when it applies). */
 static void
 let_go(pe_remote_t *r, int sig)
@@ -134,7 +164,7 @@ pe_remote_stop(pe_remote_t *r, pid_t pid, pid_t tid, const pe_target_t *t, char 
         if (errno == ESRCH)
             return -EAGAIN; /* the thread is gone */
         rc = -errno;
-        snprintf(why, PE_WHY_LEN, "cannot trace pid %d: %s", (int)pid, strerror(errno));
+        not_permitted(pid, errno, why);
         return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &r->t_stop);

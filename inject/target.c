@@ -171,6 +171,14 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
                  (int)pid, seccomp == 1 ? "strict mode" : "filter");
         return -EPERM;
     }
+    /* A user-mode shadow stack (CET) would fault on the return of our one
+       remote call, which no `call` pushed. */
+    if ((p = strstr(buf, "\nx86_Thread_features:")) && strstr(p, "shstk") &&
+        strstr(p, "shstk") < strchr(p + 1, '\n')) {
+        snprintf(why, PE_WHY_LEN,
+                 "pid %d runs with a shadow stack (CET): attach does not support it", (int)pid);
+        return -ENOTSUP;
+    }
     if (geteuid() != 0 && uid >= 0 && (uid_t)uid != geteuid()) {
         snprintf(why, PE_WHY_LEN,
                  "not permitted: pid %d belongs to uid %ld; run as root (or with CAP_SYS_PTRACE)",
