@@ -68,6 +68,17 @@ check "detach: threads as before ($t0)" eventually 5 [ "$(ntasks $pid)" = "$t0" 
 out=$(detach $pid); rc=$?
 check "detach again: exit 0, nothing to stop ($out)" bash -c "[ $rc = 0 ] && grep -q 'nothing' <<<'$out'"
 
+# the same through scripts/profep, its flags for the settings
+out=$(PROFEP_INJECT=$INJ PROFEP_LIB=$LIB scripts/profep attach $pid --port 0 --token sesame)
+a=$(addr_of "$out")
+check "profep attach PID --port 0 --token T: the serving line ($out)" [ -n "$a" ]
+check "profep attach's --token is in force (401 without it)" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/")" = 401 ]
+check "... and 200 with it" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sesame' "$a/debug/pprof/")" = 200 ]
+out=$(PROFEP_INJECT=$INJ PROFEP_LIB=$LIB scripts/profep detach $pid)
+check "profep detach PID ($out)" grep -q "detached from pid $pid" <<<"$out"
+
 fails=0 slow=0
 for i in $(seq "$CYCLES"); do
     out=$(attach $pid) || { fails=$((fails + 1)); echo "  cycle $i attach: $out"; }
