@@ -33,6 +33,7 @@
 #include "log.h"
 #include "real.h"
 #include "sigown.h"
+#include "tree.h"
 
 /* How long attach waits for the server to listen (libunwind's first walk
    and civetweb's start: ~50 ms; a loaded machine, much more). */
@@ -104,6 +105,20 @@ set_up_modules(void)
     modules_up = 1;
 }
 
+/* `profep attach --children`: PROFEP_TREE=ROOTPID:KEY in the settings
+   (inject/main.c) makes a tree as LD_PRELOAD's does (preload/tree.h). */
+static void
+tree_from_settings(const char *settings)
+{
+    const char *p = settings ? strstr(settings, "PROFEP_TREE=") : NULL;
+    unsigned long long key = 0;
+    int root = 0;
+
+    if (!p || (p != settings && p[-1] != '\n') || sscanf(p + 12, "%d:%llx", &root, &key) != 2)
+        root = 0;
+    pe_tree_init_attached((pid_t)root, key);
+}
+
 /* Until the server listens, or gave up (it went dormant), bounded. */
 static int
 wait_listening(void)
@@ -155,6 +170,7 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
     }
     if (pe_alone_aside())
         pe_alone_rejoin(); /* a detach before: every module may start again */
+    tree_from_settings(settings);
     if (!modules_up && !preloaded)
         set_up_modules();
     if (preloaded) {
