@@ -122,10 +122,15 @@ stop_one(pe_remote_t *r, const pe_target_t *t, char *why)
 {
     pid_t tids[64];
     int rc;
+    /* Tests: start at the Nth candidate, so that cycles stop every kind of
+       waiting thread in turn (test/e2e/e2e_attach.sh). */
+    const char *first = getenv("PROFEP_INJECT_THREAD");
+    int skip = first ? atoi(first) : 0;
 
     for (int round = 0; round < PE_FIND_ROUNDS; round++) {
         int n = pe_target_candidates(t, tids, 64);
-        for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            int i = (j + (skip > 0 ? skip : 0)) % n;
             rc = pe_remote_stop(r, t->pid, tids[i], t, why);
             if (rc != -EAGAIN)
                 return rc;
@@ -356,7 +361,8 @@ settings_from_env(char *out, size_t len)
     out[0] = '\0';
     for (char **e = environ; *e; e++) {
         size_t n = strlen(*e);
-        if (strncmp(*e, "PROFEP_", 7) != 0 || !strncmp(*e, "PROFEP_TREE=", 12))
+        if (strncmp(*e, "PROFEP_", 7) != 0 || !strncmp(*e, "PROFEP_TREE=", 12) ||
+            !strncmp(*e, "PROFEP_INJECT", 13))
             continue;
         if (used + n + 2 > len)
             return -E2BIG;
