@@ -70,6 +70,11 @@ t1=$(now_ms)
 echo "  100 attach/detach cycles ($(( (t1 - t0) / 100 )) ms each): after the rounds above $before; after 100 more $(st)"
 
 if command -v gdb >/dev/null; then
+    ask r >/dev/null
+    t0=$(now_ms)
+    timeout -k 5 60 gdb -p $pid -batch >/dev/null 2>&1
+    t1=$(now_ms)
+    echo "  anchor: gdb -p PID -batch (attach and detach, nothing called): $((t1 - t0)) ms; the stamper's largest gap $(ask g) us"
     civ=$(ls /usr/lib/x86_64-linux-gnu/libcivetweb.so.1 2>/dev/null)
     if [ -n "$civ" ]; then
         ask r >/dev/null
