@@ -113,6 +113,16 @@ on_init_thread(const struct mg_context *ctx, int thread_type)
     return NULL;
 }
 
+/* Its registry slot back (preload/threads.h): under LD_PRELOAD the
+   pthread_create interposer's exit event does it too (a second call finds
+   nothing); after an attach civetweb's threads come straight from libc, and
+   each attach/detach cycle would leave their slots taken. */
+static void
+on_exit_thread(const struct mg_context *ctx, int thread_type, void *thread_pointer)
+{
+    pe_threads_unregister();
+}
+
 /* The port file (preload/portfile.h); the path was made absolute at load
    (config.c), before main could change directory. */
 static void
@@ -345,6 +355,7 @@ server_main(void *unused)
     if (!__atomic_load_n(&aside, __ATOMIC_ACQUIRE) && second_phase)
         second_phase();
     pthread_mutex_unlock(&start_lock);
+    pe_threads_unregister(); /* its slot back (on_exit_thread says why) */
     __atomic_store_n(&server_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -424,6 +435,7 @@ pe_http_listen(void)
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
     cb.init_thread = on_init_thread;
+    cb.exit_thread = on_exit_thread;
     mg_init_library(0);
     server_ctx = mg_start(&cb, NULL, options);
     if (!server_ctx) {
