@@ -79,6 +79,8 @@ check "... and 200 with it" \
 out=$(PROFEP_INJECT=$INJ PROFEP_LIB=$LIB scripts/profep detach $pid)
 check "profep detach PID ($out)" grep -q "detached from pid $pid" <<<"$out"
 
+anon() { awk '/^RssAnon/ {print $2}' "/proc/$1/status"; }
+anon0=$(anon $pid)
 fails=0 slow=0 stopped=
 for i in $(seq "$CYCLES"); do
     # each cycle stops another of its waiting threads (read, accept, epoll...)
@@ -102,6 +104,9 @@ echo "  threads stopped: $(tr ' ' '\n' <<<"$stopped" | sort -u | grep -c .), the
 check "the cycles stopped the program's threads in at least 6 kinds of system call" \
     [ "$(wc -w <<<"$kinds")" -ge 6 ]
 check "after each detach our threads were gone within 5 s" [ $slow = 0 ]
+anon1=$(anon $pid)
+check "the cycles' anonymous memory: $anon0 KiB before, $anon1 KiB after (at most +1024: no leak per cycle)" \
+    [ $((anon1 - anon0)) -le 1024 ]
 check "no EINTR, no short sleep in the program ($(cat "$T/block.err"))" kill -0 $pid
 exec 3>&-
 eventually 10 bash -c "! kill -0 $pid 2>/dev/null"
