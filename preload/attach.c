@@ -61,7 +61,11 @@ pe_attach_loading(void)
 {
     char name[16] = "";
 
-    /* The bootstrap thread names itself before it dlopens us (inject/stub.S). */
+    /* Under LD_PRELOAD the constructor runs on the main thread, before our
+       prctl interposer could have resolved the real one: no call there.
+       The bootstrap thread names itself before it dlopens us (inject/stub.S). */
+    if (gettid() == getpid())
+        return 0;
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && !strcmp(name, PE_ATTACH_THREAD_NAME))
         loaded_by_attach = 1;
     return loaded_by_attach;
