@@ -314,6 +314,8 @@ rank_call(long nr, unsigned long long uaddr, const pe_target_t *t)
     case SYS_rt_sigsuspend:
     case SYS_rt_sigtimedwait:
     case SYS_msgrcv:
+    /* a nanosleep, poll or futex wait resumed after a stop (ours, say) */
+    case SYS_restart_syscall:
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
 #endif

@@ -124,7 +124,14 @@ sleeper() { # name, command...: attach and detach while it sleeps 4 s; it prints
     pid=$!
     PE_PID=$pid
     sleep 1
-    for i in 1 2; do attach $pid >/dev/null; detach $pid >/dev/null; done
+    # a single thread: the second attach finds it in restart_syscall (the
+    # rest of the sleep the kernel resumed after the first stop)
+    n=0
+    for i in 1 2; do
+        attach $pid | grep -q serving && n=$((n + 1))
+        detach $pid | grep -q detached && n=$((n + 1))
+    done
+    check "$name: two attaches and two detaches while it sleeps ($n of 4)" [ $n = 4 ]
     wait $pid
     PE_PID=
 }
