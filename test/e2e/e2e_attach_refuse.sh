@@ -7,7 +7,8 @@
 # another user's process for a user who may not trace it.  And the places
 # attach must work: a target running as an unprivileged user, and one in
 # its own mount namespace whose /tmp and whose view of the build directory
-# are private (the library reaches it through a memfd, no path needed).
+# are private (the library reaches it through a memfd, no path needed), and
+# one in its own network namespace (the line says how to reach it).
 source test/e2e/lib.sh
 pe_need curl
 P=$BUILD/test
@@ -142,5 +143,22 @@ if unshare -m --propagation private true 2>/dev/null; then
         bad "the program in its own mount namespace did not start: $(cat "$T/ns.err")"
         exec 3>&-
     fi
+fi
+if command -v nsenter >/dev/null && unshare -n true 2>/dev/null; then
+    rm -f "$T/in"; mkfifo "$T/in"
+    unshare -n sh -c "ip link set lo up 2>/dev/null; exec '$P/p_attach_block'" <"$T/in" >"$T/nn.out" 2>"$T/nn.err" &
+    s=$!
+    exec 3>"$T/in"
+    if eventually 5 grep -q ready "$T/nn.out"; then
+        s=$(pgrep -n -f "$P/p_attach_block" || echo $s)
+        out=$(attach $s)
+        a=$(addr_of "$out")
+        check "its own network namespace: the line says so ($out)" grep -q 'own network namespace' <<<"$out"
+        check "its own network namespace: nsenter -n reaches the address" \
+            [ "$(nsenter -t $s -n curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/")" = 200 ]
+        check "its own network namespace: detach" bash -c "\"$INJ\" detach $s --lib '$LIB' | grep -q detached"
+    fi
+    exec 3>&-
+    wait
 fi
 pe_finish
