@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../sampler/account.h"
 #include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
 #include "http_int.h"
@@ -99,7 +100,8 @@ pe_http_h_index(pe_req_t *r)
         pe_sink_xml_str(s, pe_py_note(), (size_t)-1);
         pe_sink_put(s, "</p>\n");
     }
-    pe_http_tree_index(s); /* the process tree, when there is one (h_tree.c) */
+    pe_sampler_unsampled_html(s); /* threads no sample reaches (sampler/account.c) */
+    pe_http_tree_index(s);        /* the process tree, when there is one (h_tree.c) */
     pe_sink_put(s, "<h2>Settings</h2>\n<table>\n");
     for (i = 0; i < pe_cfg_nrows; i++) {
         const pe_cfg_row_t *row = &pe_cfg_rows[i];

@@ -184,6 +184,47 @@ pe_proc_self_threads(void)
     return n;
 }
 
+/* The value after "\nKEY:" in a status file, hex (base 16) or decimal; -1 when absent. */
+static int
+status_field(const char *buf, const char *key, int base, unsigned long long *v)
+{
+    const char *p = buf;
+    size_t k = strlen(key);
+
+    for (; (p = strchr(p, '\n')); p++) {
+        if (strncmp(p + 1, key, k) || p[1 + k] != ':')
+            continue;
+        for (p += 2 + k; *p == ' ' || *p == '\t'; p++)
+            ;
+        *v = 0;
+        for (;; p++) {
+            int d = *p >= '0' && *p <= '9'                 ? *p - '0'
+                    : base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                                           : -1;
+            if (d < 0)
+                return 0;
+            *v = *v * (unsigned)base + (unsigned)d;
+        }
+    }
+    return -1;
+}
+
+int
+pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out)
+{
+    char buf[4096];
+    unsigned long long v;
+    int n = pe_proc_task_read(tid, "status", buf, sizeof(buf));
+
+    if (n < 0)
+        return n;
+    if (status_field(buf, "SigBlk", 16, &out->blocked) < 0 ||
+        status_field(buf, "SigPnd", 16, &out->pending) < 0)
+        return -EINVAL;
+    out->seccomp = status_field(buf, "Seccomp", 10, &v) == 0 ? (int)v : -1;
+    return 0;
+}
+
 long long
 pe_proc_btime(void)
 {

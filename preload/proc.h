@@ -53,6 +53,18 @@ PE_SIGSAFE int pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st);
  * thread's CPU time in the kernel, 6 ms a read at 30,000 threads.
  */
 PE_SIGSAFE long pe_proc_self_threads(void);
+/*
+ * A thread's signal mask and filter, from /proc/self/task/<tid>/status
+ * (readable by the process itself even when it is not dumpable): whether it
+ * blocks a signal, has one pending, runs under a seccomp filter.
+ */
+typedef struct pe_proc_sigs_s {
+    unsigned long long blocked; /* SigBlk: bit n-1 for signal n */
+    unsigned long long pending; /* SigPnd: the thread's own pending set */
+    int seccomp;                /* Seccomp: 0 none, 1 strict, 2 filter; -1 not shown */
+} pe_proc_sigs_t;
+/* Fill *out for tid.  0, -ESRCH when the thread is gone, -EINVAL when unparsable, or -errno. */
+PE_SIGSAFE int pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out);
 /* The parent of pid, or 0 when it is gone or unreadable. */
 PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
 

@@ -226,6 +226,8 @@ pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out)
         pe_sink_printf(
             out, "goroutine %lld [%s, thread \"%s\"]:\n", tid ? (long long)tid->num : -1LL,
             state && state->str ? state->str : "unknown", name && name->str ? name->str : "?");
+        if ((l = label(&sm, "unsampled")) && l->str)
+            pe_sink_printf(out, "# unsampled: %s\n", l->str);
         if ((l = label(&sm, "no_answer"))) {
             pe_sink_printf(out, "# no answer within the bound (%s)\n\n", l->str ? l->str : "?");
             continue;

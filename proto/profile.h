@@ -30,7 +30,7 @@ typedef struct pe_prof_vt_s {
 } pe_prof_vt_t;
 
 /* At most this many labels per sample (pprof's Sample.label is a fixed array here). */
-#define PE_PROF_MAX_LABELS 4
+#define PE_PROF_MAX_LABELS 5
 
 /* A label: string when str != NULL, else numeric `num` with optional `unit`. */
 typedef struct pe_prof_label_s {

@@ -50,6 +50,7 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "account.h"
 #include "cpu.h"
 #include "kind.h"
 #include "peek.h"
@@ -828,6 +829,7 @@ pe_sampler_close(pe_sampler_win_t *w)
                         "truncated: %llu samples kept with their leaf frame only "
                         "(interrupted in the dynamic loader or in our unwinder)",
                         (unsigned long long)w->truncated);
+    pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
                         "cut: %llu samples whose stack stops where neither DWARF nor the "

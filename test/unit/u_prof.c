@@ -171,8 +171,8 @@ test_model(void)
     const uintptr_t root = (uintptr_t)u_prof_root;
     uintptr_t deep[200];
     const int64_t one[] = {1, 10 * MS};
-    pe_prof_label_t many[5] = {
-        {.key = "a"}, {.key = "b"}, {.key = "c"}, {.key = "d"}, {.key = "e"}};
+    pe_prof_label_t many[PE_PROF_MAX_LABELS + 1] = {{.key = "a"}, {.key = "b"}, {.key = "c"},
+                                                    {.key = "d"}, {.key = "e"}, {.key = "f"}};
     pe_prof_t *p = build_fixed();
     pe_prof_sample_t s;
     int i;
@@ -188,7 +188,7 @@ test_model(void)
     CHECK(pe_prof_default_index(p) == 1);
     /* 3 merged + 1 other thread + mid leaf + named + getpid + unknown */
     CHECKF(pe_prof_nsamples(p) == 6, "nsamples %d", pe_prof_nsamples(p));
-    CHECK(pe_prof_add(p, deep, 0, 1, one, many, 5) == -EINVAL);
+    CHECK(pe_prof_add(p, deep, 0, 1, one, many, PE_PROF_MAX_LABELS + 1) == -EINVAL);
     CHECK(pe_prof_add(p, NULL, 3, 1, one, NULL, 0) == -EINVAL);
     CHECK(pe_prof_resolve(p, 0) == 0);
     CHECK(pe_prof_resolve(p, 0) == 0); /* idempotent */

@@ -1,0 +1,50 @@
+/*
+ * account.h: what a sampled profile could not see, and why (issue 38): the
+ * threads no sample can reach (they block SIGPROF; the process is not
+ * dumpable, so /proc gives no stack either; a seccomp filter of their own).
+ * Nothing is ever silent: each count becomes a profile comment, a line of
+ * the index page, or a note on a thread of goroutine?debug=2.
+ *
+ * The counts are read from /proc/self/task/TID/status (preload/proc.h) when
+ * asked; nothing here runs in a signal handler or holds a lock of the sampler.
+ *
+ * Signal-safe: no.
+ */
+#ifndef PE_SAMPLER_ACCOUNT_H
+#define PE_SAMPLER_ACCOUNT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../proto/profile.h"
+#include "../proto/sink.h"
+
+#define PE_UNSAMPLED_TIDS 16 /* tids named in a note; the rest only counted */
+
+typedef struct pe_unsampled_s {
+    int threads;    /* application threads looked at (ours left out) */
+    int blocked;    /* of them, SIGPROF blocked */
+    int seccomp;    /* of them, under a seccomp filter (the process itself is not) */
+    int undumpable; /* 1: /proc gives no stack of any thread (not dumpable, not root) */
+    int ntids;      /* blocking threads named in tids[] */
+    pid_t tids[PE_UNSAMPLED_TIDS];
+} pe_unsampled_t;
+
+/* Count this process's application threads as above, now. */
+void pe_sampler_unsampled(pe_unsampled_t *u);
+/*
+ * Add one comment per reason to p, a profile of kind `oncpu` (1: CPU time,
+ * 0: wall-clock), from a count made now: "unsampled: N threads block SIGPROF
+ * ...".  Nothing when every thread can be sampled.
+ */
+void pe_sampler_unsampled_comment(pe_prof_t *p, int oncpu);
+/* The same as one HTML paragraph for the index page (nothing when all is well). */
+void pe_sampler_unsampled_html(pe_sink_t *s);
+/*
+ * Why thread tid of this process cannot be sampled, as a short phrase for
+ * goroutine?debug=2 ("blocks SIGPROF: no CPU or wall sample reaches it"), or
+ * NULL.  `buf` holds the phrase.
+ */
+const char *pe_sampler_thread_unsampled(pid_t tid, char *buf, size_t len);
+
+#endif /* PE_SAMPLER_ACCOUNT_H */
