@@ -286,9 +286,9 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
         tree_cpu_begin(&tc);
     pe_http_sleep(r, seconds); /* at exit or hang-up: stop early, send what we have */
     p = pe_sampler_close(w);
+    pe_http_exit_note(p, t0); /* first: at exit jit_hint's resolve reads names only */
     tree_cpu_hint(&tc, p, (double)(pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     jit_hint(p);
-    pe_http_exit_note(p, t0);
     if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
         rc = pe_http_error(r, 503, "out of memory naming the fgprof profile");
     else

@@ -45,6 +45,7 @@ typedef struct pe_req_s {
     pe_sink_t *capture; /* when set (debug_engine), the body goes here, not to conn */
     int status;         /* status sent, 0 before */
     char errmsg[256];   /* error line when capture is set */
+    int long_held;      /* a long-request slot kept until the handler returns (baseline.c) */
 } pe_req_t;
 
 /*

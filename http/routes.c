@@ -257,7 +257,12 @@ pe_http_route(pe_req_t *r)
     r->head = bit == PE_M_HEAD;
     if ((status = pe_http_check_params(r, route)))
         return status;
-    return route->handler(r);
+    status = route->handler(r);
+    if (r->long_held) { /* held through the answer: an exit waits for it (server.c) */
+        r->long_held = 0;
+        pe_http_long_end();
+    }
+    return status;
 }
 
 /* The body of a POST, bounded: symbol lists and debug_engine requests are small. */
