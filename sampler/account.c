@@ -2,7 +2,8 @@
  * account.c: the threads a sampled profile cannot see, and the truncated
  * samples' leaves, counted and said (account.h).  Owns the reading of each
  * thread's mask and filter (through preload/proc.h) and the wording; the
- * sampler calls in when a window closes, the index and goroutine?debug=2 when they are drawn.
+ * sampler calls in when a window closes and when its drain meets a
+ * truncated sample, the index and goroutine?debug=2 when they are drawn.
  *
  * Why a thread goes unsampled: CPU samples and the wall-clock samples of a
  * running thread come from a signal delivered to that thread, which it never
@@ -14,6 +15,7 @@
  *
  * Signal-safe: no.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -161,4 +163,46 @@ pe_sampler_thread_unsampled(pid_t tid, char *buf, size_t len)
     else
         return NULL;
     return buf;
+}
+
+/* ---- truncated samples ------------------------------------------------------------ */
+
+/* The object of the last leaf without unwind information (collector, under the
+   sampler's wlock: one writer at a time). */
+static char noinfo_obj[96];
+
+int
+pe_sampler_trunc_why(uintptr_t leaf)
+{
+    Dl_info info;
+    const char *base;
+
+    if (!dladdr((void *)leaf, &info) || !info.dli_fname)
+        return PE_TRUNC_NOOBJECT;
+    base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    snprintf(noinfo_obj, sizeof(noinfo_obj), "%s", base[0] ? base : "the main program");
+    return PE_TRUNC_NOUNWIND;
+}
+
+void
+pe_sampler_trunc_comment(pe_prof_t *p, const uint64_t why[PE_TRUNC_N])
+{
+    if (why[PE_TRUNC_NOUNWIND])
+        pe_prof_comment(p,
+                        "truncated: %llu samples kept with their leaf frame only: no unwind "
+                        "information for the leaf's address (hand-written assembly without "
+                        "CFI, for example; last seen in %s)",
+                        (unsigned long long)why[PE_TRUNC_NOUNWIND],
+                        noinfo_obj[0] ? noinfo_obj : "an object");
+    if (why[PE_TRUNC_NOOBJECT])
+        pe_prof_comment(p,
+                        "truncated: %llu samples kept with their leaf frame only: the leaf is in "
+                        "no loaded object (JIT or generated code, which has no unwind information)",
+                        (unsigned long long)why[PE_TRUNC_NOOBJECT]);
+    if (why[PE_TRUNC_OURS])
+        pe_prof_comment(p,
+                        "truncated: %llu samples kept with their leaf frame only (interrupted in "
+                        "the dynamic loader or in our unwinder, where unwinding is unsafe)",
+                        (unsigned long long)why[PE_TRUNC_OURS]);
 }

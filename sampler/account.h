@@ -1,8 +1,10 @@
 /*
  * account.h: what a sampled profile could not see, and why (issue 38): the
  * threads no sample can reach (they block SIGPROF; the process is not
- * dumpable, so /proc gives no stack either; a seccomp filter of their own).
- * Nothing is ever silent: each count becomes a profile comment, a line of
+ * dumpable, so /proc gives no stack either; a seccomp filter of their own),
+ * and what a truncated sample's leaf was (code without unwind information,
+ * JIT code, or the loader or our unwinder interrupted).  Nothing is ever
+ * silent: each count becomes a profile comment, a line of
  * the index page, or a note on a thread of goroutine?debug=2.
  *
  * The counts are read from /proc/self/task/TID/status (preload/proc.h) when
@@ -46,5 +48,14 @@ void pe_sampler_unsampled_html(pe_sink_t *s);
  * NULL.  `buf` holds the phrase.
  */
 const char *pe_sampler_thread_unsampled(pid_t tid, char *buf, size_t len);
+
+/*
+ * Truncated samples (kept with their leaf frame only), by what the leaf was.
+ * pe_sampler_trunc_why: the class of a leaf pc (dladdr: collector thread,
+ * never a handler); pe_sampler_trunc_comment: one comment per non-zero class.
+ */
+enum { PE_TRUNC_NOUNWIND, PE_TRUNC_NOOBJECT, PE_TRUNC_OURS, PE_TRUNC_N };
+int pe_sampler_trunc_why(uintptr_t leaf);
+void pe_sampler_trunc_comment(pe_prof_t *p, const uint64_t why[PE_TRUNC_N]);
 
 #endif /* PE_SAMPLER_ACCOUNT_H */
