@@ -358,6 +358,40 @@ pe_http_warm_unwinder(void)
     pthread_mutex_unlock(&warm_lock);
 }
 
+/*
+ * A tree member that became the root takes the root's address (preload/tree.h,
+ * succession): a socket bound there replaces, under the same descriptor
+ * number, the one civetweb listens on, which it then polls and accepts from
+ * (its master thread picks the new one up at its next poll, within 2 s).
+ */
+static int
+take_port(const char *host, int port)
+{
+    struct sockaddr_in sa;
+    int fd, one = 1, fl, err = 0;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (listen_fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -EINVAL; /* IPv4 literals only (no IPv6 in this civetweb) */
+    if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) /* ours: high, close-on-exec (fd.h) */
+        return -errno;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if ((fl = fcntl(listen_fd, F_GETFL)) >= 0)
+        (void)fcntl(fd, F_SETFL, fl); /* civetweb's listener's own mode */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0)
+        err = -errno;
+    else
+        err = pe_fd_replace(listen_fd, fd);
+    close(fd);
+    if (err)
+        return err;
+    defer_accept(listen_fd);
+    __atomic_store_n(&pe_http_port, port, __ATOMIC_RELAXED);
+    return 0;
+}
+
 int
 pe_http_listen(void)
 {
@@ -445,7 +479,8 @@ pe_http_listen(void)
     listen_fd = find_listen_fd(pe_http_port);
     defer_accept(listen_fd);
     if (member) {
-        pe_tree_served(pe_http_port); /* its port file, and registration with the root */
+        pe_tree_take_port = take_port; /* should the root go (preload/tree.h) */
+        pe_tree_served(pe_http_port);  /* its port file, and registration with the root */
         return 0;
     }
     write_port_file(pe_cfg.host, pe_http_port);

@@ -1,6 +1,7 @@
 /*
  * tree.c: the process tree (tree.h): roles, the fork child's safe point, the
- * root's registry and its receiving thread, a member's registration.
+ * root's registry and its receiving thread, a member's registration, the
+ * succession when the root is gone, and a member's port file at its exit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,11 @@ static int mask_seen;
 static int own_port;             /* where this process serves, once it does (pe_tree_served) */
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
 static char cwd_at_load[PATH_MAX];
+static int port_written; /* this member wrote its own %p port file */
+
+/* Succession (members): the watcher thread, and the port-taking hook. */
+int (*pe_tree_take_port)(const char *host, int port);
+static int watch_live, watch_stop;
 
 /* The registry (root). */
 static int reg_fd = -1, reg_stop; /* its socket; pe_tree_step_aside: the thread leaves */
@@ -128,6 +134,9 @@ pe_tree_atfork_child(int parent_active)
     reg_live = 0;
     mask_seen = 0;
     own_port = 0;
+    port_written = 0;
+    watch_live = 0; /* the parent's watcher is not the child's */
+    watch_stop = 0;
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
     if (!parent_active || role == PE_TREE_NONE)
         return 0;
@@ -227,6 +236,19 @@ reg_add(const pe_tree_proc_t *p)
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* Is pid registered with this port already? */
+static int
+known(pid_t pid, int port)
+{
+    int i, found = 0;
+
+    pthread_mutex_lock(&reg_lock);
+    for (i = 0; i < nreg && !found; i++)
+        found = reg[i].pid == pid && reg[i].port == port;
+    pthread_mutex_unlock(&reg_lock);
+    return found;
+}
+
 /* A member that stepped aside (port 0): it serves no more. */
 static void
 reg_del(pid_t pid)
@@ -293,6 +315,8 @@ receive(int fd)
         reg_del(pid);
         return;
     }
+    if (known(pid, port))
+        return; /* a member saying again that it serves (succession) */
     memset(&p, 0, sizeof(p));
     p.pid = pid;
     p.port = port;
@@ -317,28 +341,34 @@ registry_main(void *arg)
     return NULL;
 }
 
-static void
-root_start(void)
+/* The registry's socket, bound to the tree's name; -errno (EADDRINUSE: held). */
+static int
+registry_bind(void)
 {
     struct sockaddr_un a;
     socklen_t len = tree_addr(&a, root_pid, nonce);
-    pthread_attr_t attr;
-    pthread_t t;
-    int fd, one = 1, rcv = 1 << 20;
+    int fd, one = 1, rcv = 1 << 20, err;
 
     /* Our thread: the descriptor is moved high and close-on-exec (fd.h). */
     fd = socket(AF_UNIX, SOCK_DGRAM, 0);
     if (fd < 0)
-        return;
+        return -errno;
     (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
     if (bind(fd, (struct sockaddr *)&a, len) < 0) {
-        pe_log_warn("process tree unavailable (cannot bind its socket: %s); children are "
-                    "served on their own ports only",
-                    strerror(errno));
+        err = -errno;
         close(fd);
-        return;
+        return err;
     }
+    return fd;
+}
+
+static void
+registry_start(int fd)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
@@ -350,6 +380,20 @@ root_start(void)
         close(fd);
     }
     pthread_attr_destroy(&attr);
+}
+
+static void
+root_start(void)
+{
+    int fd = registry_bind();
+
+    if (fd < 0) {
+        pe_log_warn("process tree unavailable (cannot bind its socket: %s); children are "
+                    "served on their own ports only",
+                    strerror(-fd));
+        return;
+    }
+    registry_start(fd);
 }
 
 /* ---- a member ------------------------------------------------------------------------- */
@@ -365,34 +409,205 @@ write_port_file(int port)
         snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
     else
         snprintf(full, sizeof(full), "%s", path);
-    (void)pe_portfile_write(full, "127.0.0.1", port); /* a member stays silent */
+    if (pe_portfile_write(full, "127.0.0.1", port) == 0) /* a member stays silent */
+        port_written = 1;
 }
 
-/* port 0: this member serves no more (pe_tree_step_aside). */
-static void
-register_with_root(int port)
+/* port 0: this member serves no more (pe_tree_step_aside).  tries: sends
+   attempted while the root is not there yet.  0, or the last -errno. */
+static int
+register_tries(int port, int tries_max)
 {
     struct sockaddr_un a;
     socklen_t len = tree_addr(&a, root_pid, nonce);
     struct timespec pause = {0, 50 * 1000000L};
     char msg[160];
-    int fd, n, tries;
+    int fd, n, tries, err = -EAGAIN;
 
     n = snprintf(msg, sizeof(msg), "PEv1 %d %d %d %.63s", (int)getpid(), port, role,
                  pe_cfg_progname());
     if ((fd = socket(AF_UNIX, SOCK_DGRAM, 0)) < 0)
-        return;
-    /* The root may still be starting (an exec'd child is quick), or its queue
-       full (hundreds of children at once): retry for about five seconds. */
-    for (tries = 0; tries < (port ? 100 : 1); tries++) {
+        return -errno;
+    for (tries = 0; tries < tries_max; tries++) {
         if (sendto(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) ==
-            n)
+            n) {
+            err = 0;
             break;
+        }
+        err = -errno;
         if (errno != EAGAIN && errno != ECONNREFUSED && errno != ENOENT && errno != ENOBUFS)
             break;
-        nanosleep(&pause, NULL);
+        if (tries + 1 < tries_max)
+            nanosleep(&pause, NULL);
     }
     close(fd);
+    return err;
+}
+
+static void
+register_with_root(int port)
+{
+    /* The root may still be starting (an exec'd child is quick), or its queue
+       full (hundreds of children at once): retry for about five seconds. */
+    (void)register_tries(port, port ? 100 : 1);
+}
+
+/* ---- succession ------------------------------------------------------------------------ */
+
+/*
+ * When the root is gone (a launcher such as pg_ctl, apachectl or a shell
+ * script that started the tree and exited), the tree stays one tree: the
+ * first member to find it so binds the tree's registry name (the same
+ * root pid and nonce, so every member's and every later child's datagrams
+ * reach it), becomes the root, takes the root's address if it can
+ * (PROFEP_ADDR's port, or the port the root's port file named) and writes
+ * the root's port file with where it serves.  The others register with it
+ * again.  Each member's watcher looks once a second (one stat of the
+ * root's /proc entry); nothing else is sent while the root lives.
+ */
+#define PE_TREE_WATCH_MS 1000
+#define PE_TREE_ELDER_TICKS 3
+
+/* The tree's first root: alive (not a zombie, not gone)? */
+static int
+first_root_alive(void)
+{
+    pe_proc_stat_t st;
+
+    return pe_proc_stat(root_pid, 0, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}
+
+/* The root's port file: the template with its pid, or the one fixed path. */
+static int
+root_port_file(char *out, size_t len)
+{
+    char path[PATH_MAX];
+
+    if (port_tmpl[0]) {
+        if (pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)root_pid) < 0)
+            return -ENAMETOOLONG;
+        if (path[0] != '/')
+            snprintf(out, len, "%s/%s", cwd_at_load, path);
+        else
+            snprintf(out, len, "%s", path);
+    } else {
+        snprintf(out, len, "%s", pe_cfg.port_file);
+    }
+    return out[0] ? 0 : -ENOENT;
+}
+
+/* Where the root served: PROFEP_ADDR's port, or (port 0) what its file says. */
+static int
+root_port(void)
+{
+    char path[2 * PATH_MAX + 8], buf[160], *colon;
+    int port = 0;
+
+    if (pe_cfg.port)
+        return pe_cfg.port;
+    if (root_port_file(path, sizeof(path)) == 0 && pe_proc_read(path, buf, sizeof(buf)) > 0 &&
+        (colon = strrchr(buf, ':')))
+        port = atoi(colon + 1);
+    return port > 0 && port < 65536 ? port : 0;
+}
+
+/* This member becomes the root: fd is the registry's socket, bound. */
+static void
+promote(int fd)
+{
+    char path[2 * PATH_MAX + 8];
+    const char *host = "127.0.0.1";
+    int port = root_port(), took = 0;
+
+    __atomic_store_n(&role, PE_TREE_ROOT, __ATOMIC_RELEASE);
+    __atomic_store_n(&reg_fd, fd, __ATOMIC_RELEASE);
+    registry_start(fd);
+    /* TLS: a member serves plain HTTP, never on the root's TLS port */
+    if (port && !pe_cfg.tls_cert[0] && pe_tree_take_port &&
+        pe_tree_take_port(pe_cfg.host, port) == 0) {
+        own_port = port;
+        host = pe_cfg.host;
+        took = 1;
+    }
+    if (port_written)
+        write_port_file(own_port);
+    if (root_port_file(path, sizeof(path)) == 0)
+        (void)pe_portfile_write(path, host, own_port);
+    pe_log_info("the tree's root (pid %d) is gone: pid %d (%s) serves the tree on %s:%d%s",
+                (int)root_pid, (int)getpid(), pe_cfg_progname(), host, own_port,
+                took || !port ? "" : " (the root's port is taken)");
+}
+
+static void *
+watch_main(void *unused)
+{
+    struct timespec step = {0, 50 * 1000000L};
+    int ms = 0, fd, gone = 0;
+    pid_t parent;
+
+    (void)unused;
+    pe_threads_mark_internal();
+    while (!__atomic_load_n(&watch_stop, __ATOMIC_ACQUIRE)) {
+        nanosleep(&step, NULL);
+        if ((ms += 50) < PE_TREE_WATCH_MS)
+            continue;
+        ms = 0;
+        if (first_root_alive())
+            continue;
+        /* Gone: tell whoever holds the registry now (again each time: a
+           successor may have just taken it), or become it.  A member whose
+           parent lives on (the postmaster's checkpointer) leaves the parent
+           PE_TREE_ELDER_TICKS first: the tree's new root is the oldest. */
+        gone++;
+        parent = getppid();
+        if (register_tries(own_port, 1) != -ECONNREFUSED ||
+            (parent != 1 && parent != root_pid && gone <= PE_TREE_ELDER_TICKS))
+            continue;
+        if ((fd = registry_bind()) >= 0) {
+            promote(fd);
+            break;
+        }
+    }
+    __atomic_store_n(&watch_live, 0, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void
+watch_start(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    __atomic_store_n(&watch_live, 1, __ATOMIC_RELEASE);
+    if (pe_threads_create_small(&t, &attr, watch_main, NULL) != 0)
+        __atomic_store_n(&watch_live, 0, __ATOMIC_RELEASE);
+    pthread_attr_destroy(&attr);
+}
+
+/*
+ * A member's own port file (PROFEP_PORT_FILE with %p) goes with it (also when
+ * it became the root): at exit (exit(), a return from main), when it still
+ * holds this member's line.  An exec keeps it (the same pid serves again); a
+ * kill leaves it.
+ */
+__attribute__((destructor)) static void
+tree_exit(void)
+{
+    char path[PATH_MAX], full[2 * PATH_MAX + 8], buf[96], want[96];
+
+    if (!port_written || !own_port ||
+        pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)getpid()) < 0)
+        return;
+    if (path[0] != '/')
+        snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
+    else
+        snprintf(full, sizeof(full), "%s", path);
+    snprintf(want, sizeof(want), "127.0.0.1:%d\n", own_port);
+    if (pe_proc_read(full, buf, sizeof(buf)) > 0 && !strcmp(buf, want))
+        unlink(full);
 }
 
 void
@@ -404,6 +619,7 @@ pe_tree_served(int port)
     else if (pe_tree_member()) {
         write_port_file(port);
         register_with_root(port);
+        watch_start();
     }
 }
 
@@ -424,7 +640,9 @@ pe_tree_step_aside(void)
     int fd = __atomic_exchange_n(&reg_fd, -1, __ATOMIC_ACQ_REL);
 
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
-    if (fd >= 0) { /* the root: its registry thread leaves (recvmsg answers 0) */
+    __atomic_store_n(&watch_stop, 1, __ATOMIC_RELEASE);
+    wait_left(&watch_live); /* a member's watcher leaves within 50 ms */
+    if (fd >= 0) {          /* the root: its registry thread leaves (recvmsg answers 0) */
         __atomic_store_n(&reg_stop, 1, __ATOMIC_RELEASE);
         shutdown(fd, SHUT_RDWR);
         wait_left(&reg_live);

@@ -73,6 +73,16 @@ int pe_tree_start_due(int long_wait);
 void pe_tree_served(int port);
 
 /*
+ * Succession: a member whose tree's root is gone becomes the root (the
+ * first to bind the tree's registry name) and takes the root's port with
+ * this hook, set by the server (http/server.c) before it serves: listen on
+ * host:port instead of the member's own port, 0 or -errno (then the member
+ * keeps its port and the root's port file names it).  Called on our
+ * watcher thread.
+ */
+extern int (*pe_tree_take_port)(const char *host, int port);
+
+/*
  * For good, when the process must be alone (alone_hooks.c): no server will
  * start here; the root's registry thread leaves (the caller waits for it to
  * vanish), and a member that served tells the root it serves no more.
