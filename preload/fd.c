@@ -235,20 +235,27 @@ pe_fd_high_base(void)
  * A close-on-exec copy of fd at the highest free number from `from` up to
  * the ceiling that no slot of ours knows by its old number, or -1.
  * F_DUPFD at k gives k when k is free, else the lowest free number above
- * it: from the top down, the first success is the highest free number (or,
- * with a limit above 1024 and 1023 taken, one above 1024).  Each failed
- * probe is one number in use at the top: a handful, 64 at most.
+ * it: from the top down, the first success below the ceiling is the highest
+ * free number.  With a limit above 1024 and 1023 taken, F_DUPFD at 1023
+ * answers 1024 or more: given back, and the next number down is tried (our
+ * descriptors stay below 1024, where select() can see them and the docs
+ * say).  Each failed probe is one number in use at the top: a handful, 64
+ * at most.
  */
 PE_SIGSAFE int
 pe_fd_dup_high(int fd, int from)
 {
-    int k, n, saved = errno; /* the failed probes are not the caller's business */
+    int k, n, saved = errno, ceil = fd_ceiling(); /* failed probes are not the caller's */
 
-    for (k = fd_ceiling() - 1; k >= from; k--) {
+    for (k = ceil - 1; k >= from; k--) {
         n = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, k);
         if (n < 0) {
             if (errno != EMFILE && errno != EINVAL)
                 return -1;
+            continue;
+        }
+        if (n >= ceil) { /* [k, ceil) all taken */
+            pe_fd_sys_close(n);
             continue;
         }
         if (!pe_fd_by_virt(n)) {
