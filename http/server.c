@@ -399,7 +399,7 @@ pe_http_listen(void)
     char ports[160];
     struct mg_callbacks cb;
     struct mg_server_port sp[4];
-    int n;
+    int n, again;
     const char *options[] = {
         "listening_ports",
         ports,
@@ -435,7 +435,10 @@ pe_http_listen(void)
     };
     const char *scheme = tls_cert[0] ? "https" : "http";
 
-    snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
+    /* A root that exec'd keeps the port its earlier image announced (tree.h) */
+    again = !member && !pe_cfg.port ? pe_tree_announced_port() : 0;
+    snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, again ? again : pe_cfg.port,
+             tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port
            of its own, plain HTTP (the root proxies to it), nothing printed. */
@@ -458,6 +461,10 @@ pe_http_listen(void)
     cb.init_thread = on_init_thread;
     mg_init_library(0);
     server_ctx = mg_start(&cb, NULL, options);
+    if (!server_ctx && again) { /* taken meanwhile: any port, as PROFEP_ADDR says */
+        snprintf(ports, sizeof(ports), "%s:0%s", pe_cfg.host, tls_cert[0] ? "s" : "");
+        server_ctx = mg_start(&cb, NULL, options);
+    }
     if (!server_ctx) {
         if (member)
             return -EADDRINUSE;
@@ -491,7 +498,12 @@ pe_http_listen(void)
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks",
                     pe_cfg.host);
-    pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
+    if (pe_http_port == pe_tree_announced_port()) /* an earlier image of this pid said so */
+        pe_log_debug("serving %s://%s:%d (pid %d) again after exec", scheme, pe_cfg.host,
+                     pe_http_port, (int)getpid());
+    else
+        pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port,
+                    (int)getpid());
     return 1;
 }
 

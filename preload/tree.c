@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -41,6 +42,12 @@ static int own_port;             /* where this process serves, once it does (pe_
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
 static char cwd_at_load[PATH_MAX];
 static int port_written; /* this member wrote its own %p port file */
+/* A root: PROFEP_TREE's value in our environment ("pid:nonce:PORTS", the last
+   five digits the port it announced, written in place once it serves), and
+   the port an earlier image of this pid announced (exec kept the variable). */
+static char *tree_env;
+static char env_buf[80];
+static int prev_port;
 
 /* Succession (members): the watcher thread, and the port-taking hook. */
 int (*pe_tree_take_port)(const char *host, int port);
@@ -70,13 +77,31 @@ random_u64(void)
     return v;
 }
 
+/* The port in this process's port file when an image of this process wrote
+   it (not older than the process: a pid used again), else 0. */
+static int
+port_file_port(void)
+{
+    char buf[160], *colon;
+    pe_proc_stat_t ps;
+    struct stat st;
+    long long started;
+    int port;
+
+    if (!pe_cfg.port_file[0] || stat(pe_cfg.port_file, &st) < 0 || pe_proc_stat(0, 0, &ps) < 0 ||
+        !(started = pe_proc_started(ps.starttime)) || (long long)st.st_mtime < started ||
+        pe_proc_read(pe_cfg.port_file, buf, sizeof(buf)) <= 0 || !(colon = strrchr(buf, ':')))
+        return 0;
+    port = atoi(colon + 1);
+    return port > 0 && port < 65536 ? port : 0;
+}
+
 void
 pe_tree_init(void)
 {
     const char *v = getenv("PROFEP_TREE"), *pf = getenv("PROFEP_PORT_FILE");
     unsigned long long n;
-    char buf[64];
-    int pid;
+    int pid, port = 0, got;
 
     role = PE_TREE_NONE;
     if (!pe_cfg.children || pe_cfg.server_off)
@@ -86,7 +111,8 @@ pe_tree_init(void)
         if (pf[0] != '/' && !getcwd(cwd_at_load, sizeof(cwd_at_load)))
             port_tmpl[0] = '\0';
     }
-    if (v && sscanf(v, "%d:%llx", &pid, &n) == 2 && pid > 0 && pid != getpid()) {
+    got = v ? sscanf(v, "%d:%llx:%d", &pid, &n, &port) : 0;
+    if (got >= 2 && pid > 0 && pid != getpid()) {
         role = PE_TREE_EXEC;
         root_pid = pid;
         nonce = n;
@@ -95,9 +121,46 @@ pe_tree_init(void)
     /* Set before main, single-threaded: no getenv of the program races it. */
     role = PE_TREE_ROOT;
     root_pid = getpid();
-    nonce = random_u64();
-    snprintf(buf, sizeof(buf), "%d:%016llx", (int)root_pid, nonce);
-    setenv("PROFEP_TREE", buf, 1);
+    if (got >= 2 && pid == getpid()) {
+        /* The root exec'd (a launcher chain in one pid: env, a shell, a
+           pyenv shim, the interpreter): the same tree, and the address an
+           earlier image announced is kept and not announced again.  It is
+           in PROFEP_TREE when the program passed its environment on as it
+           was; a shell builds the one it passes from what it read at its
+           start, so the port file an earlier image wrote says it too. */
+        nonce = n;
+        prev_port = got == 3 && port > 0 && port < 65536 ? port : port_file_port();
+    } else {
+        nonce = random_u64();
+    }
+    /* Our own storage (putenv), never setenv's: glibc keeps the strings it
+       made in a search tree, which a string changed in place would upset. */
+    snprintf(env_buf, sizeof(env_buf), "PROFEP_TREE=%d:%016llx:%05d", (int)root_pid, nonce,
+             prev_port);
+    if (putenv(env_buf) == 0)
+        tree_env = env_buf + strlen("PROFEP_TREE=");
+}
+
+int
+pe_tree_announced_port(void)
+{
+    return prev_port;
+}
+
+/* The root serves on port: its PROFEP_TREE says so to a later image of this
+   pid (five digits written in place: the string stays as long, and a getenv
+   of the program's reads it whole or nearly, never out of bounds). */
+static void
+tree_env_port(int port)
+{
+    size_t len;
+    char d[6];
+
+    if (!tree_env || (len = strlen(tree_env)) < 6 || tree_env[len - 6] != ':' || port <= 0 ||
+        port > 65535)
+        return;
+    snprintf(d, sizeof(d), "%05d", port);
+    memcpy(tree_env + len - 5, d, 5);
 }
 
 int
@@ -614,9 +677,10 @@ void
 pe_tree_served(int port)
 {
     own_port = port;
-    if (role == PE_TREE_ROOT)
+    if (role == PE_TREE_ROOT) {
+        tree_env_port(port);
         root_start();
-    else if (pe_tree_member()) {
+    } else if (pe_tree_member()) {
         write_port_file(port);
         register_with_root(port);
         watch_start();

@@ -37,6 +37,13 @@ enum { PE_TREE_NONE, PE_TREE_ROOT, PE_TREE_FORK, PE_TREE_EXEC };
 
 /* Constructor, active process, after pe_cfg_load: role, and PROFEP_TREE for a root. */
 void pe_tree_init(void);
+/*
+ * A root whose pid an earlier image of the same program chain served as
+ * root (it exec'd: env, a shell, an interpreter): the port that image
+ * announced, to listen on again (with PROFEP_ADDR's port 0) and not announce
+ * twice; 0 otherwise.
+ */
+int pe_tree_announced_port(void);
 /* This process's role (PE_TREE_*). */
 int pe_tree_role(void);
 /* 1 when this process serves as a member (loopback, ephemeral port, few workers). */
