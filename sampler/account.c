@@ -85,7 +85,7 @@ pe_sampler_unsampled(pe_unsampled_t *u)
     u->undumpable = proc_closed();
     if (pe_proc_tasks_open(&it) < 0)
         return;
-    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+    while (u->threads < PE_UNSAMPLED_SCAN && (tid = pe_proc_tasks_next(&it)) > 0) {
         if (pe_threads_is_internal(tid) || pe_proc_task_sigs(tid, &s) < 0)
             continue; /* ours, or gone meanwhile */
         u->threads++;

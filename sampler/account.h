@@ -22,9 +22,11 @@
 #include "../proto/sink.h"
 
 #define PE_UNSAMPLED_TIDS 16 /* tids named in a note; the rest only counted */
+/* Threads looked at, at most (one /proc read each: 30,000 threads would take 0.5 s) */
+#define PE_UNSAMPLED_SCAN 4096
 
 typedef struct pe_unsampled_s {
-    int threads;    /* application threads looked at (ours left out) */
+    int threads;    /* application threads looked at (ours left out; PE_UNSAMPLED_SCAN at most) */
     int blocked;    /* of them, SIGPROF blocked */
     int seccomp;    /* of them, under a seccomp filter (the process itself is not) */
     int undumpable; /* 1: /proc gives no stack of any thread (not dumpable, not root) */
