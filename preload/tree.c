@@ -531,13 +531,19 @@ register_with_root(int port)
 #define PE_TREE_WATCH_MS 1000
 #define PE_TREE_ELDER_TICKS 3
 
-/* The tree's first root: alive (not a zombie, not gone)? */
+/* The tree's first root: alive (not a zombie, not gone, not its pid used
+   again: its start time is taken at the first look)? */
 static int
 first_root_alive(void)
 {
+    static unsigned long long started;
     pe_proc_stat_t st;
 
-    return pe_proc_stat(root_pid, 0, &st) == 0 && st.state != 'Z' && st.state != 'X';
+    if (pe_proc_stat(root_pid, 0, &st) < 0 || st.state == 'Z' || st.state == 'X')
+        return 0;
+    if (!started)
+        started = st.starttime;
+    return st.starttime == started;
 }
 
 /* The root's port file: the template with its pid, or the one fixed path. */
