@@ -105,8 +105,8 @@ text_chars(const char *s)
  * end.  Writes into buf and returns it, or returns name itself when there is
  * nothing to drop or it does not fit.
  */
-static const char *
-no_versions(const char *name, char *buf, size_t len)
+const char *
+pe_prof_no_versions(const char *name, char *buf, size_t len)
 {
     const char *at = strchr(name, '@'), *s, *e;
     size_t o = 0;
@@ -233,7 +233,7 @@ frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t wid
         c->inlined |= fr->inlined;
     }
     /* the label: what makes the box, without symbol versions (the tooltip keeps them) */
-    name = no_versions(name, shown, sizeof(shown));
+    name = pe_prof_no_versions(name, shown, sizeof(shown));
     human(val, sizeof(val), width, c->vt);
     /* data-n: the label the script fits into the box again after a zoom. */
     if (!fr)
