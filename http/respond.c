@@ -113,6 +113,8 @@ pe_http_begin(pe_req_t *r, pe_resp_t *resp, const char *content_type, const char
     security_headers(r, content_type);
     if (filename)
         mg_printf(r->conn, "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
+    if (r->empty_why) /* our own words, one line (profep prints them) */
+        mg_printf(r->conn, "X-Profep-Empty: %s\r\n", r->empty_why);
     mg_printf(r->conn, "%sConnection: close\r\n\r\n",
               r->head ? "" : "Transfer-Encoding: chunked\r\n");
     return 0;
@@ -335,6 +337,11 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
     if (pe_prof_set_full_names(p, full) < 0)
         return pe_http_error(r, 503, "%s: out of memory naming the profile", r->path);
     pe_prof_set_by_line(p, by_line);
+    /* an empty profile says why (profep prints it): the handler's reason, else ours */
+    if (pe_prof_nsamples(p) > 0)
+        r->empty_why = NULL;
+    else if (!r->empty_why)
+        r->empty_why = "no samples were recorded";
     def = !pprof ? FMT_TREE : !pe_param(r, "pprof") && browser(r) ? FMT_SVG : FMT_PPROF;
     if ((st = pe_param_enum(r, "format", pe_http_formats, def, &fmt)) || (st = sample_index(r, p, &vi)))
         return st;
