@@ -78,6 +78,9 @@ int pe_http_check_params(pe_req_t *r, const pe_route_t *route);
 int pe_http_check_values(pe_req_t *r, const pe_route_t *route);
 /* 1 when the table has a row for name on path (tests: every listed one has). */
 PE_TESTONLY int pe_http_param_known(const char *path, const char *name);
+/* What an absent parameter means on path ("10", "pprof; svg for a browser"),
+   for the index; NULL when nothing is worth saying.  buf may hold it. */
+const char *pe_http_param_default(const char *path, const char *name, char *buf, size_t len);
 /* The choices of format, groupby, names and granularity (NULL-terminated). */
 extern const char *const pe_http_formats[], *const pe_http_groupings[], *const pe_http_namings[],
     *const pe_http_granularities[];

@@ -36,6 +36,7 @@ typedef struct spec_s {
     const char *const *choices; /* ENUM */
     const char *types;          /* TYPE: the sample types, space-separated, or NULL: kind's */
     const pe_kind_t *kind_row;  /* TYPE: the kind whose two types the profile has */
+    const char *def;            /* what absent means, as the index shows it, or NULL */
 } spec_t;
 
 #define HEAP_TYPES "alloc_objects alloc_space inuse_objects inuse_space"
@@ -43,47 +44,51 @@ typedef struct spec_s {
 
 /* Rows for a path come before the catch-all row of the same name. */
 static const spec_t specs[] = {
-    {"/heap_timeline", "format", ENUM, 0, 0, timeline_formats, NULL, NULL},
-    {"/heap_timeline", "seconds", NUM, 1, PE_HEAP_TIMELINE, NULL, NULL, NULL},
-    {"/debug/pprof/goroutine", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL},
-    {"/task_backtraces", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL},
-    {NULL, "capture", ENUM, 0, 0, capture_wall, NULL, NULL},
+    {"/heap_timeline", "format", ENUM, 0, 0, timeline_formats, NULL, NULL, "html"},
+    {"/heap_timeline", "seconds", NUM, 1, PE_HEAP_TIMELINE, NULL, NULL, NULL, "3600"},
+    {"/debug/pprof/goroutine", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
+    {"/task_backtraces", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
+    {NULL, "capture", ENUM, 0, 0, capture_wall, NULL, NULL, "auto"},
     /* sample_index: by route, as the profile it sends holds them */
-    {"/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu},
-    {"/profile_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu},
-    {"/debug/pprof/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu},
-    {"/profile_wall", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall},
-    {"/profile_wall_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall},
-    {"/debug/fgprof", "sample_index", TYPE, 0, 0, NULL, "samples time", NULL},
-    {"/allocs_profile", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL},
-    {"/allocs_profile_stop", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL},
-    {"/debug/pprof/mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex},
-    {"/debug/pprof/delta_mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex},
-    {"/debug/pprof/block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block},
-    {"/debug/pprof/delta_block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block},
-    {"/debug/pprof/goroutine", "sample_index", TYPE, 0, 0, NULL, "goroutine", NULL},
-    {"/debug/pprof/threadcreate", "sample_index", TYPE, 0, 0, NULL, "threadcreate", NULL},
-    {NULL, "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL}, /* heap views */
-    {NULL, "format", ENUM, 0, 0, pe_http_formats, NULL, NULL},
-    {NULL, "names", ENUM, 0, 0, pe_http_namings, NULL, NULL},
-    {NULL, "granularity", ENUM, 0, 0, pe_http_granularities, NULL, NULL},
-    {NULL, "groupby", ENUM, 0, 0, pe_http_groupings, NULL, NULL},
-    {NULL, "pprof", BOOL, 0, 0, NULL, NULL, NULL},
-    {NULL, "mincount", NUM, 0, 1e15, NULL, NULL, NULL},
-    {NULL, "maxdepth", NUM, 0, 100000, NULL, NULL, NULL},
-    {NULL, "seconds", SECS, 0, 0, NULL, NULL, NULL},
-    {NULL, "duration", SECS, 0, 0, NULL, NULL, NULL},
-    {NULL, "n", NUM, 1, 1e12, NULL, NULL, NULL},
+    {"/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
+    {"/profile_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
+    {"/debug/pprof/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
+    {"/profile_wall", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall, NULL},
+    {"/profile_wall_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall, NULL},
+    {"/debug/fgprof", "sample_index", TYPE, 0, 0, NULL, "samples time", NULL, NULL},
+    {"/allocs_profile", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL, NULL},
+    {"/allocs_profile_stop", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL, NULL},
+    {"/debug/pprof/mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex, NULL},
+    {"/debug/pprof/delta_mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex, NULL},
+    {"/debug/pprof/block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block, NULL},
+    {"/debug/pprof/delta_block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block, NULL},
+    {"/debug/pprof/goroutine", "sample_index", TYPE, 0, 0, NULL, "goroutine", NULL, NULL},
+    {"/debug/pprof/threadcreate", "sample_index", TYPE, 0, 0, NULL, "threadcreate", NULL, NULL},
+    {"/debug/pprof/allocs", "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL, "alloc_space"},
+    {NULL, "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL, NULL}, /* heap views */
+    {NULL, "format", ENUM, 0, 0, pe_http_formats, NULL, NULL, "pprof; svg for a browser"},
+    {NULL, "names", ENUM, 0, 0, pe_http_namings, NULL, NULL, "short"},
+    {NULL, "granularity", ENUM, 0, 0, pe_http_granularities, NULL, NULL, "functions"},
+    {NULL, "groupby", ENUM, 0, 0, pe_http_groupings, NULL, NULL, "none"},
+    {NULL, "pprof", BOOL, 0, 0, NULL, NULL, NULL, "true"},
+    {NULL, "mincount", NUM, 0, 1e15, NULL, NULL, NULL, "0"},
+    {NULL, "maxdepth", NUM, 0, 100000, NULL, NULL, NULL, "0: all"},
+    {"/debug/pprof/profile", "seconds", SECS, 0, 0, NULL, NULL, NULL, "30"},
+    {"/debug/fgprof", "seconds", SECS, 0, 0, NULL, NULL, NULL, "30"},
+    {"/debug/pprof/trace", "seconds", SECS, 0, 0, NULL, NULL, NULL, "1"},
+    {NULL, "seconds", SECS, 0, 0, NULL, NULL, NULL, "0: since start"},
+    {NULL, "duration", SECS, 0, 0, NULL, NULL, NULL, "10"},
+    {NULL, "n", NUM, 1, 1e12, NULL, NULL, NULL, "1e8"},
     /* the CPU kind's minimum; wall and trace check their own 1 ms before starting */
-    {NULL, "delay", NUM, 1e-5, 10, NULL, NULL, NULL},
-    {NULL, "debug", NUM, 0, 2, NULL, NULL, NULL},
-    {NULL, "since", NUM, 0, 1e9, NULL, NULL, NULL},
-    {NULL, "min_age", NUM, 0, 1e9, NULL, NULL, NULL},
-    {NULL, "max_age", NUM, 0, 1e9, NULL, NULL, NULL},
-    {NULL, "sample_rate", NUM, 0, 1, NULL, NULL, NULL},
-    {NULL, "all_one", BOOL, 0, 0, NULL, NULL, NULL},
-    {NULL, "gzip", BOOL, 0, 0, NULL, NULL, NULL},
-    {NULL, "mem", NUM, 1, 1024, NULL, NULL, NULL},
+    {NULL, "delay", NUM, 1e-5, 10, NULL, NULL, NULL, "0.01"},
+    {NULL, "debug", NUM, 0, 2, NULL, NULL, NULL, "0"},
+    {NULL, "since", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
+    {NULL, "min_age", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
+    {NULL, "max_age", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
+    {NULL, "sample_rate", NUM, 0, 1, NULL, NULL, NULL, "0.0001"},
+    {NULL, "all_one", BOOL, 0, 0, NULL, NULL, NULL, "false"},
+    {NULL, "gzip", BOOL, 0, 0, NULL, NULL, NULL, "as Accept-Encoding"},
+    {NULL, "mem", NUM, 1, 1024, NULL, NULL, NULL, "64 (MiB)"},
 };
 
 static const spec_t *
@@ -102,6 +107,23 @@ int
 pe_http_param_known(const char *path, const char *name)
 {
     return find_spec(path, name) != NULL;
+}
+
+const char *
+pe_http_param_default(const char *path, const char *name, char *buf, size_t len)
+{
+    const spec_t *sp = find_spec(path, name);
+    const char *last;
+
+    if (!sp || sp->def || sp->kind != TYPE)
+        return sp ? sp->def : NULL;
+    /* a profile's default type: its kind's, else its last (pprof's rule) */
+    if (sp->kind_row)
+        return sp->kind_row->default_type ? sp->kind_row->default_type
+                                          : sp->kind_row->types[1].type;
+    last = strrchr(sp->types, ' ');
+    snprintf(buf, len, "%s", last ? last + 1 : sp->types);
+    return buf;
 }
 
 /* sample_index: one of the route's type names or its index (as go tool pprof takes it). */

@@ -121,7 +121,7 @@ check "index: /profile's row lists n, delay, duration, format" \
     bash -c "grep -F '>/profile<' $T/idx2.html | grep -F '<code>duration</code>' | grep -F '<code>delay</code>' | grep -qF '<code>format</code>'"
 check "index: /debug/pprof/trace's row lists mem and gzip" \
     bash -c "grep -F '>/debug/pprof/trace<' $T/idx2.html | grep -F '<code>mem</code>' | grep -qF '<code>gzip</code>'"
-check "index: token and pid are named once for all" grep -qF 'Every endpoint also takes <code>token</code> <code>pid</code>' $T/idx2.html
+check "index: token and pid are named once for all" grep -qF 'Every endpoint also takes <code>token</code>, <code>pid</code>' $T/idx2.html
 check "index: no backtick" bash -c "! grep -q '\`' $T/idx2.html"
 check "index: no HOST:PORT placeholder" bash -c "! grep -q 'HOST:PORT' $T/idx2.html"
 check "index: go tool pprof http://$PE_ADDR/..." grep -qF "go tool pprof http://$PE_ADDR/debug/pprof/profile?seconds=5" $T/idx2.html
