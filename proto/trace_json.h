@@ -95,8 +95,8 @@ typedef struct pe_tj_trace_s {
  * Write t as {"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
  * {...}}: process and thread names (M), per thread one flame chart over time
  * of B/E pairs whose outermost frame is the state ("running", "futex wait",
- * ...) and whose inner frames are the stack (names, files, lines and inlined
- * frames as the profiles show them), per thread a second track "NAME waits"
+ * ...) and whose inner frames are the stack (named as the flame graph names
+ * them, " [inlined]" for inlined calls; file:line in the category), per thread a second track "NAME waits"
  * with the lock and condition waits as X slices, thread start/exit, fork,
  * exec, exec failed and spawn as instant events on their thread, sampled
  * allocations ("alloc 4096 B", args bytes, est_bytes and the stack leaf
