@@ -131,12 +131,13 @@ pe_http_h_index(pe_req_t *r)
     int i;
 
     pe_http_begin(r, &resp, "text/html; charset=utf-8", NULL);
-    pe_sink_printf(s,
-                   "<!DOCTYPE html>\n<html><head><title>profendpoints (pid %d)</title>"
-                   "<style>body{font-family:sans-serif;margin:2em}td{padding:2px 12px;vertical-align:top}"
-                   ".off{color:#999}.def{color:#666}ul.quick{font-size:120%%;line-height:1.7}"
-                   "ul.quick a{font-weight:bold}</style></head><body>\n<h1>profendpoints: ",
-                   (int)getpid());
+    pe_sink_printf(
+        s,
+        "<!DOCTYPE html>\n<html><head><title>profendpoints (pid %d)</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td{padding:2px 12px;vertical-align:top}"
+        ".off{color:#999}.def{color:#666}ul.quick{font-size:120%%;line-height:1.7}"
+        "ul.quick a{font-weight:bold}</style></head><body>\n<h1>profendpoints: ",
+        (int)getpid());
     pe_sink_xml_str(s, pe_cfg_progname(), (size_t)-1);
     pe_sink_printf(s, " (pid %d)</h1>\n", (int)getpid());
     index_quick(s, r);

@@ -82,8 +82,10 @@ PE_TESTONLY int pe_http_param_known(const char *path, const char *name);
    for the index; NULL when nothing is worth saying.  buf may hold it. */
 const char *pe_http_param_default(const char *path, const char *name, char *buf, size_t len);
 /* The choices of format, groupby, names and granularity (NULL-terminated). */
-extern const char *const pe_http_formats[], *const pe_http_groupings[], *const pe_http_namings[],
-    *const pe_http_granularities[];
+extern const char *const pe_http_formats[];
+extern const char *const pe_http_groupings[];
+extern const char *const pe_http_namings[];
+extern const char *const pe_http_granularities[];
 
 /* h_tree.c: a process tree through one address (preload/tree.h). */
 struct pe_tree_proc_s;

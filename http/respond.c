@@ -343,7 +343,8 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
     else if (!r->empty_why)
         r->empty_why = "no samples were recorded";
     def = !pprof ? FMT_TREE : !pe_param(r, "pprof") && browser(r) ? FMT_SVG : FMT_PPROF;
-    if ((st = pe_param_enum(r, "format", pe_http_formats, def, &fmt)) || (st = sample_index(r, p, &vi)))
+    if ((st = pe_param_enum(r, "format", pe_http_formats, def, &fmt)) ||
+        (st = sample_index(r, p, &vi)))
         return st;
     if (fmt == FMT_FOLDED) {
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);

@@ -135,8 +135,8 @@ frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_
 
     sep(o);
     if (!fr->f) {
-        putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"state\",\"name\":",
-             ph, t->pid, tid, us(t, ns));
+        putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"state\",\"name\":", ph,
+             t->pid, tid, us(t, ns));
         put_str(o, fr->name);
         put(o, "}");
         return;

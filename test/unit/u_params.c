@@ -4,8 +4,8 @@
 
 #include "http/http.h"
 #include "http/http_int.h"
-#include "preload/config.h"
 #include "pe_test.h"
+#include "preload/config.h"
 
 static int
 discard_write(pe_sink_t *sink, const void *buf, size_t len)
@@ -125,8 +125,8 @@ main(void)
         int n;
 
         for (; l && sscanf(l, "%63s%n", a, &n) == 1; l += n)
-            CHECKF(pe_http_param_known(pe_routes[e].path, a), "%s: %s has no row", pe_routes[e].path,
-                   a);
+            CHECKF(pe_http_param_known(pe_routes[e].path, a), "%s: %s has no row",
+                   pe_routes[e].path, a);
     }
     {
         static const char *const bad[][2] = {

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "http/http_int.h"
-#include "preload/config.h"
 #include "pe_test.h"
 #include "preload/config.h"
 #include "proto/profile.h"
@@ -298,8 +297,8 @@ test_svg_small_labels(void)
     CHECKF(cuts >= 4 && whole >= 2, "%d cut labels, %d whole", cuts, whole);
     if (getenv("U_VIEWS_LABELS"))
         fputs(s, stderr);
-    CHECK(s && strstr(s, ">slee..</text>") && !strstr(s, ">s..<") &&
-          !strstr(s, ">st..<") && !strstr(s, ">std..<") && !strstr(s, ">std::__i..<"));
+    CHECK(s && strstr(s, ">slee..</text>") && !strstr(s, ">s..<") && !strstr(s, ">st..<") &&
+          !strstr(s, ">std..<") && !strstr(s, ">std::__i..<"));
     free(s);
     pe_prof_free(p);
 }
