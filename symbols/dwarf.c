@@ -15,7 +15,7 @@
  * The answers follow llvm-symbolizer's rules (LLVM 14, DWARFContext and
  * DWARFDebugLine) so the two agree.
  *
- * Every read goes through a bounded reader (rd_t) that fails closed; counts
+ * Every read goes through a bounded reader (pe_rd_t) that fails closed; counts
  * from the file are capped by the bytes that could hold them, reference
  * chains are cut after a few hops, and each allocation is charged to a
  * global budget, so hostile input costs at most the budget and one pass.
@@ -35,6 +35,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bytes.h"
 #include "dwarf.h"
 
 /* ---- DWARF constants (DWARF 5, section 7) ------------------------------------ */
@@ -143,123 +144,6 @@ static const char *const sec_names[S_N] = {"info",     "abbrev",      "line", "s
 #define MAX_RANGES 65536  /* ranges in one list */
 #define MAX_UNITS 2000000 /* units in one .debug_info */
 #define DEFAULT_BUDGET ((size_t)512 << 20)
-
-/* ---- bounded reader ------------------------------------------------------------ */
-
-/* A reader over [p, end); ok drops to 0 on the first overrun and then every
-   read returns 0, so callers check ok once after a batch of reads. */
-typedef struct rd_s {
-    const uint8_t *p, *end;
-    int ok;
-} rd_t;
-/* Room for n more bytes?  If not, the reader fails for good. */
-
-static inline int
-rd_room(rd_t *r, uint64_t n)
-{
-    if (!r->ok || (uint64_t)(r->end - r->p) < n) {
-        r->ok = 0;
-        return 0;
-    }
-    return 1;
-}
-
-static inline uint64_t
-rd_fixed(rd_t *r, unsigned n)
-{
-    uint64_t v = 0;
-
-    if (!rd_room(r, n))
-        return 0;
-    memcpy(&v, r->p, n > 8 ? 8 : n); /* little-endian host and file */
-    r->p += n;
-    return v;
-}
-
-static inline uint8_t
-rd_u8(rd_t *r)
-{
-    if (!rd_room(r, 1))
-        return 0;
-    return *r->p++;
-}
-/* LEB128 (DWARF 5, 7.6).  Bits past 64 are dropped rather than shifted out of range; a
-   run of continuation bytes ends at the reader's end. */
-
-static inline uint64_t
-rd_uleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    while (rd_room(r, 1)) {
-        uint8_t b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            return v;
-    }
-    return 0;
-}
-
-static inline int64_t
-rd_sleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    while (rd_room(r, 1)) {
-        uint8_t b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80)) {
-            if (shift < 64 && (b & 0x40))
-                v |= ~0ull << shift;
-            return (int64_t)v;
-        }
-    }
-    return 0;
-}
-
-static inline void
-rd_skip(rd_t *r, uint64_t n)
-{
-    if (rd_room(r, n))
-        r->p += n;
-}
-
-/* A NUL-terminated string at the cursor, or NULL (and !ok) if unterminated. */
-static const char *
-rd_cstr(rd_t *r)
-{
-    const uint8_t *z;
-
-    if (!r->ok)
-        return NULL;
-    z = memchr(r->p, 0, (size_t)(r->end - r->p));
-    if (!z) {
-        r->ok = 0;
-        return NULL;
-    }
-    const char *s = (const char *)r->p;
-    r->p = z + 1;
-    return s;
-}
-/* A reader from off to the end of [base, base + size); failed already when off is past it. */
-
-static rd_t
-rd_at(const uint8_t *base, size_t size, uint64_t off)
-{
-    rd_t r = {base + size, base + size, 0};
-
-    if (base && off <= size) {
-        r.p = base + off;
-        r.ok = 1;
-    }
-    return r;
-}
 
 /* ---- data ------------------------------------------------------------------------ */
 
@@ -587,18 +471,18 @@ elf_build_id(const uint8_t *img, size_t size, char *hex, size_t hexlen)
 
     sh = elf_sections(img, size, &n, &shstr, &shstr_n);
     for (i = 0; sh && i < n; i++) {
-        rd_t r;
+        pe_rd_t r;
 
         if (sh[i].sh_type != SHT_NOTE || !sec_ok(&sh[i], size))
             continue;
-        r = rd_at(img + sh[i].sh_offset, sh[i].sh_size, 0);
+        r = pe_rd_at(img + sh[i].sh_offset, sh[i].sh_size, 0);
         while (r.ok && r.p < r.end) {
-            uint64_t nsz = rd_fixed(&r, 4), dsz = rd_fixed(&r, 4), type = rd_fixed(&r, 4);
+            uint64_t nsz = pe_rd_fixed(&r, 4), dsz = pe_rd_fixed(&r, 4), type = pe_rd_fixed(&r, 4);
             const uint8_t *nm = r.p, *desc;
 
-            rd_skip(&r, (nsz + 3) & ~3ull);
+            pe_rd_skip(&r, (nsz + 3) & ~3ull);
             desc = r.p;
-            rd_skip(&r, (dsz + 3) & ~3ull);
+            pe_rd_skip(&r, (dsz + 3) & ~3ull);
             if (!r.ok)
                 break;
             if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(nm, "GNU", 4) == 0 && dsz > 0 &&
@@ -772,7 +656,7 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
 {
     size_t i, capa = 0, caps = 0, nspecs = 0;
     abt_t *t;
-    rd_t r;
+    pe_rd_t r;
 
     uint32_t shape =
         cu->addr_size | (uint32_t)cu->off_size << 8 | (uint32_t)(cu->version <= 2) << 16;
@@ -804,11 +688,11 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
     memset(t, 0, sizeof(*t));
     t->off = cu->abbrev_off;
     t->shape = shape;
-    r = rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
+    r = pe_rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
     start = r.p;
     while (r.ok) {
         abbrev_t *a;
-        uint64_t code = rd_uleb(&r);
+        uint64_t code = pe_rd_uleb(&r);
 
         if (code == 0 || !r.ok)
             break;
@@ -816,20 +700,20 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
             goto err_free;
         a = &t->abbrevs[t->nabbrevs];
         a->code = code;
-        a->tag = (uint16_t)rd_uleb(&r);
-        a->children = rd_u8(&r);
+        a->tag = (uint16_t)pe_rd_uleb(&r);
+        a->children = pe_rd_u8(&r);
         a->first = (uint32_t)nspecs;
         a->n = 0;
         a->fixed = 0;
         for (;;) {
-            uint64_t at = rd_uleb(&r), form = rd_uleb(&r);
+            uint64_t at = pe_rd_uleb(&r), form = pe_rd_uleb(&r);
             int64_t ic = 0;
             int fs;
 
             if (!r.ok || (at == 0 && form == 0))
                 break;
             if (form == DW_FORM_implicit_const)
-                ic = rd_sleb(&r);
+                ic = pe_rd_sleb(&r);
             if ((*err = dw_grow(o, (void **)&t->specs, &caps, nspecs + 1, sizeof(aspec_t))))
                 goto err_free;
             t->specs[nspecs].at = (uint16_t)(at > 0xffff ? 0 : at);
@@ -892,7 +776,7 @@ typedef struct val_s {
 
 /* Read one attribute value of `form`; only what later code needs is kept. */
 static void
-read_form(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, unsigned form, int64_t implicit, val_t *v)
+read_form(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, unsigned form, int64_t implicit, val_t *v)
 {
     int hops = 0;
 
@@ -902,40 +786,40 @@ again:
     switch (form) {
     case DW_FORM_addr:
         v->cls = V_ADDR;
-        v->u = rd_fixed(r, cu->addr_size);
+        v->u = pe_rd_fixed(r, cu->addr_size);
         break;
     case DW_FORM_data1:
     case DW_FORM_data2:
     case DW_FORM_data4:
     case DW_FORM_data8:
         v->cls = V_CONST;
-        v->u = rd_fixed(r, form == DW_FORM_data1   ? 1
+        v->u = pe_rd_fixed(r, form == DW_FORM_data1   ? 1
                            : form == DW_FORM_data2 ? 2
                            : form == DW_FORM_data4 ? 4
                                                    : 8);
         break;
-    case DW_FORM_data16: rd_skip(r, 16); break;
+    case DW_FORM_data16: pe_rd_skip(r, 16); break;
     case DW_FORM_sdata:
         v->cls = V_CONST;
-        v->u = (uint64_t)rd_sleb(r);
+        v->u = (uint64_t)pe_rd_sleb(r);
         break;
     case DW_FORM_udata:
         v->cls = V_CONST;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_implicit_const:
         v->cls = V_CONST;
         v->u = (uint64_t)implicit;
         break;
-    case DW_FORM_flag: rd_skip(r, 1); break;
+    case DW_FORM_flag: pe_rd_skip(r, 1); break;
     case DW_FORM_flag_present: break;
     case DW_FORM_string:
-        v->s = rd_cstr(r);
+        v->s = pe_rd_cstr(r);
         v->cls = v->s ? V_STR : V_OTHER;
         break;
     case DW_FORM_strp:
     case DW_FORM_line_strp: {
-        uint64_t off = rd_fixed(r, cu->off_size);
+        uint64_t off = pe_rd_fixed(r, cu->off_size);
         const sec_t *s = &o->sec[form == DW_FORM_strp ? S_STR : S_LINE_STR];
 
         if (r->ok && s->p && off < s->n && memchr(s->p + off, 0, s->n - off)) {
@@ -947,67 +831,67 @@ again:
     case DW_FORM_strx:
     case DW_FORM_GNU_str_index:
         v->cls = V_STRX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_strx1:
     case DW_FORM_strx2:
     case DW_FORM_strx3:
     case DW_FORM_strx4:
         v->cls = V_STRX;
-        v->u = rd_fixed(r, form - DW_FORM_strx1 + 1);
+        v->u = pe_rd_fixed(r, form - DW_FORM_strx1 + 1);
         break;
     case DW_FORM_addrx:
     case DW_FORM_GNU_addr_index:
         v->cls = V_ADDRX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_addrx1:
     case DW_FORM_addrx2:
     case DW_FORM_addrx3:
     case DW_FORM_addrx4:
         v->cls = V_ADDRX;
-        v->u = rd_fixed(r, form - DW_FORM_addrx1 + 1);
+        v->u = pe_rd_fixed(r, form - DW_FORM_addrx1 + 1);
         break;
     case DW_FORM_ref1:
     case DW_FORM_ref2:
     case DW_FORM_ref4:
     case DW_FORM_ref8:
         v->cls = V_REF;
-        v->u = cu->off + rd_fixed(r, form == DW_FORM_ref1   ? 1
+        v->u = cu->off + pe_rd_fixed(r, form == DW_FORM_ref1   ? 1
                                      : form == DW_FORM_ref2 ? 2
                                      : form == DW_FORM_ref4 ? 4
                                                             : 8);
         break;
     case DW_FORM_ref_udata:
         v->cls = V_REF;
-        v->u = cu->off + rd_uleb(r);
+        v->u = cu->off + pe_rd_uleb(r);
         break;
     case DW_FORM_ref_addr:
         v->cls = V_REF;
-        v->u = rd_fixed(r, cu->version <= 2 ? cu->addr_size : cu->off_size);
+        v->u = pe_rd_fixed(r, cu->version <= 2 ? cu->addr_size : cu->off_size);
         break;
     case DW_FORM_ref_sig8:
-    case DW_FORM_ref_sup8: rd_skip(r, 8); break;
-    case DW_FORM_ref_sup4: rd_skip(r, 4); break;
+    case DW_FORM_ref_sup8: pe_rd_skip(r, 8); break;
+    case DW_FORM_ref_sup4: pe_rd_skip(r, 4); break;
     case DW_FORM_sec_offset:
         v->cls = V_SECOFF;
-        v->u = rd_fixed(r, cu->off_size);
+        v->u = pe_rd_fixed(r, cu->off_size);
         break;
     case DW_FORM_strp_sup:
     case DW_FORM_GNU_ref_alt:
-    case DW_FORM_GNU_strp_alt: rd_skip(r, cu->off_size); break;
+    case DW_FORM_GNU_strp_alt: pe_rd_skip(r, cu->off_size); break;
     case DW_FORM_rnglistx:
         v->cls = V_RNGLISTX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
-    case DW_FORM_loclistx: rd_uleb(r); break;
-    case DW_FORM_block1: rd_skip(r, rd_u8(r)); break;
-    case DW_FORM_block2: rd_skip(r, rd_fixed(r, 2)); break;
-    case DW_FORM_block4: rd_skip(r, rd_fixed(r, 4)); break;
+    case DW_FORM_loclistx: pe_rd_uleb(r); break;
+    case DW_FORM_block1: pe_rd_skip(r, pe_rd_u8(r)); break;
+    case DW_FORM_block2: pe_rd_skip(r, pe_rd_fixed(r, 2)); break;
+    case DW_FORM_block4: pe_rd_skip(r, pe_rd_fixed(r, 4)); break;
     case DW_FORM_block:
-    case DW_FORM_exprloc: rd_skip(r, rd_uleb(r)); break;
+    case DW_FORM_exprloc: pe_rd_skip(r, pe_rd_uleb(r)); break;
     case DW_FORM_indirect:
-        form = (unsigned)rd_uleb(r);
+        form = (unsigned)pe_rd_uleb(r);
         if (++hops < 4 && form != DW_FORM_implicit_const)
             goto again;
         r->ok = 0;
@@ -1024,15 +908,15 @@ str_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v)
 {
     const sec_t *so = &o->sec[S_STR_OFF], *s = &o->sec[S_STR];
     uint64_t at, off;
-    rd_t r;
+    pe_rd_t r;
 
     if (v->cls == V_STR)
         return v->s;
     if (v->cls != V_STRX || v->u > (UINT64_MAX - cu->str_off_base) / 8)
         return NULL;
     at = cu->str_off_base + v->u * cu->off_size;
-    r = rd_at(so->p, so->n, at);
-    off = rd_fixed(&r, cu->off_size);
+    r = pe_rd_at(so->p, so->n, at);
+    off = pe_rd_fixed(&r, cu->off_size);
     if (!r.ok || !s->p || off >= s->n || !memchr(s->p + off, 0, s->n - off))
         return NULL;
     return (const char *)s->p + off;
@@ -1043,7 +927,7 @@ static int
 addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
 {
     const sec_t *sa = &o->sec[S_ADDR];
-    rd_t r;
+    pe_rd_t r;
 
     if (v->cls == V_ADDR || v->cls == V_CONST) {
         *out = v->u;
@@ -1051,8 +935,8 @@ addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
     }
     if (v->cls != V_ADDRX || v->u > (UINT64_MAX - cu->addr_base) / 8)
         return 0;
-    r = rd_at(sa->p, sa->n, cu->addr_base + v->u * cu->addr_size);
-    *out = rd_fixed(&r, cu->addr_size);
+    r = pe_rd_at(sa->p, sa->n, cu->addr_base + v->u * cu->addr_size);
+    *out = pe_rd_fixed(&r, cu->addr_size);
     return r.ok;
 }
 /* Entry idx of the unit's .debug_addr table. */
@@ -1077,9 +961,9 @@ typedef struct die_s {
 /* Read the DIE at r (in cu), all attributes when `full`, else only for
    subroutines (others are skipped whole when their size is fixed).  0 on success. */
 static int
-read_die(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, die_t *d, int full)
+read_die(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, die_t *d, int full)
 {
-    uint64_t code = rd_uleb(r);
+    uint64_t code = pe_rd_uleb(r);
     const aspec_t *sp;
     uint32_t i;
 
@@ -1093,7 +977,7 @@ read_die(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, die_t *d, int full)
         return -EINVAL;
     if (!full && d->ab->tag != DW_TAG_subprogram && d->ab->tag != DW_TAG_inlined_subroutine &&
         d->ab->fixed >= 0) {
-        rd_skip(r, (uint64_t)d->ab->fixed);
+        pe_rd_skip(r, (uint64_t)d->ab->fixed);
         return r->ok ? 0 : -EINVAL;
     }
     memset(&d->name, 0, sizeof(*d) - offsetof(die_t, name));
@@ -1169,13 +1053,13 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
     if (cu->version < 5) {
         const sec_t *s = &o->sec[S_RANGES];
         uint64_t off = d->ranges.u;
-        rd_t r;
+        pe_rd_t r;
 
         if (d->ranges.cls != V_SECOFF && d->ranges.cls != V_CONST)
             return 0;
-        r = rd_at(s->p, s->n, off);
+        r = pe_rd_at(s->p, s->n, off);
         while (r.ok && n++ < MAX_RANGES) {
-            uint64_t a = rd_fixed(&r, cu->addr_size), b = rd_fixed(&r, cu->addr_size);
+            uint64_t a = pe_rd_fixed(&r, cu->addr_size), b = pe_rd_fixed(&r, cu->addr_size);
             uint64_t all = cu->addr_size == 4 ? 0xffffffffull : ~0ull;
 
             if (!r.ok || (a == 0 && b == 0))
@@ -1191,14 +1075,14 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
     } else {
         const sec_t *s = &o->sec[S_RNGLISTS];
         uint64_t off;
-        rd_t r;
+        pe_rd_t r;
 
         if (d->ranges.cls == V_RNGLISTX) {
-            rd_t t = rd_at(s->p, s->n, cu->rnglists_base + d->ranges.u * cu->off_size);
+            pe_rd_t t = pe_rd_at(s->p, s->n, cu->rnglists_base + d->ranges.u * cu->off_size);
 
             if (d->ranges.u > UINT32_MAX)
                 return 0;
-            off = cu->rnglists_base + rd_fixed(&t, cu->off_size);
+            off = cu->rnglists_base + pe_rd_fixed(&t, cu->off_size);
             if (!t.ok)
                 return 0;
         } else if (d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST) {
@@ -1206,9 +1090,9 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
         } else {
             return 0;
         }
-        r = rd_at(s->p, s->n, off);
+        r = pe_rd_at(s->p, s->n, off);
         while (r.ok && n++ < MAX_RANGES) {
-            uint8_t kind = rd_u8(&r);
+            uint8_t kind = pe_rd_u8(&r);
             uint64_t a = 0, b = 0;
             int have = 1;
 
@@ -1216,33 +1100,33 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
             case 0: return 0; /* DW_RLE_end_of_list */
             case 1:           /* base_addressx */
                 have = 0;
-                if (!addrx(o, cu, rd_uleb(&r), &base))
+                if (!addrx(o, cu, pe_rd_uleb(&r), &base))
                     return 0;
                 break;
             case 2: /* startx_endx */
-                if (!addrx(o, cu, rd_uleb(&r), &a) || !addrx(o, cu, rd_uleb(&r), &b))
+                if (!addrx(o, cu, pe_rd_uleb(&r), &a) || !addrx(o, cu, pe_rd_uleb(&r), &b))
                     have = 0;
                 break;
             case 3: /* startx_length */
-                if (!addrx(o, cu, rd_uleb(&r), &a))
+                if (!addrx(o, cu, pe_rd_uleb(&r), &a))
                     have = 0;
-                b = a + rd_uleb(&r);
+                b = a + pe_rd_uleb(&r);
                 break;
             case 4: /* offset_pair */
-                a = base + rd_uleb(&r);
-                b = base + rd_uleb(&r);
+                a = base + pe_rd_uleb(&r);
+                b = base + pe_rd_uleb(&r);
                 break;
             case 5: /* base_address */
                 have = 0;
-                base = rd_fixed(&r, cu->addr_size);
+                base = pe_rd_fixed(&r, cu->addr_size);
                 break;
             case 6: /* start_end */
-                a = rd_fixed(&r, cu->addr_size);
-                b = rd_fixed(&r, cu->addr_size);
+                a = pe_rd_fixed(&r, cu->addr_size);
+                b = pe_rd_fixed(&r, cu->addr_size);
                 break;
             case 7: /* start_length */
-                a = rd_fixed(&r, cu->addr_size);
-                b = a + rd_uleb(&r);
+                a = pe_rd_fixed(&r, cu->addr_size);
+                b = a + pe_rd_uleb(&r);
                 break;
             default: return 0;
             }
@@ -1302,15 +1186,15 @@ read_units(pe_dw_obj_t *o)
     int err = 0;
 
     while (off + 11 <= si->n && o->ncus < MAX_UNITS) {
-        rd_t r = rd_at(si->p, si->n, off);
-        uint64_t len = rd_fixed(&r, 4);
+        pe_rd_t r = pe_rd_at(si->p, si->n, off);
+        uint64_t len = pe_rd_fixed(&r, 4);
         cu_t cu;
 
         memset(&cu, 0, sizeof(cu));
         cu.off = off;
         cu.off_size = 4;
         if (len == 0xffffffff) {
-            len = rd_fixed(&r, 8);
+            len = pe_rd_fixed(&r, 8);
             cu.off_size = 8;
         } else if (len >= 0xfffffff0) {
             break;
@@ -1319,19 +1203,19 @@ read_units(pe_dw_obj_t *o)
             break;
         cu.end = (uint64_t)(r.p - si->p) + len;
         r.end = r.p + len;
-        cu.version = (uint8_t)rd_fixed(&r, 2);
+        cu.version = (uint8_t)pe_rd_fixed(&r, 2);
         if (cu.version >= 5) {
-            cu.unit_type = rd_u8(&r);
-            cu.addr_size = rd_u8(&r);
-            cu.abbrev_off = rd_fixed(&r, cu.off_size);
+            cu.unit_type = pe_rd_u8(&r);
+            cu.addr_size = pe_rd_u8(&r);
+            cu.abbrev_off = pe_rd_fixed(&r, cu.off_size);
             if (cu.unit_type == 4 || cu.unit_type == 5)
-                rd_skip(&r, 8);
+                pe_rd_skip(&r, 8);
             else if (cu.unit_type == 2 || cu.unit_type == 6)
-                rd_skip(&r, 8 + cu.off_size);
+                pe_rd_skip(&r, 8 + cu.off_size);
         } else {
             cu.unit_type = 1;
-            cu.abbrev_off = rd_fixed(&r, cu.off_size);
-            cu.addr_size = rd_u8(&r);
+            cu.abbrev_off = pe_rd_fixed(&r, cu.off_size);
+            cu.addr_size = pe_rd_u8(&r);
         }
         off = cu.end;
         if (!r.ok || cu.version < 2 || cu.version > 5 || (cu.addr_size != 4 && cu.addr_size != 8) ||
@@ -1355,32 +1239,32 @@ read_units(pe_dw_obj_t *o)
         uint64_t aoff = 0;
 
         while (aoff + 16 <= sa->n) {
-            rd_t r = rd_at(sa->p, sa->n, aoff);
-            uint64_t set = aoff, len = rd_fixed(&r, 4), cuoff;
+            pe_rd_t r = pe_rd_at(sa->p, sa->n, aoff);
+            uint64_t set = aoff, len = pe_rd_fixed(&r, 4), cuoff;
             unsigned osz = 4, asz, ssz;
             cu_t *cu;
 
             if (len == 0xffffffff) {
-                len = rd_fixed(&r, 8);
+                len = pe_rd_fixed(&r, 8);
                 osz = 8;
             }
             if (!r.ok || len > (uint64_t)(r.end - r.p) || len < 4)
                 break;
             aoff = (uint64_t)(r.p - sa->p) + len;
             r.end = r.p + len;
-            rd_fixed(&r, 2);
-            cuoff = rd_fixed(&r, osz);
-            asz = rd_u8(&r);
-            ssz = rd_u8(&r);
+            pe_rd_fixed(&r, 2);
+            cuoff = pe_rd_fixed(&r, osz);
+            asz = pe_rd_u8(&r);
+            ssz = pe_rd_u8(&r);
             cu = cu_of_offset(o, cuoff);
             if (!r.ok || !cu || cu->off != cuoff || asz != 8 || ssz != 0)
                 continue;
             /* tuples start at a multiple of twice the address size */
-            rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
+            pe_rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
             ca.cu = (uint32_t)(cu - o->cus);
             in_aranges[ca.cu] = 1;
             while (r.ok) {
-                uint64_t a = rd_fixed(&r, 8), l = rd_fixed(&r, 8);
+                uint64_t a = pe_rd_fixed(&r, 8), l = pe_rd_fixed(&r, 8);
 
                 if (!r.ok || (a == 0 && l == 0))
                     break;
@@ -1391,7 +1275,7 @@ read_units(pe_dw_obj_t *o)
     }
     for (i = 0; i < o->ncus; i++) {
         cu_t *cu = &o->cus[i];
-        rd_t r = rd_at(si->p, cu->end, cu->die_off);
+        pe_rd_t r = pe_rd_at(si->p, cu->end, cu->die_off);
         die_t d;
 
         if (i % 1024 == 1023 && past_deadline()) {
@@ -1528,7 +1412,7 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
 {
     const sec_t *si = &o->sec[S_INFO];
     uint32_t stack[MAX_DEPTH + 1];
-    rd_t r = rd_at(si->p, cu->end, cu->die_off);
+    pe_rd_t r = pe_rd_at(si->p, cu->end, cu->die_off);
     int depth = 0, err = 0;
     unsigned count = 0;
     fns_t *f;
@@ -1658,19 +1542,19 @@ lines_free(pe_dw_obj_t *o, lines_t *l)
 
 /* DWARF 5 directory / file entries: their format, then the entries. */
 static int
-read_entries(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, int files, lines_t *l)
+read_entries(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, int files, lines_t *l)
 {
     uint64_t fmt[32][2], count, i;
-    unsigned nfmt = rd_u8(r), k;
+    unsigned nfmt = pe_rd_u8(r), k;
     int err = 0;
 
     if (nfmt > 32)
         return -EINVAL;
     for (k = 0; k < nfmt; k++) {
-        fmt[k][0] = rd_uleb(r);
-        fmt[k][1] = rd_uleb(r);
+        fmt[k][0] = pe_rd_uleb(r);
+        fmt[k][1] = pe_rd_uleb(r);
     }
-    count = rd_uleb(r);
+    count = pe_rd_uleb(r);
     /* each entry takes at least a byte unless it has no fields */
     if (!r->ok || (count && (nfmt == 0 || count > (uint64_t)(r->end - r->p))))
         return -EINVAL;
@@ -1747,7 +1631,7 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
     unsigned osz = 4, addr_size = cu->addr_size, count = 0;
     const uint8_t *prog;
     lines_t *l;
-    rd_t r = rd_at(sl->p, sl->n, cu->stmt_list), h;
+    pe_rd_t r = pe_rd_at(sl->p, sl->n, cu->stmt_list), h;
     int err = 0;
 
     l = dw_alloc(o, sizeof(*l), &err);
@@ -1757,39 +1641,39 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
     cu->lines = l;
     if (!cu->has_stmt)
         return 0;
-    len = rd_fixed(&r, 4);
+    len = pe_rd_fixed(&r, 4);
     if (len == 0xffffffff) {
-        len = rd_fixed(&r, 8);
+        len = pe_rd_fixed(&r, 8);
         osz = 8;
     }
     if (!r.ok || len > (uint64_t)(r.end - r.p))
         return 0;
     r.end = r.p + len;
-    l->version = (int)rd_fixed(&r, 2);
+    l->version = (int)pe_rd_fixed(&r, 2);
     if (l->version < 2 || l->version > 5)
         return 0;
     if (l->version >= 5) {
-        addr_size = rd_u8(&r);
-        rd_u8(&r); /* segment selector size */
+        addr_size = pe_rd_u8(&r);
+        pe_rd_u8(&r); /* segment selector size */
     }
-    hdr_len = rd_fixed(&r, osz);
+    hdr_len = pe_rd_fixed(&r, osz);
     if (!r.ok || hdr_len > (uint64_t)(r.end - r.p))
         return 0;
     prog = r.p + hdr_len;
     h = r;
     h.end = prog;
-    min_inst = rd_u8(&h);
-    max_ops = l->version >= 4 ? rd_u8(&h) : 1;
+    min_inst = pe_rd_u8(&h);
+    max_ops = l->version >= 4 ? pe_rd_u8(&h) : 1;
     (void)max_ops;
-    rd_u8(&h); /* default_is_stmt: lookups use every row, as LLVM does */
-    line_base = (int8_t)rd_u8(&h);
-    line_range = rd_u8(&h);
-    opcode_base = rd_u8(&h);
+    pe_rd_u8(&h); /* default_is_stmt: lookups use every row, as LLVM does */
+    line_base = (int8_t)pe_rd_u8(&h);
+    line_range = pe_rd_u8(&h);
+    opcode_base = pe_rd_u8(&h);
     if (!h.ok || line_range == 0 || opcode_base == 0)
         return 0;
     memset(std_len, 0, sizeof(std_len));
     for (i = 1; i < opcode_base; i++)
-        std_len[i] = rd_u8(&h);
+        std_len[i] = pe_rd_u8(&h);
     if (l->version >= 5) {
         if ((err = read_entries(o, cu, &h, 0, l)) == -E2BIG ||
             (err = read_entries(o, cu, &h, 1, l)) == -E2BIG)
@@ -1801,20 +1685,20 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
 
         /* two passes over each list: count, then fill */
         while (h.ok && h.p < h.end && *h.p)
-            rd_cstr(&h), n++;
+            pe_rd_cstr(&h), n++;
         h.p = save;
         l->dirs = dw_alloc(o, (n ? n : 1) * sizeof(char *), &err);
         if (!l->dirs)
             return err;
         for (i = 0; i < n; i++)
-            l->dirs[i] = rd_cstr(&h);
+            l->dirs[i] = pe_rd_cstr(&h);
         l->ndirs = n;
-        rd_u8(&h);
+        pe_rd_u8(&h);
         save = h.p;
         n = 0;
         while (h.ok && h.p < h.end && *h.p) {
-            rd_cstr(&h);
-            rd_uleb(&h), rd_uleb(&h), rd_uleb(&h);
+            pe_rd_cstr(&h);
+            pe_rd_uleb(&h), pe_rd_uleb(&h), pe_rd_uleb(&h);
             n++;
         }
         h.p = save;
@@ -1823,9 +1707,9 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
             return err;
         memset(l->files, 0, (n ? n : 1) * sizeof(lfile_t));
         for (i = 0; i < n && h.ok; i++) {
-            l->files[i].name = rd_cstr(&h);
-            l->files[i].dir = rd_uleb(&h);
-            rd_uleb(&h), rd_uleb(&h);
+            l->files[i].name = pe_rd_cstr(&h);
+            l->files[i].dir = pe_rd_uleb(&h);
+            pe_rd_uleb(&h), pe_rd_uleb(&h);
         }
         l->nfiles = h.ok ? n : 0;
     }
@@ -1836,7 +1720,7 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
         size_t seq_first = l->nrows;
 
         while (r.ok && r.p < r.end) {
-            uint8_t op = rd_u8(&r);
+            uint8_t op = pe_rd_u8(&r);
             int emit = 0, end = 0;
 
             if (++count % 65536 == 0 && past_deadline())
@@ -1848,36 +1732,36 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
                 line += (uint64_t)(int64_t)(line_base + (int)(adj % line_range));
                 emit = 1;
             } else if (op == 0) {
-                uint64_t elen = rd_uleb(&r);
+                uint64_t elen = pe_rd_uleb(&r);
                 const uint8_t *next;
                 uint8_t sub;
 
-                if (!rd_room(&r, elen) || elen == 0)
+                if (!pe_rd_room(&r, elen) || elen == 0)
                     break;
                 next = r.p + elen;
-                sub = rd_u8(&r);
+                sub = pe_rd_u8(&r);
                 if (sub == 1) { /* DW_LNE_end_sequence */
                     emit = end = 1;
                 } else if (sub == 2) { /* DW_LNE_set_address */
-                    addr = rd_fixed(&r, elen - 1 <= 8 ? (unsigned)(elen - 1) : addr_size);
+                    addr = pe_rd_fixed(&r, elen - 1 <= 8 ? (unsigned)(elen - 1) : addr_size);
                 }
                 r.p = next;
             } else {
                 switch (op) {
                 case 1: emit = 1; break;                       /* copy */
-                case 2: addr += rd_uleb(&r) * min_inst; break; /* advance_pc */
-                case 3: line += (uint64_t)rd_sleb(&r); break;  /* advance_line */
-                case 4: file = rd_uleb(&r); break;             /* set_file */
-                case 5: col = rd_uleb(&r); break;              /* set_column */
+                case 2: addr += pe_rd_uleb(&r) * min_inst; break; /* advance_pc */
+                case 3: line += (uint64_t)pe_rd_sleb(&r); break;  /* advance_line */
+                case 4: file = pe_rd_uleb(&r); break;             /* set_file */
+                case 5: col = pe_rd_uleb(&r); break;              /* set_column */
                 case 8: addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst; break;
-                case 9: addr += rd_fixed(&r, 2); break; /* fixed_advance_pc */
+                case 9: addr += pe_rd_fixed(&r, 2); break; /* fixed_advance_pc */
                 case 6:
                 case 7:
                 case 10:
                 case 11: break;
                 default:
                     for (i = 0; i < std_len[op]; i++)
-                        rd_uleb(&r);
+                        pe_rd_uleb(&r);
                     break;
                 }
             }
@@ -2040,13 +1924,13 @@ find_name(pe_dw_obj_t *o, uint64_t die, int linkage)
         uint64_t off = work[--nwork];
         cu_t *cu = cu_of_offset(o, off);
         const val_t *refs[2];
-        rd_t r;
+        pe_rd_t r;
         die_t d;
         int j;
 
         if (!cu || !cu->abt || off < cu->die_off)
             continue;
-        r = rd_at(o->sec[S_INFO].p, cu->end, off);
+        r = pe_rd_at(o->sec[S_INFO].p, cu->end, off);
         if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab)
             continue;
         if (linkage && d.linkage.cls != V_NONE)

@@ -196,7 +196,7 @@ elf_read_syms(symtab_t *tab, const unsigned char *img, size_t size, uint32_t typ
 {
     const Elf64_Shdr *sh, *ss = NULL, *st;
     const Elf64_Sym *sym;
-    const char *strs, *name;
+    const char *strs, *name, *at;
     size_t nsec, i, nsym, len;
     long added = 0;
     int t, b;
@@ -223,6 +223,10 @@ elf_read_syms(symtab_t *tab, const unsigned char *img, size_t size, uint32_t typ
         len = strnlen(name, st->sh_size - sym[i].st_name);
         if (len == 0 || len == st->sh_size - sym[i].st_name)
             continue; /* empty, or runs off the table */
+        /* A versioned name (clock_nanosleep@@GLIBC_2.17, a .symver alias in a .symtab)
+           is the function's name in every view. */
+        if ((at = memchr(name, '@', len)) != NULL && at > name)
+            len = (size_t)(at - name);
         if (tab_add(tab, sym[i].st_value, sym[i].st_size, name, len, alias_rank(name, b)))
             return -ENOMEM;
         added++;
