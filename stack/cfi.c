@@ -259,7 +259,7 @@ run(prog_t *pr, pe_rd_t *r)
             pr->st.cfa_off = pe_rd_sleb(r) * da;
             break;
         case 0x13: pr->st.cfa_off = pe_rd_sleb(r) * da; break; /* def_cfa_offset_sf */
-        case 0x14:                                          /* val_offset */
+        case 0x14:                                             /* val_offset */
             reg = pe_rd_uleb(r);
             (void)pe_rd_uleb(r);
             set_rule(pr, reg, R_OTHER, 0);
@@ -270,7 +270,7 @@ run(prog_t *pr, pe_rd_t *r)
             set_rule(pr, reg, R_OTHER, 0);
             break;
         case 0x2e: (void)pe_rd_uleb(r); break; /* GNU_args_size */
-        case 0x2f:                          /* GNU_negative_offset_extended */
+        case 0x2f:                             /* GNU_negative_offset_extended */
             reg = pe_rd_uleb(r);
             set_rule(pr, reg, R_OFFSET, -(int64_t)pe_rd_uleb(r) * da);
             break;

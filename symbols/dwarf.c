@@ -794,9 +794,9 @@ again:
     case DW_FORM_data8:
         v->cls = V_CONST;
         v->u = pe_rd_fixed(r, form == DW_FORM_data1   ? 1
-                           : form == DW_FORM_data2 ? 2
-                           : form == DW_FORM_data4 ? 4
-                                                   : 8);
+                              : form == DW_FORM_data2 ? 2
+                              : form == DW_FORM_data4 ? 4
+                                                      : 8);
         break;
     case DW_FORM_data16: pe_rd_skip(r, 16); break;
     case DW_FORM_sdata:
@@ -858,9 +858,9 @@ again:
     case DW_FORM_ref8:
         v->cls = V_REF;
         v->u = cu->off + pe_rd_fixed(r, form == DW_FORM_ref1   ? 1
-                                     : form == DW_FORM_ref2 ? 2
-                                     : form == DW_FORM_ref4 ? 4
-                                                            : 8);
+                                        : form == DW_FORM_ref2 ? 2
+                                        : form == DW_FORM_ref4 ? 4
+                                                               : 8);
         break;
     case DW_FORM_ref_udata:
         v->cls = V_REF;
@@ -1748,7 +1748,7 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
                 r.p = next;
             } else {
                 switch (op) {
-                case 1: emit = 1; break;                       /* copy */
+                case 1: emit = 1; break;                          /* copy */
                 case 2: addr += pe_rd_uleb(&r) * min_inst; break; /* advance_pc */
                 case 3: line += (uint64_t)pe_rd_sleb(&r); break;  /* advance_line */
                 case 4: file = pe_rd_uleb(&r); break;             /* set_file */
