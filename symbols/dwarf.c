@@ -24,19 +24,17 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "bytes.h"
 #include "dwarf.h"
+#include "elf.h"
 
 /* ---- DWARF constants (DWARF 5, section 7) ------------------------------------ */
 
@@ -271,8 +269,7 @@ struct pe_dw_obj_s {
     char *key;
     int usable;
     uint64_t used; /* LRU tick */
-    const uint8_t *map;
-    size_t map_size;
+    pe_elf_t elf;  /* the file the DWARF is read from, mapped */
     rawsec_t raw[S_N];
     sec_t sec[S_N];
     uint8_t *dec[S_N];
@@ -374,141 +371,19 @@ past_deadline(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec >= deadline;
 }
 
-/* ---- ELF ------------------------------------------------------------------------------ */
-/* A regular file mapped read-only; only the pages we touch are ever read. */
+/* ---- ELF (elf.c) ------------------------------------------------------------------ */
 
-static const uint8_t *
-map_file(const char *path, size_t *size, struct stat *st)
-{
-    void *img;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
-        return NULL;
-    }
-    img = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (img == MAP_FAILED)
-        return NULL;
-    *size = (size_t)st->st_size;
-    return img;
-}
-
-/* Section headers of an ELF64 little-endian x86_64 image, all in bounds, or NULL. */
-static const Elf64_Shdr *
-elf_sections(const uint8_t *img, size_t size, size_t *nsec, const char **shstr, size_t *shstr_n)
-{
-    Elf64_Ehdr eh;
-    const Elf64_Shdr *sh;
-    size_t n, strndx;
-
-    if (size < sizeof(eh))
-        return NULL;
-    memcpy(&eh, img, sizeof(eh));
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_shoff == 0 || eh.e_shoff > size || (size - eh.e_shoff) < sizeof(Elf64_Shdr) ||
-        eh.e_shoff % 8 != 0)
-        return NULL;
-    sh = (const Elf64_Shdr *)(img + eh.e_shoff);
-    /* Past SHN_LORESERVE sections the real count and string index live in section 0. */
-    n = eh.e_shnum ? eh.e_shnum : sh[0].sh_size;
-    if (n == 0 || n > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
-        return NULL;
-    strndx = eh.e_shstrndx == SHN_XINDEX ? sh[0].sh_link : eh.e_shstrndx;
-    *shstr = NULL;
-    *shstr_n = 0;
-    if (strndx < n && sh[strndx].sh_type != SHT_NOBITS && sh[strndx].sh_offset <= size &&
-        sh[strndx].sh_size <= size - sh[strndx].sh_offset) {
-        *shstr = (const char *)img + sh[strndx].sh_offset;
-        *shstr_n = sh[strndx].sh_size;
-    }
-    *nsec = n;
-    return sh;
-}
-/* The section has bytes in the file and they lie inside it. */
-
+/* Record where each DWARF section of e sits (.debug_X or the legacy .zdebug_X); 1 when it
+   has the two every lookup needs.  (A pe_elf_want_fn: the debug-file search asks it.) */
 static int
-sec_ok(const Elf64_Shdr *s, size_t size)
+find_dwarf_sections(void *arg, const pe_elf_t *e)
 {
-    return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
-}
-/* Its name, or "" when the name is not a terminated string inside .shstrtab. */
+    pe_dw_obj_t *o = arg;
+    size_t i, k;
 
-static const char *
-sec_name(const Elf64_Shdr *s, const char *shstr, size_t shstr_n)
-{
-    if (!shstr || s->sh_name >= shstr_n || !memchr(shstr + s->sh_name, 0, shstr_n - s->sh_name))
-        return "";
-    return shstr + s->sh_name;
-}
-
-/* The section called `name`, or NULL. */
-static const Elf64_Shdr *
-elf_find(const uint8_t *img, size_t size, const char *name)
-{
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i;
-
-    sh = elf_sections(img, size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++)
-        if (sec_ok(&sh[i], size) && strcmp(sec_name(&sh[i], shstr, shstr_n), name) == 0)
-            return &sh[i];
-    return NULL;
-}
-
-/* The image's GNU build id as lowercase hex; 1 if found. */
-static int
-elf_build_id(const uint8_t *img, size_t size, char *hex, size_t hexlen)
-{
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i;
-
-    sh = elf_sections(img, size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++) {
-        pe_rd_t r;
-
-        if (sh[i].sh_type != SHT_NOTE || !sec_ok(&sh[i], size))
-            continue;
-        r = pe_rd_at(img + sh[i].sh_offset, sh[i].sh_size, 0);
-        while (r.ok && r.p < r.end) {
-            uint64_t nsz = pe_rd_fixed(&r, 4), dsz = pe_rd_fixed(&r, 4), type = pe_rd_fixed(&r, 4);
-            const uint8_t *nm = r.p, *desc;
-
-            pe_rd_skip(&r, (nsz + 3) & ~3ull);
-            desc = r.p;
-            pe_rd_skip(&r, (dsz + 3) & ~3ull);
-            if (!r.ok)
-                break;
-            if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(nm, "GNU", 4) == 0 && dsz > 0 &&
-                dsz * 2 < hexlen) {
-                size_t k;
-
-                for (k = 0; k < dsz; k++)
-                    snprintf(hex + 2 * k, 3, "%02x", desc[k]);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* Record where each DWARF section sits (.debug_X or the legacy .zdebug_X). */
-static int
-find_dwarf_sections(pe_dw_obj_t *o)
-{
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i, k;
-
-    sh = elf_sections(o->map, o->map_size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++) {
-        const char *nm = sec_name(&sh[i], shstr, shstr_n);
+    memset(o->raw, 0, sizeof(o->raw));
+    for (i = 0; i < e->nsec; i++) {
+        const char *nm = pe_elf_sec_name(e, &e->sh[i]);
         int z;
 
         if (strncmp(nm, ".debug_", 7) == 0)
@@ -517,14 +392,14 @@ find_dwarf_sections(pe_dw_obj_t *o)
             nm += 8, z = 1;
         else
             continue;
-        if (!sec_ok(&sh[i], o->map_size))
+        if (!pe_elf_sec_ok(e, &e->sh[i]))
             continue;
         for (k = 0; k < S_N; k++) {
             if (strcmp(nm, sec_names[k]) != 0 || o->raw[k].kind)
                 continue;
-            o->raw[k].off = sh[i].sh_offset;
-            o->raw[k].size = sh[i].sh_size;
-            o->raw[k].kind = z ? 3 : (sh[i].sh_flags & SHF_COMPRESSED) ? 2 : 1;
+            o->raw[k].off = e->sh[i].sh_offset;
+            o->raw[k].size = e->sh[i].sh_size;
+            o->raw[k].kind = z ? 3 : (e->sh[i].sh_flags & SHF_COMPRESSED) ? 2 : 1;
         }
     }
     return o->raw[S_INFO].kind && o->raw[S_INFO].size > 0 && o->raw[S_ABBREV].kind;
@@ -535,7 +410,7 @@ static int
 load_section(pe_dw_obj_t *o, int k)
 {
     const rawsec_t *rs = &o->raw[k];
-    const uint8_t *src = o->map + rs->off;
+    const uint8_t *src = o->elf.img + rs->off;
     uint64_t out_size, in_size;
     uLongf got;
     uint8_t *buf;
@@ -2050,129 +1925,23 @@ enforce_budget(pe_dw_obj_t *keep)
     }
 }
 
-/* 1 if the file at `path` has DWARF, and is the right file: when want_id is set and the
-   file has a build id they must match; otherwise, for a debuglink candidate (check_crc),
-   the CRC32 of the whole file must be the one the link names.  Leaves it mapped in o. */
-static int
-try_file(pe_dw_obj_t *o, const char *path, const char *want_id, int check_crc, uint32_t crc)
-{
-    struct stat st;
-    size_t size;
-    const uint8_t *img = map_file(path, &size, &st);
-    char id[128];
-
-    if (!img)
-        return 0;
-    o->map = img;
-    o->map_size = size;
-    memset(o->raw, 0, sizeof(o->raw));
-    if (want_id && want_id[0] && elf_build_id(img, size, id, sizeof(id))) {
-        if (strcmp(id, want_id) != 0)
-            goto no;
-    } else if (check_crc) {
-        uLong c = crc32(0L, Z_NULL, 0);
-        size_t off = 0;
-
-        while (off < size) {
-            size_t n = size - off > (1u << 30) ? (1u << 30) : size - off;
-
-            c = crc32(c, img + off, (uInt)n);
-            off += n;
-        }
-        if ((uint32_t)c != crc)
-            goto no;
-    }
-    if (find_dwarf_sections(o))
-        return 1;
-no:
-    munmap((void *)img, size);
-    o->map = NULL;
-    o->map_size = 0;
-    return 0;
-}
-
-/* buf = a b c d; -1 if it does not fit (buf may be a) */
-static int
-join(char *buf, size_t cap, const char *a, const char *b, const char *c, const char *d)
-{
-    size_t la = strlen(a), lb = strlen(b), lc = strlen(c), ld = strlen(d);
-
-    if (la + lb + lc + ld >= cap)
-        return -1;
-    memmove(buf, a, la);
-    memcpy(buf + la, b, lb);
-    memcpy(buf + la + lb, c, lc);
-    memcpy(buf + la + lb + lc, d, ld + 1);
-    return 0;
-}
-/* Map into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h); o->map
-   stays NULL when there is none. */
-
+/* Open into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h): the
+   object itself, else its separate debug file (elf.c's one search); o->elf.img stays NULL
+   when there is none. */
 static void
 find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *debug_dir)
 {
-    char cand[4096], dir[4096], link[256];
-    const Elf64_Shdr *dl;
-    struct stat st;
-    const uint8_t *img;
-    const char *slash;
-    size_t size, dlen;
-    uint32_t crc;
+    pe_elf_t e;
 
-    if (try_file(o, path, NULL, 0, 0))
-        return;
-    if (build_id && strlen(build_id) > 2 && debug_dir) {
-        int n = snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
-                         build_id + 2);
-
-        if (n > 0 && (size_t)n < sizeof(cand) && try_file(o, cand, build_id, 0, 0))
-            return;
-    }
-    img = map_file(path, &size, &st);
-    if (!img)
-        return;
-    dl = elf_find(img, size, ".gnu_debuglink");
-    if (!dl || dl->sh_size < 8) {
-        munmap((void *)img, size);
-        return;
-    }
-    {
-        const char *nm = (const char *)img + dl->sh_offset;
-        const char *z = memchr(nm, 0, dl->sh_size);
-        size_t nlen, crc_off;
-
-        if (!z || (nlen = (size_t)(z - nm)) == 0 || nlen >= sizeof(link) || memchr(nm, '/', nlen)) {
-            munmap((void *)img, size);
+    if (pe_elf_open(&e, path) == 0) {
+        if (find_dwarf_sections(o, &e)) {
+            o->elf = e;
             return;
         }
-        memcpy(link, nm, nlen + 1);
-        crc_off = (nlen + 4) & ~(size_t)3;
-        if (crc_off + 4 > dl->sh_size) {
-            munmap((void *)img, size);
-            return;
-        }
-        memcpy(&crc, nm + crc_off, 4);
+        pe_elf_close(&e);
     }
-    munmap((void *)img, size);
-    slash = strrchr(path, '/');
-    dlen = slash ? (size_t)(slash - path) : 1;
-    if (dlen >= sizeof(dir))
-        return;
-    if (slash)
-        memcpy(dir, path, dlen);
-    else
-        dir[0] = '.';
-    dir[dlen] = '\0';
-    /* beside the object (unless that is the object), in .debug/ there, under debug_dir */
-    if (join(cand, sizeof(cand), dir, "/", "", link) == 0 && strcmp(cand, path) != 0 &&
-        try_file(o, cand, build_id, 1, crc))
-        return;
-    if (join(cand, sizeof(cand), dir, "/.debug/", "", link) == 0 &&
-        try_file(o, cand, build_id, 1, crc))
-        return;
-    if (debug_dir && join(cand, sizeof(cand), debug_dir, dir[0] == '/' ? "" : "/", dir, "") == 0 &&
-        join(cand, sizeof(cand), cand, "/", link, "") == 0)
-        try_file(o, cand, build_id, 1, crc);
+    if (pe_elf_debug_file(path, build_id, debug_dir, find_dwarf_sections, o, &e))
+        o->elf = e;
 }
 
 /* ---- API ----------------------------------------------------------------------------------- */
@@ -2210,7 +1979,7 @@ pe_dw_open(const char *path, const char *build_id, const char *debug_dir)
         }
         memcpy(o->key, key, klen + 1);
         find_dwarf(o, path, build_id, debug_dir);
-        o->usable = o->map != NULL;
+        o->usable = o->elf.img != NULL;
         o->next = cache;
         cache = o;
     }
@@ -2309,8 +2078,7 @@ pe_dw_trim(void)
 
         cache = o->next;
         obj_unload(o);
-        if (o->map)
-            munmap((void *)o->map, o->map_size);
+        pe_elf_close(&o->elf);
         free(o->key);
         free(o);
     }

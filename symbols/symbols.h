@@ -39,14 +39,6 @@ void pe_sym_objs_free(pe_sym_obj_t *objs, size_t n);
 /* The object whose PT_LOAD span holds addr, or NULL. */
 const pe_sym_obj_t *pe_sym_objs_find(const pe_sym_obj_t *objs, size_t n, uintptr_t addr);
 
-/*
- * Find NT_GNU_BUILD_ID in a buffer of ELF notes aligned to `align` (4, or 8
- * for some PT_NOTE segments) and write it as lowercase hex into hex[hexlen].
- * Returns 1 if found, else 0.
- */
-int pe_sym_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
-                         size_t hexlen);
-
 /* ---- symbols (symbolize.c) ---------------------------------------------- */
 
 typedef struct pe_sym_batch_s pe_sym_batch_t;
