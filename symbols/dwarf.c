@@ -357,18 +357,38 @@ dw_grow(pe_dw_obj_t *o, void **arr, size_t *cap, size_t need, size_t elt)
     *cap = ncap;
     return 0;
 }
-/* Has the lookup deadline (absolute, CLOCK_MONOTONIC) passed?  A clock read: callers
-   ask every few thousand steps, not per step. */
+/*
+ * The time bound is on our own work: this thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), which a busy machine does not stretch as it
+ * stretches the wall clock.  It is checked before each lookup, where stopping
+ * loses nothing: every table built so far stays for the next profile.  A single
+ * table that alone runs HARD_EXTRA_NS past the deadline (a pathological file) is
+ * cut, and its unit (or object) is not tried again, so the cost is paid once.
+ * A clock read: callers ask every few thousand steps, not per step.
+ */
+#define HARD_EXTRA_NS (10 * 1000000000LL)
 
-static int
-past_deadline(void)
+static int64_t
+cpu_now(void)
 {
     struct timespec ts;
 
-    if (!deadline)
-        return 0;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec >= deadline;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Before a lookup: has the deadline passed? */
+static int
+past_deadline(void)
+{
+    return deadline && cpu_now() >= deadline;
+}
+
+/* Inside a table's build: has it run so far past the deadline that it is cut? */
+static int
+past_hard_bound(void)
+{
+    return deadline && cpu_now() >= deadline + HARD_EXTRA_NS;
 }
 
 /* ---- ELF (elf.c) ------------------------------------------------------------------ */
@@ -1153,7 +1173,7 @@ read_units(pe_dw_obj_t *o)
         pe_rd_t r = pe_rd_at(si->p, cu->end, cu->die_off);
         die_t d;
 
-        if (i % 1024 == 1023 && past_deadline()) {
+        if (i % 1024 == 1023 && past_hard_bound()) {
             err = -ETIMEDOUT;
             goto out;
         }
@@ -1303,7 +1323,7 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
         uint32_t me = NONE;
         die_t d;
 
-        if (++count % 4096 == 0 && past_deadline()) {
+        if (++count % 4096 == 0 && past_hard_bound()) {
             err = -ETIMEDOUT;
             goto err_free;
         }
@@ -1598,7 +1618,7 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
             uint8_t op = pe_rd_u8(&r);
             int emit = 0, end = 0;
 
-            if (++count % 65536 == 0 && past_deadline())
+            if (++count % 65536 == 0 && past_hard_bound())
                 return -ETIMEDOUT;
             if (op >= opcode_base) {
                 unsigned adj = op - opcode_base;
@@ -1894,7 +1914,7 @@ obj_load(pe_dw_obj_t *o)
         }
     }
     err = read_units(o);
-    if (err == -EINVAL) {
+    if (err == -EINVAL || err == -ETIMEDOUT) { /* a file that costs that much: once only */
         o->broken = 1;
         goto err_unload;
     }
@@ -2007,11 +2027,14 @@ pe_dw_lookup(pe_dw_obj_t *o, uint64_t vaddr, pe_dw_frame_t *out, int max)
     cu = cu_of_pc(o, vaddr);
     if (!cu || cu->broken)
         return 0;
-    if (!cu->fns && (err = build_fns(o, cu)) < 0)
+    if (!cu->fns && (err = build_fns(o, cu)) < 0) {
+        cu->broken |= err == -ETIMEDOUT; /* cut by the hard bound: not again */
         return err == -E2BIG || err == -ETIMEDOUT ? err : 0;
+    }
     if (!cu->lines && (err = build_lines(o, cu)) < 0) {
         lines_free(o, cu->lines);
         cu->lines = NULL;
+        cu->broken |= err == -ETIMEDOUT;
         return err == -E2BIG || err == -ETIMEDOUT ? err : 0;
     }
     f = cu->fns;

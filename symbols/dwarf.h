@@ -58,8 +58,10 @@ int pe_dw_lookup(pe_dw_obj_t *o, uint64_t vaddr, pe_dw_frame_t *out, int max);
 
 /*
  * Bounds: total bytes of decoded tables + decompressed sections kept
- * (budget; evicts least recently used objects first), and a CLOCK_MONOTONIC
- * deadline in ns (0 = none) for lookups from now on.
+ * (budget; evicts least recently used objects first), and a deadline in ns
+ * on the calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID; 0 = none) for
+ * lookups from now on: past it a lookup answers -ETIMEDOUT and every table
+ * built so far is kept for later lookups.
  */
 void pe_dw_set_limits(size_t budget_bytes, int64_t deadline_ns);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elf.h"
@@ -464,10 +465,15 @@ pe_sym_lookup(pe_sym_batch_t *s, uintptr_t addr, uintptr_t *start)
 /* ---- source lines (dwarf.c) ------------------------------------------------------- */
 
 void
-pe_sym_lines_limits(pe_sym_batch_t *s, size_t budget, int64_t deadline_ns)
+pe_sym_lines_limits(pe_sym_batch_t *s, size_t budget, int64_t cpu_ns)
 {
+    struct timespec now;
+    int64_t deadline = 0;
+
     s->lines_off = budget == 0;
-    pe_dw_set_limits(budget, deadline_ns);
+    if (cpu_ns > 0 && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
+        deadline = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + cpu_ns;
+    pe_dw_set_limits(budget, deadline);
 }
 
 int

@@ -66,9 +66,11 @@ void pe_sym_end(pe_sym_batch_t *syms);
  * reached.  Strings are valid until pe_sym_end.
  */
 int pe_sym_lines(pe_sym_batch_t *syms, uintptr_t addr, pe_dw_frame_t *out, int max);
-/* The batch's bounds on debug info: bytes kept (0: no lines at all) and a
-   deadline (CLOCK_MONOTONIC ns, 0: none). */
-void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t deadline_ns);
+/* The batch's bounds on debug info: bytes kept (0: no lines at all) and the CPU
+   time this thread may spend reading it from now (ns, 0: no bound).  CPU, not
+   wall time: a busy machine stretches the one and not the other.  Whatever was
+   read before a bound is reached is kept for the next batch. */
+void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t cpu_ns);
 
 /* ---- JIT code names (jitmap.c) ------------------------------------------ */
 
