@@ -79,25 +79,6 @@ put_pcs(pe_sink_t *out, const uintptr_t *pcs, int n)
     pe_sink_put(out, "\n");
 }
 
-int
-pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
-{
-    pe_prof_vt_t vt = {"count", "count"};
-    pe_prof_sample_t sm;
-    pe_prof_t *p;
-
-    put_pcs(out, pcs, n);
-    /* Resolved as profiles are: readable names, lines, inlined calls. */
-    p = pe_prof_new(&vt, 1, NULL, 0);
-    if (p && n > 0 && pe_prof_add(p, pcs, n, 0, NULL, NULL, 0) == 0 && pe_prof_resolve(p, 0) == 0 &&
-        pe_prof_nsamples(p) == 1) {
-        pe_prof_sample(p, 0, &sm);
-        put_frames(out, &sm);
-    }
-    pe_prof_free(p);
-    return pe_sink_put(out, "\n");
-}
-
 /*
  * The records' stacks as one profile, sample i being record i's (a label
  * keeps equal stacks apart), so that the whole text is resolved at once.

@@ -167,12 +167,12 @@ str_hashfn(const pe_prof_t *p, uint32_t i)
 }
 
 const char *
-pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n)
+pe_prof_intern(pe_prof_t *p, const char *s)
 {
+    size_t n = strlen(s);
     uint32_t h, idx;
     char *copy;
 
-    n = strnlen(s, n);
     /* Keep the load factor under 1/2 so probes stay short. */
     if ((p->nstrs + 1) * 2 > p->str_hcap &&
         rehash(&p->str_hash, &p->str_hcap, p->str_hcap ? p->str_hcap * 2 : 1024, p->nstrs,
@@ -199,12 +199,6 @@ pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n)
     p->strs[p->nstrs++] = copy;
     p->str_hash[h] = p->nstrs;
     return copy;
-}
-
-const char *
-pe_prof_intern(pe_prof_t *p, const char *s)
-{
-    return pe_prof_intern_n(p, s, SIZE_MAX);
 }
 
 /* Intern an optional string: NULL stays NULL, failure sets *err. */

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../preload/pe.h"
+
 typedef struct pe_dw_frame_s {
     const char *name; /* DW_AT_linkage_name (mangled) when present (also via
                          abstract_origin/specification), else DW_AT_name; NULL if unknown */
@@ -66,9 +68,9 @@ int pe_dw_lookup(pe_dw_obj_t *o, uint64_t vaddr, pe_dw_frame_t *out, int max);
 void pe_dw_set_limits(size_t budget_bytes, int64_t deadline_ns);
 
 /* Drop every cached object (e.g. after a dlclose) and free everything. */
-void pe_dw_trim(void);
+PE_TESTONLY void pe_dw_trim(void);
 
 /* Bytes currently held (for tests and the profile's comment). */
-size_t pe_dw_bytes(void);
+PE_TESTONLY size_t pe_dw_bytes(void);
 
 #endif /* PE_SYMBOLS_DWARF_H */

@@ -3,7 +3,9 @@
  *
  * CHECK(cond) records a failure (with file:line) and goes on; pe_test_done()
  * prints "N passed, N failed" and returns the exit status (0 pass, 1 fail).
- * A test that cannot run here returns 77 (skip) itself.
+ * A test that made no check fails: it cannot pass empty (a loop over inputs
+ * that found none, a section skipped by mistake).  A test that cannot run
+ * here returns 77 (skip) itself.
  */
 #ifndef PE_TEST_H
 #define PE_TEST_H
@@ -38,6 +40,10 @@ static inline int
 pe_test_done(void)
 {
     printf("%d passed, %d failed\n", pe_test_passed, pe_test_failed);
+    if (pe_test_passed + pe_test_failed == 0) {
+        fprintf(stderr, "no check ran: a test that checks nothing fails (or returns 77 to skip)\n");
+        return 1;
+    }
     return pe_test_failed ? 1 : 0;
 }
 
