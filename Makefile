@@ -6,6 +6,7 @@
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
 #   make fuzz-dwarf libFuzzer on the DWARF reader (symbols/dwarf.c)
+#   make fuzz-decode libFuzzer on the pprof decoder (proto/decode.c)
 #   make stress     the host under load and faults, with the figures
 # V=1 shows commands; WERROR=1 turns warnings into errors.
 
@@ -219,6 +220,26 @@ fuzz-dwarf:
 	    $(BUILD)-fuzz/corpus_dwarf >$(BUILD)-fuzz/fuzz_dwarf.log 2>&1; st=$$?; \
 	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_dwarf.log | tail -n 20; \
 	    echo "fuzz-dwarf: exit $$st, log $(BUILD)-fuzz/fuzz_dwarf.log"; exit $$st
+
+# libFuzzer on proto/decode.c (test/unit/fuzz_decode.c), the decoder of profiles other
+# processes send (pid=all): seeds are this build's own profiles (u_decode --seeds) plus
+# test/unit/corpus_decode/.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into
+# test/unit/corpus_decode/ (build/test/u_decode replays it) and fix the decoder.
+.PHONY: fuzz-decode
+fuzz-decode:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/test/u_decode
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_decode \
+	    test/unit/fuzz_decode.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_decode && cp test/unit/corpus_decode/* $(BUILD)-fuzz/corpus_decode/
+	$(Q)$(BUILD)/test/u_decode --seeds $(BUILD)-fuzz/corpus_decode
+	$(Q)$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=1024 -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus_decode >$(BUILD)-fuzz/fuzz_decode.log 2>&1; st=$$?; \
+	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_decode.log | tail -n 20; \
+	    echo "fuzz-decode: exit $$st, log $(BUILD)-fuzz/fuzz_decode.log"; exit $$st
 
 # The host program under load and faults, with the figures (docs/HARDENING.md):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
