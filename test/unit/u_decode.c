@@ -55,33 +55,6 @@ written(pe_prof_t *p, pe_membuf_t *mb)
     return p && pe_prof_write_pprof(p, &mb->sink) == 0 ? 0 : -1;
 }
 
-/* The gzip stream in mb, inflated into a malloc'd buffer. */
-static uint8_t *
-gunzip(const pe_membuf_t *mb, size_t *len)
-{
-    size_t cap = 1 << 22;
-    uint8_t *out = malloc(cap);
-    z_stream z;
-
-    memset(&z, 0, sizeof(z));
-    if (!out || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
-        free(out);
-        return NULL;
-    }
-    z.next_in = (uint8_t *)mb->data;
-    z.avail_in = (uInt)mb->len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    if (inflate(&z, Z_FINISH) != Z_STREAM_END) {
-        inflateEnd(&z);
-        free(out);
-        return NULL;
-    }
-    *len = z.total_out;
-    inflateEnd(&z);
-    return out;
-}
-
 /* The sample whose leaf is named leaf, or -1. */
 static int
 find_sample(pe_prof_t *p, const char *leaf, pe_prof_sample_t *sm)
@@ -195,16 +168,16 @@ write_seeds(const char *dir)
     for (int k = 1; k <= 2; k++) {
         pe_prof_t *p = build(types, k);
         pe_membuf_t mb;
-        uint8_t *raw;
-        size_t len;
+        unsigned char *raw = NULL;
+        long len;
         char path[1024];
         FILE *f;
 
-        if (written(p, &mb) < 0 || !(raw = gunzip(&mb, &len)))
+        if (written(p, &mb) < 0 || (len = pe_test_gunzip(mb.data, mb.len, &raw)) < 0)
             return 1;
         snprintf(path, sizeof(path), "%s/seed-%d-types", dir, k);
-        if (!(f = fopen(path, "w")) || fputc(0, f) == EOF || fwrite(raw, 1, len, f) != len ||
-            fclose(f) != 0)
+        if (!(f = fopen(path, "w")) || fputc(0, f) == EOF ||
+            fwrite(raw, 1, (size_t)len, f) != (size_t)len || fclose(f) != 0)
             return 1;
         free(raw);
         pe_membuf_free(&mb);
