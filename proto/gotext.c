@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../preload/proc.h"
 #include "proto_int.h"
 
 /* ---- stacks ---------------------------------------------------------------------- */
@@ -268,15 +269,16 @@ pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
 int
 pe_prof_write_go_maps(pe_sink_t *out)
 {
-    char buf[4096];
-    ssize_t n;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    pe_proc_lines_t it;
+    const char *line;
 
-    if (fd < 0)
+    if (pe_proc_lines_open(&it, "/proc/self/maps") < 0)
         return out->err;
     pe_sink_put(out, "\nMAPPED_LIBRARIES:\n");
-    while ((n = read(fd, buf, sizeof(buf))) > 0 && !out->err)
-        pe_sink_write(out, buf, (size_t)n);
-    close(fd);
+    while (!out->err && (line = pe_proc_lines_next(&it)) != NULL) {
+        pe_sink_put(out, line);
+        pe_sink_put(out, "\n");
+    }
+    pe_proc_lines_close(&it);
     return out->err;
 }
