@@ -1069,16 +1069,16 @@ add_cur(void *arg, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Read every unit header and unit DIE; collect the units' ranges. */
+/* The unit headers of .debug_info into o->cus (the units we read: compile, partial and
+   skeleton units of DWARF 2-5 with 4- or 8-byte addresses).  0, -EINVAL when there is
+   none, or -E2BIG. */
 static int
-read_units(pe_dw_obj_t *o)
+read_unit_headers(pe_dw_obj_t *o)
 {
     const sec_t *si = &o->sec[S_INFO];
-    size_t capcus = 0, i;
+    size_t capcus = 0;
     uint64_t off = 0;
-    uint8_t *in_aranges = NULL;
-    cur_arg_t ca = {o, 0, 0};
-    int err = 0;
+    int err;
 
     while (off + 11 <= si->n && o->ncus < MAX_UNITS) {
         pe_rd_t r = pe_rd_at(si->p, si->n, off);
@@ -1121,101 +1121,129 @@ read_units(pe_dw_obj_t *o)
             return err;
         o->cus[o->ncus++] = cu;
     }
-    if (o->ncus == 0)
-        return -EINVAL;
-    err = 0;
+    return o->ncus ? 0 : -EINVAL;
+}
+
+/* .debug_aranges (GCC writes it; clang does not by default): its ranges into the CU index,
+   and in_aranges[i] set for each unit it covers.  0 or -E2BIG. */
+static int
+read_aranges(pe_dw_obj_t *o, uint8_t *in_aranges, cur_arg_t *ca)
+{
+    const sec_t *sa = &o->sec[S_ARANGES];
+    uint64_t aoff = 0;
+    int err;
+
+    while (sa->p && aoff + 16 <= sa->n) {
+        pe_rd_t r = pe_rd_at(sa->p, sa->n, aoff);
+        uint64_t set = aoff, len = pe_rd_fixed(&r, 4), cuoff;
+        unsigned osz = 4, asz, ssz;
+        cu_t *cu;
+
+        if (len == 0xffffffff) {
+            len = pe_rd_fixed(&r, 8);
+            osz = 8;
+        }
+        if (!r.ok || len > (uint64_t)(r.end - r.p) || len < 4)
+            break;
+        aoff = (uint64_t)(r.p - sa->p) + len;
+        r.end = r.p + len;
+        pe_rd_fixed(&r, 2);
+        cuoff = pe_rd_fixed(&r, osz);
+        asz = pe_rd_u8(&r);
+        ssz = pe_rd_u8(&r);
+        cu = cu_of_offset(o, cuoff);
+        if (!r.ok || !cu || cu->off != cuoff || asz != 8 || ssz != 0)
+            continue;
+        /* tuples start at a multiple of twice the address size */
+        pe_rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
+        ca->cu = (uint32_t)(cu - o->cus);
+        in_aranges[ca->cu] = 1;
+        while (r.ok) {
+            uint64_t a = pe_rd_fixed(&r, 8), l = pe_rd_fixed(&r, 8);
+
+            if (!r.ok || (a == 0 && l == 0))
+                break;
+            if (l && a + l > a && (err = add_cur(ca, a, a + l)))
+                return err;
+        }
+    }
+    return 0;
+}
+
+/* Unit i's DIE: its bases, line table offset and comp_dir, and (when .debug_aranges did not
+   cover it) its ranges into the CU index.  A unit that cannot be read is marked broken;
+   0, or -E2BIG. */
+static int
+read_unit_die(pe_dw_obj_t *o, size_t i, int ranges, cur_arg_t *ca)
+{
+    cu_t *cu = &o->cus[i];
+    pe_rd_t r = pe_rd_at(o->sec[S_INFO].p, cu->end, cu->die_off);
+    die_t d;
+    int err = 0;
+
+    cu->abt = abt_get(o, cu, &err);
+    if (!cu->abt) {
+        if (err == -E2BIG)
+            return err;
+        cu->broken = 1;
+        return 0;
+    }
+    if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab ||
+        (d.ab->tag != DW_TAG_compile_unit && d.ab->tag != DW_TAG_partial_unit &&
+         d.ab->tag != DW_TAG_skeleton_unit)) {
+        cu->broken = 1;
+        return 0;
+    }
+    if (d.str_off_base.cls == V_SECOFF || d.str_off_base.cls == V_CONST)
+        cu->str_off_base = d.str_off_base.u;
+    else if (cu->version >= 5)
+        cu->str_off_base = cu->off_size == 8 ? 16 : 8; /* past the first contribution's header */
+    if (d.addr_base.cls == V_SECOFF || d.addr_base.cls == V_CONST)
+        cu->addr_base = d.addr_base.u;
+    if (d.rnglists_base.cls == V_SECOFF || d.rnglists_base.cls == V_CONST)
+        cu->rnglists_base = d.rnglists_base.u;
+    else if (d.gnu_ranges_base.cls == V_SECOFF || d.gnu_ranges_base.cls == V_CONST)
+        cu->rnglists_base = d.gnu_ranges_base.u;
+    if (d.low.cls != V_NONE)
+        addr_of(o, cu, &d.low, &cu->base);
+    if (d.stmt_list.cls == V_SECOFF || d.stmt_list.cls == V_CONST) {
+        cu->stmt_list = d.stmt_list.u;
+        cu->has_stmt = 1;
+    }
+    cu->comp_dir = str_of(o, cu, &d.comp_dir);
+    if (!ranges)
+        return 0;
+    ca->cu = (uint32_t)i;
+    err = die_ranges(o, cu, &d, add_cur, ca);
+    return err < 0 ? err : 0;
+}
+
+/* Read every unit header and unit DIE; collect the units' ranges into the CU index, sorted
+   by start, each entry with the largest end up to it (cu_of_pc's bound on looking back). */
+static int
+read_units(pe_dw_obj_t *o)
+{
+    uint8_t *in_aranges;
+    cur_arg_t ca = {o, 0, 0};
+    size_t i;
+    int err;
+
+    if ((err = read_unit_headers(o)) < 0)
+        return err;
     in_aranges = dw_alloc(o, o->ncus, &err);
     if (!in_aranges)
         return err;
     memset(in_aranges, 0, o->ncus);
-    /* .debug_aranges (GCC writes it; clang does not by default) */
-    if (o->sec[S_ARANGES].p) {
-        const sec_t *sa = &o->sec[S_ARANGES];
-        uint64_t aoff = 0;
-
-        while (aoff + 16 <= sa->n) {
-            pe_rd_t r = pe_rd_at(sa->p, sa->n, aoff);
-            uint64_t set = aoff, len = pe_rd_fixed(&r, 4), cuoff;
-            unsigned osz = 4, asz, ssz;
-            cu_t *cu;
-
-            if (len == 0xffffffff) {
-                len = pe_rd_fixed(&r, 8);
-                osz = 8;
-            }
-            if (!r.ok || len > (uint64_t)(r.end - r.p) || len < 4)
-                break;
-            aoff = (uint64_t)(r.p - sa->p) + len;
-            r.end = r.p + len;
-            pe_rd_fixed(&r, 2);
-            cuoff = pe_rd_fixed(&r, osz);
-            asz = pe_rd_u8(&r);
-            ssz = pe_rd_u8(&r);
-            cu = cu_of_offset(o, cuoff);
-            if (!r.ok || !cu || cu->off != cuoff || asz != 8 || ssz != 0)
-                continue;
-            /* tuples start at a multiple of twice the address size */
-            pe_rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
-            ca.cu = (uint32_t)(cu - o->cus);
-            in_aranges[ca.cu] = 1;
-            while (r.ok) {
-                uint64_t a = pe_rd_fixed(&r, 8), l = pe_rd_fixed(&r, 8);
-
-                if (!r.ok || (a == 0 && l == 0))
-                    break;
-                if (l && a + l > a && (err = add_cur(&ca, a, a + l)))
-                    goto out;
-            }
-        }
-    }
+    if ((err = read_aranges(o, in_aranges, &ca)) < 0)
+        goto out;
     for (i = 0; i < o->ncus; i++) {
-        cu_t *cu = &o->cus[i];
-        pe_rd_t r = pe_rd_at(si->p, cu->end, cu->die_off);
-        die_t d;
-
         if (i % 1024 == 1023 && past_hard_bound()) {
             err = -ETIMEDOUT;
             goto out;
         }
-
-        cu->abt = abt_get(o, cu, &err);
-        if (!cu->abt) {
-            if (err == -E2BIG)
-                goto out;
-            cu->broken = 1;
-            continue;
-        }
-        if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab ||
-            (d.ab->tag != DW_TAG_compile_unit && d.ab->tag != DW_TAG_partial_unit &&
-             d.ab->tag != DW_TAG_skeleton_unit)) {
-            cu->broken = 1;
-            continue;
-        }
-        if (d.str_off_base.cls == V_SECOFF || d.str_off_base.cls == V_CONST)
-            cu->str_off_base = d.str_off_base.u;
-        else if (cu->version >= 5)
-            cu->str_off_base =
-                cu->off_size == 8 ? 16 : 8; /* past the first contribution's header */
-        if (d.addr_base.cls == V_SECOFF || d.addr_base.cls == V_CONST)
-            cu->addr_base = d.addr_base.u;
-        if (d.rnglists_base.cls == V_SECOFF || d.rnglists_base.cls == V_CONST)
-            cu->rnglists_base = d.rnglists_base.u;
-        else if (d.gnu_ranges_base.cls == V_SECOFF || d.gnu_ranges_base.cls == V_CONST)
-            cu->rnglists_base = d.gnu_ranges_base.u;
-        if (d.low.cls != V_NONE)
-            addr_of(o, cu, &d.low, &cu->base);
-        if (d.stmt_list.cls == V_SECOFF || d.stmt_list.cls == V_CONST) {
-            cu->stmt_list = d.stmt_list.u;
-            cu->has_stmt = 1;
-        }
-        cu->comp_dir = str_of(o, cu, &d.comp_dir);
-        if (!in_aranges[i]) {
-            ca.cu = (uint32_t)i;
-            if ((err = die_ranges(o, cu, &d, add_cur, &ca)) < 0)
-                goto out;
-        }
+        if ((err = read_unit_die(o, i, !in_aranges[i], &ca)) < 0)
+            goto out;
     }
-    err = 0;
     if (o->ncur > 1)
         qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
     for (i = 0; i < o->ncur; i++)
@@ -1515,18 +1543,217 @@ add_row(pe_dw_obj_t *o, lines_t *l, uint64_t addr, uint64_t file, uint64_t line,
     return 0;
 }
 
+/* What a line program's header says about running it. */
+typedef struct line_hdr_s {
+    uint8_t std_len[256]; /* operands of each standard opcode */
+    uint8_t min_inst, line_range, opcode_base;
+    int8_t line_base;
+    unsigned addr_size;
+} line_hdr_t;
+
+/* DWARF 2-4 include directories and file names, each list NUL-ended (two passes over
+   each: count, then fill).  0 or -E2BIG. */
+static int
+read_v4_entries(pe_dw_obj_t *o, pe_rd_t *h, lines_t *l)
+{
+    const uint8_t *save = h->p;
+    size_t n = 0, i;
+    int err = 0;
+
+    while (h->ok && h->p < h->end && *h->p)
+        pe_rd_cstr(h), n++;
+    h->p = save;
+    l->dirs = dw_alloc(o, (n ? n : 1) * sizeof(char *), &err);
+    if (!l->dirs)
+        return err;
+    for (i = 0; i < n; i++)
+        l->dirs[i] = pe_rd_cstr(h);
+    l->ndirs = n;
+    pe_rd_u8(h);
+    save = h->p;
+    n = 0;
+    while (h->ok && h->p < h->end && *h->p) {
+        pe_rd_cstr(h);
+        pe_rd_uleb(h), pe_rd_uleb(h), pe_rd_uleb(h);
+        n++;
+    }
+    h->p = save;
+    l->files = dw_alloc(o, (n ? n : 1) * sizeof(lfile_t), &err);
+    if (!l->files)
+        return err;
+    memset(l->files, 0, (n ? n : 1) * sizeof(lfile_t));
+    for (i = 0; i < n && h->ok; i++) {
+        l->files[i].name = pe_rd_cstr(h);
+        l->files[i].dir = pe_rd_uleb(h);
+        pe_rd_uleb(h), pe_rd_uleb(h);
+    }
+    l->nfiles = h->ok ? n : 0;
+    return 0;
+}
+
+/* The unit's line program header at r (left at the program, r->end at its end), its
+   directories and files into l.  1 to run the program, 0 when there is none we can read,
+   or -E2BIG. */
+static int
+read_line_header(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, lines_t *l, line_hdr_t *lh)
+{
+    uint64_t len, hdr_len, i;
+    unsigned osz = 4;
+    const uint8_t *prog;
+    pe_rd_t h;
+    int err;
+
+    len = pe_rd_fixed(r, 4);
+    if (len == 0xffffffff) {
+        len = pe_rd_fixed(r, 8);
+        osz = 8;
+    }
+    if (!r->ok || len > (uint64_t)(r->end - r->p))
+        return 0;
+    r->end = r->p + len;
+    l->version = (int)pe_rd_fixed(r, 2);
+    if (l->version < 2 || l->version > 5)
+        return 0;
+    lh->addr_size = cu->addr_size;
+    if (l->version >= 5) {
+        lh->addr_size = pe_rd_u8(r);
+        pe_rd_u8(r); /* segment selector size */
+    }
+    hdr_len = pe_rd_fixed(r, osz);
+    if (!r->ok || hdr_len > (uint64_t)(r->end - r->p))
+        return 0;
+    prog = r->p + hdr_len;
+    h = *r;
+    h.end = prog;
+    lh->min_inst = pe_rd_u8(&h);
+    if (l->version >= 4)
+        pe_rd_u8(&h); /* maximum_operations_per_instruction: 1 on the machines we read */
+    pe_rd_u8(&h);     /* default_is_stmt: lookups use every row, as LLVM does */
+    lh->line_base = (int8_t)pe_rd_u8(&h);
+    lh->line_range = pe_rd_u8(&h);
+    lh->opcode_base = pe_rd_u8(&h);
+    if (!h.ok || lh->line_range == 0 || lh->opcode_base == 0)
+        return 0;
+    memset(lh->std_len, 0, sizeof(lh->std_len));
+    for (i = 1; i < lh->opcode_base; i++)
+        lh->std_len[i] = pe_rd_u8(&h);
+    if (l->version >= 5) {
+        if ((err = read_entries(o, cu, &h, 0, l)) == -E2BIG ||
+            (err = read_entries(o, cu, &h, 1, l)) == -E2BIG)
+            return err;
+    } else if ((err = read_v4_entries(o, &h, l)) < 0) {
+        return err;
+    }
+    r->p = prog;
+    return 1;
+}
+
+/* An end_sequence row was just added at addr: keep the rows from seq_first as a sequence
+   (LLVM keeps one with rows and a non-empty range), or drop them.  0 or -E2BIG. */
+static int
+end_sequence(pe_dw_obj_t *o, lines_t *l, size_t seq_first, uint64_t addr)
+{
+    size_t n = l->nrows - seq_first;
+    seq_t *s;
+    int err;
+
+    if (n < 2 || l->rows[seq_first].addr >= addr) {
+        l->nrows = seq_first;
+        return 0;
+    }
+    if ((err = dw_grow(o, (void **)&l->seqs, &l->capseqs, l->nseqs + 1, sizeof(seq_t))))
+        return err;
+    s = &l->seqs[l->nseqs++];
+    s->lo = l->rows[seq_first].addr;
+    s->hi = addr;
+    s->first = (uint32_t)seq_first;
+    s->n = (uint32_t)n;
+    return 0;
+}
+
+/* Run the line program in r (DWARF 5, 6.2.5) into l's rows and sequences.  0, -E2BIG or
+   -ETIMEDOUT. */
+static int
+run_line_program(pe_dw_obj_t *o, lines_t *l, pe_rd_t *r, const line_hdr_t *lh)
+{
+    uint64_t addr = 0, file = 1, line = 1, col = 0, i;
+    size_t seq_first = l->nrows;
+    unsigned count = 0;
+    int err;
+
+    while (r->ok && r->p < r->end) {
+        uint8_t op = pe_rd_u8(r);
+        int emit = 0, end = 0;
+
+        if (++count % 65536 == 0 && past_hard_bound())
+            return -ETIMEDOUT;
+        if (op >= lh->opcode_base) { /* a special opcode: advance both, emit a row */
+            unsigned adj = op - lh->opcode_base;
+
+            addr += (uint64_t)(adj / lh->line_range) * lh->min_inst;
+            line += (uint64_t)(int64_t)(lh->line_base + (int)(adj % lh->line_range));
+            emit = 1;
+        } else if (op == 0) { /* an extended opcode */
+            uint64_t elen = pe_rd_uleb(r);
+            const uint8_t *next;
+            uint8_t sub;
+
+            if (!pe_rd_room(r, elen) || elen == 0)
+                break;
+            next = r->p + elen;
+            sub = pe_rd_u8(r);
+            if (sub == 1) { /* DW_LNE_end_sequence */
+                emit = end = 1;
+            } else if (sub == 2) { /* DW_LNE_set_address */
+                addr = pe_rd_fixed(r, elen - 1 <= 8 ? (unsigned)(elen - 1) : lh->addr_size);
+            }
+            r->p = next;
+        } else {
+            switch (op) {
+            case 1: emit = 1; break;                             /* copy */
+            case 2: addr += pe_rd_uleb(r) * lh->min_inst; break; /* advance_pc */
+            case 3: line += (uint64_t)pe_rd_sleb(r); break;      /* advance_line */
+            case 4: file = pe_rd_uleb(r); break;                 /* set_file */
+            case 5: col = pe_rd_uleb(r); break;                  /* set_column */
+            case 8:                                              /* const_add_pc */
+                addr += (uint64_t)((255 - lh->opcode_base) / lh->line_range) * lh->min_inst;
+                break;
+            case 9: addr += pe_rd_fixed(r, 2); break; /* fixed_advance_pc */
+            case 6:
+            case 7:
+            case 10:
+            case 11: break;
+            default:
+                for (i = 0; i < lh->std_len[op]; i++)
+                    pe_rd_uleb(r);
+                break;
+            }
+        }
+        if (!emit)
+            continue;
+        if ((err = add_row(o, l, addr, file, line, col)))
+            return err;
+        if (end) {
+            if ((err = end_sequence(o, l, seq_first, addr)))
+                return err;
+            seq_first = l->nrows;
+            addr = 0, file = 1, line = 1, col = 0;
+        }
+        if (l->nrows >= UINT32_MAX / 2)
+            return -E2BIG;
+    }
+    l->nrows = seq_first; /* a last sequence without its end is dropped */
+    return 0;
+}
+
 /* Decode the unit's line program (DWARF 5, section 6.2) into sequences of rows. */
 static int
 build_lines(pe_dw_obj_t *o, cu_t *cu)
 {
     const sec_t *sl = &o->sec[S_LINE];
-    uint64_t len, hdr_len, i;
-    uint8_t std_len[256], min_inst, max_ops, line_range, opcode_base;
-    int8_t line_base;
-    unsigned osz = 4, addr_size = cu->addr_size, count = 0;
-    const uint8_t *prog;
+    pe_rd_t r = pe_rd_at(sl->p, sl->n, cu->stmt_list);
+    line_hdr_t lh;
     lines_t *l;
-    pe_rd_t r = pe_rd_at(sl->p, sl->n, cu->stmt_list), h;
     int err = 0;
 
     l = dw_alloc(o, sizeof(*l), &err);
@@ -1534,162 +1761,10 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
         return err;
     memset(l, 0, sizeof(*l));
     cu->lines = l;
-    if (!cu->has_stmt)
-        return 0;
-    len = pe_rd_fixed(&r, 4);
-    if (len == 0xffffffff) {
-        len = pe_rd_fixed(&r, 8);
-        osz = 8;
-    }
-    if (!r.ok || len > (uint64_t)(r.end - r.p))
-        return 0;
-    r.end = r.p + len;
-    l->version = (int)pe_rd_fixed(&r, 2);
-    if (l->version < 2 || l->version > 5)
-        return 0;
-    if (l->version >= 5) {
-        addr_size = pe_rd_u8(&r);
-        pe_rd_u8(&r); /* segment selector size */
-    }
-    hdr_len = pe_rd_fixed(&r, osz);
-    if (!r.ok || hdr_len > (uint64_t)(r.end - r.p))
-        return 0;
-    prog = r.p + hdr_len;
-    h = r;
-    h.end = prog;
-    min_inst = pe_rd_u8(&h);
-    max_ops = l->version >= 4 ? pe_rd_u8(&h) : 1;
-    (void)max_ops;
-    pe_rd_u8(&h); /* default_is_stmt: lookups use every row, as LLVM does */
-    line_base = (int8_t)pe_rd_u8(&h);
-    line_range = pe_rd_u8(&h);
-    opcode_base = pe_rd_u8(&h);
-    if (!h.ok || line_range == 0 || opcode_base == 0)
-        return 0;
-    memset(std_len, 0, sizeof(std_len));
-    for (i = 1; i < opcode_base; i++)
-        std_len[i] = pe_rd_u8(&h);
-    if (l->version >= 5) {
-        if ((err = read_entries(o, cu, &h, 0, l)) == -E2BIG ||
-            (err = read_entries(o, cu, &h, 1, l)) == -E2BIG)
-            return err;
-        err = 0;
-    } else {
-        const uint8_t *save = h.p;
-        size_t n = 0;
-
-        /* two passes over each list: count, then fill */
-        while (h.ok && h.p < h.end && *h.p)
-            pe_rd_cstr(&h), n++;
-        h.p = save;
-        l->dirs = dw_alloc(o, (n ? n : 1) * sizeof(char *), &err);
-        if (!l->dirs)
-            return err;
-        for (i = 0; i < n; i++)
-            l->dirs[i] = pe_rd_cstr(&h);
-        l->ndirs = n;
-        pe_rd_u8(&h);
-        save = h.p;
-        n = 0;
-        while (h.ok && h.p < h.end && *h.p) {
-            pe_rd_cstr(&h);
-            pe_rd_uleb(&h), pe_rd_uleb(&h), pe_rd_uleb(&h);
-            n++;
-        }
-        h.p = save;
-        l->files = dw_alloc(o, (n ? n : 1) * sizeof(lfile_t), &err);
-        if (!l->files)
-            return err;
-        memset(l->files, 0, (n ? n : 1) * sizeof(lfile_t));
-        for (i = 0; i < n && h.ok; i++) {
-            l->files[i].name = pe_rd_cstr(&h);
-            l->files[i].dir = pe_rd_uleb(&h);
-            pe_rd_uleb(&h), pe_rd_uleb(&h);
-        }
-        l->nfiles = h.ok ? n : 0;
-    }
-    /* the program */
-    r.p = prog;
-    {
-        uint64_t addr = 0, file = 1, line = 1, col = 0;
-        size_t seq_first = l->nrows;
-
-        while (r.ok && r.p < r.end) {
-            uint8_t op = pe_rd_u8(&r);
-            int emit = 0, end = 0;
-
-            if (++count % 65536 == 0 && past_hard_bound())
-                return -ETIMEDOUT;
-            if (op >= opcode_base) {
-                unsigned adj = op - opcode_base;
-
-                addr += (uint64_t)(adj / line_range) * min_inst;
-                line += (uint64_t)(int64_t)(line_base + (int)(adj % line_range));
-                emit = 1;
-            } else if (op == 0) {
-                uint64_t elen = pe_rd_uleb(&r);
-                const uint8_t *next;
-                uint8_t sub;
-
-                if (!pe_rd_room(&r, elen) || elen == 0)
-                    break;
-                next = r.p + elen;
-                sub = pe_rd_u8(&r);
-                if (sub == 1) { /* DW_LNE_end_sequence */
-                    emit = end = 1;
-                } else if (sub == 2) { /* DW_LNE_set_address */
-                    addr = pe_rd_fixed(&r, elen - 1 <= 8 ? (unsigned)(elen - 1) : addr_size);
-                }
-                r.p = next;
-            } else {
-                switch (op) {
-                case 1: emit = 1; break;                          /* copy */
-                case 2: addr += pe_rd_uleb(&r) * min_inst; break; /* advance_pc */
-                case 3: line += (uint64_t)pe_rd_sleb(&r); break;  /* advance_line */
-                case 4: file = pe_rd_uleb(&r); break;             /* set_file */
-                case 5: col = pe_rd_uleb(&r); break;              /* set_column */
-                case 8: addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst; break;
-                case 9: addr += pe_rd_fixed(&r, 2); break; /* fixed_advance_pc */
-                case 6:
-                case 7:
-                case 10:
-                case 11: break;
-                default:
-                    for (i = 0; i < std_len[op]; i++)
-                        pe_rd_uleb(&r);
-                    break;
-                }
-            }
-            if (!emit)
-                continue;
-            if ((err = add_row(o, l, addr, file, line, col)))
-                return err;
-            if (end) {
-                size_t n = l->nrows - seq_first;
-
-                /* LLVM keeps a sequence when it has rows and a non-empty range */
-                if (n >= 2 && l->rows[seq_first].addr < addr) {
-                    seq_t *s;
-
-                    if ((err = dw_grow(o, (void **)&l->seqs, &l->capseqs, l->nseqs + 1,
-                                       sizeof(seq_t))))
-                        return err;
-                    s = &l->seqs[l->nseqs++];
-                    s->lo = l->rows[seq_first].addr;
-                    s->hi = addr;
-                    s->first = (uint32_t)seq_first;
-                    s->n = (uint32_t)n;
-                } else {
-                    l->nrows = seq_first;
-                }
-                seq_first = l->nrows;
-                addr = 0, file = 1, line = 1, col = 0;
-            }
-            if (l->nrows >= UINT32_MAX / 2)
-                return -E2BIG;
-        }
-        l->nrows = seq_first; /* a last sequence without its end is dropped */
-    }
+    if (!cu->has_stmt || (err = read_line_header(o, cu, &r, l, &lh)) <= 0)
+        return err;
+    if ((err = run_line_program(o, l, &r, &lh)) < 0)
+        return err;
     if (l->nseqs > 1)
         qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
     return 0;
