@@ -162,7 +162,7 @@ tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
 # programs never run under ASan, which owns malloc itself.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-test: deps
+test: test-deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
 	$(Q)T="$(T)" test/run.sh $(BUILD) $(BUILD)-asan
@@ -259,6 +259,12 @@ bench: deps
 
 deps:
 	$(Q)scripts/deps.sh
+
+# Every extra package the suite's tests use, in one apt-get before the first test (the
+# tests' own deps.sh calls then find them installed instead of installing mid-suite).
+.PHONY: test-deps
+test-deps:
+	$(Q)scripts/deps.sh names browser node server tree fleet python
 
 install: $(LIB) $(TLS_SHIMS)
 	install -d $(DESTDIR)$(LIBDIR)
