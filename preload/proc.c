@@ -315,6 +315,17 @@ pe_proc_tasks_close(pe_proc_tasks_t *it)
     it->fd = -1;
 }
 
+int
+pe_proc_self_exe(char *buf, size_t len)
+{
+    ssize_t n = len ? readlink("/proc/self/exe", buf, len - 1) : -1;
+
+    if (n <= 0)
+        return n < 0 && len ? -errno : -ENOENT;
+    buf[n] = '\0';
+    return (int)n;
+}
+
 /* ---- any file, line by line ------------------------------------------------------- */
 
 int

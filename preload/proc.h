@@ -103,6 +103,9 @@ PE_NODISCARD PE_SIGSAFE int pe_proc_tasks_open(pe_proc_tasks_t *it);
 PE_SIGSAFE pid_t pe_proc_tasks_next(pe_proc_tasks_t *it);
 PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
 
+/* The main program's path (/proc/self/exe's link) into buf[len]; its length, or -errno. */
+PE_SIGSAFE int pe_proc_self_exe(char *buf, size_t len);
+
 /*
  * A file of /proc line by line (/proc/self/maps):
  *     pe_proc_lines_t it;

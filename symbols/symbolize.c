@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/proc.h"
 #include "elf.h"
 #include "symbols.h"
 
@@ -216,15 +217,9 @@ tab_finish(symtab_t *tab)
 static const char *
 dw_path(const pe_sym_obj_t *obj, char *buf, size_t len)
 {
-    ssize_t n;
-
     if (!obj->is_main && obj->name[0])
         return obj->name;
-    n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    return buf;
+    return pe_proc_self_exe(buf, len) > 0 ? buf : NULL;
 }
 
 /* The debug-file search's test for symbolize: a .symtab with functions.  Leaves
