@@ -929,14 +929,92 @@ cu_of_offset(pe_dw_obj_t *o, uint64_t off)
 
 typedef int (*range_fn)(void *arg, uint64_t lo, uint64_t hi);
 
+/* A DWARF 2-4 range list in .debug_ranges at off: (begin, end) pairs from the base,
+   a base-address entry, a (0, 0) end. */
+static int
+ranges_v4(pe_dw_obj_t *o, const cu_t *cu, uint64_t off, range_fn fn, void *arg)
+{
+    const sec_t *s = &o->sec[S_RANGES];
+    uint64_t base = cu->base, all = cu->addr_size == 4 ? 0xffffffffull : ~0ull;
+    pe_rd_t r = pe_rd_at(s->p, s->n, off);
+    int n = 0, err;
+
+    while (r.ok && n++ < MAX_RANGES) {
+        uint64_t a = pe_rd_fixed(&r, cu->addr_size), b = pe_rd_fixed(&r, cu->addr_size);
+
+        if (!r.ok || (a == 0 && b == 0))
+            break;
+        if (a == all) {
+            base = b;
+            continue;
+        }
+        if (a < b && (err = fn(arg, base + a, base + b)) < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* A DWARF 5 range list in .debug_rnglists at off (DW_RLE_* entries, 2.17.3). */
+static int
+rnglist_v5(pe_dw_obj_t *o, const cu_t *cu, uint64_t off, range_fn fn, void *arg)
+{
+    const sec_t *s = &o->sec[S_RNGLISTS];
+    uint64_t base = cu->base;
+    pe_rd_t r = pe_rd_at(s->p, s->n, off);
+    int n = 0, err;
+
+    while (r.ok && n++ < MAX_RANGES) {
+        uint8_t kind = pe_rd_u8(&r);
+        uint64_t a = 0, b = 0;
+        int have = 1;
+
+        switch (kind) {
+        case 0: return 0; /* DW_RLE_end_of_list */
+        case 1:           /* base_addressx */
+            have = 0;
+            if (!addrx(o, cu, pe_rd_uleb(&r), &base))
+                return 0;
+            break;
+        case 2: /* startx_endx */
+            if (!addrx(o, cu, pe_rd_uleb(&r), &a) || !addrx(o, cu, pe_rd_uleb(&r), &b))
+                have = 0;
+            break;
+        case 3: /* startx_length */
+            if (!addrx(o, cu, pe_rd_uleb(&r), &a))
+                have = 0;
+            b = a + pe_rd_uleb(&r);
+            break;
+        case 4: /* offset_pair */
+            a = base + pe_rd_uleb(&r);
+            b = base + pe_rd_uleb(&r);
+            break;
+        case 5: /* base_address */
+            have = 0;
+            base = pe_rd_fixed(&r, cu->addr_size);
+            break;
+        case 6: /* start_end */
+            a = pe_rd_fixed(&r, cu->addr_size);
+            b = pe_rd_fixed(&r, cu->addr_size);
+            break;
+        case 7: /* start_length */
+            a = pe_rd_fixed(&r, cu->addr_size);
+            b = a + pe_rd_uleb(&r);
+            break;
+        default: return 0;
+        }
+        if (r.ok && have && a < b && (err = fn(arg, a, b)) < 0)
+            return err;
+    }
+    return 0;
+}
+
 /* Call fn for each range of a DIE (low/high pc or DW_AT_ranges); -errno from fn stops. */
 static int
 die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *arg)
 {
-    uint64_t lo, hi, base = cu->base;
-    int n = 0, err;
+    uint64_t lo, hi, off;
 
-    if (d->ranges.cls == V_NONE) {
+    if (d->ranges.cls == V_NONE) { /* low_pc and high_pc */
         if (d->low.cls == V_NONE || d->high.cls == V_NONE || !addr_of(o, cu, &d->low, &lo))
             return 0;
         if (d->high.cls == V_CONST)
@@ -945,91 +1023,25 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
             return 0;
         return lo < hi ? fn(arg, lo, hi) : 0;
     }
-    if (cu->version < 5) {
-        const sec_t *s = &o->sec[S_RANGES];
-        uint64_t off = d->ranges.u;
-        pe_rd_t r;
+    if (cu->version < 5)
+        return d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST
+                   ? ranges_v4(o, cu, d->ranges.u, fn, arg)
+                   : 0;
+    if (d->ranges.cls == V_RNGLISTX) { /* an index into the unit's offsets table */
+        pe_rd_t t = pe_rd_at(o->sec[S_RNGLISTS].p, o->sec[S_RNGLISTS].n,
+                             cu->rnglists_base + d->ranges.u * cu->off_size);
 
-        if (d->ranges.cls != V_SECOFF && d->ranges.cls != V_CONST)
+        if (d->ranges.u > UINT32_MAX)
             return 0;
-        r = pe_rd_at(s->p, s->n, off);
-        while (r.ok && n++ < MAX_RANGES) {
-            uint64_t a = pe_rd_fixed(&r, cu->addr_size), b = pe_rd_fixed(&r, cu->addr_size);
-            uint64_t all = cu->addr_size == 4 ? 0xffffffffull : ~0ull;
-
-            if (!r.ok || (a == 0 && b == 0))
-                break;
-            if (a == all) {
-                base = b;
-                continue;
-            }
-            if (a < b && (err = fn(arg, base + a, base + b)) < 0)
-                return err;
-        }
-        return 0;
+        off = cu->rnglists_base + pe_rd_fixed(&t, cu->off_size);
+        if (!t.ok)
+            return 0;
+    } else if (d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST) {
+        off = d->ranges.u;
     } else {
-        const sec_t *s = &o->sec[S_RNGLISTS];
-        uint64_t off;
-        pe_rd_t r;
-
-        if (d->ranges.cls == V_RNGLISTX) {
-            pe_rd_t t = pe_rd_at(s->p, s->n, cu->rnglists_base + d->ranges.u * cu->off_size);
-
-            if (d->ranges.u > UINT32_MAX)
-                return 0;
-            off = cu->rnglists_base + pe_rd_fixed(&t, cu->off_size);
-            if (!t.ok)
-                return 0;
-        } else if (d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST) {
-            off = d->ranges.u;
-        } else {
-            return 0;
-        }
-        r = pe_rd_at(s->p, s->n, off);
-        while (r.ok && n++ < MAX_RANGES) {
-            uint8_t kind = pe_rd_u8(&r);
-            uint64_t a = 0, b = 0;
-            int have = 1;
-
-            switch (kind) {
-            case 0: return 0; /* DW_RLE_end_of_list */
-            case 1:           /* base_addressx */
-                have = 0;
-                if (!addrx(o, cu, pe_rd_uleb(&r), &base))
-                    return 0;
-                break;
-            case 2: /* startx_endx */
-                if (!addrx(o, cu, pe_rd_uleb(&r), &a) || !addrx(o, cu, pe_rd_uleb(&r), &b))
-                    have = 0;
-                break;
-            case 3: /* startx_length */
-                if (!addrx(o, cu, pe_rd_uleb(&r), &a))
-                    have = 0;
-                b = a + pe_rd_uleb(&r);
-                break;
-            case 4: /* offset_pair */
-                a = base + pe_rd_uleb(&r);
-                b = base + pe_rd_uleb(&r);
-                break;
-            case 5: /* base_address */
-                have = 0;
-                base = pe_rd_fixed(&r, cu->addr_size);
-                break;
-            case 6: /* start_end */
-                a = pe_rd_fixed(&r, cu->addr_size);
-                b = pe_rd_fixed(&r, cu->addr_size);
-                break;
-            case 7: /* start_length */
-                a = pe_rd_fixed(&r, cu->addr_size);
-                b = a + pe_rd_uleb(&r);
-                break;
-            default: return 0;
-            }
-            if (r.ok && have && a < b && (err = fn(arg, a, b)) < 0)
-                return err;
-        }
         return 0;
     }
+    return rnglist_v5(o, cu, off, fn, arg);
 }
 
 /* ---- units and the CU index ------------------------------------------------------------ */
