@@ -269,6 +269,8 @@ test-deps:
 install: $(LIB) $(TLS_SHIMS)
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 755 $(LIB) $(TLS_SHIMS) $(DESTDIR)$(LIBDIR)/
+	@# ld.so's cache, so that LD_PRELOAD=libprofendpoints.so finds it by name from anywhere
+	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 scripts/profep $(DESTDIR)$(BINDIR)/profep
 

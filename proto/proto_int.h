@@ -167,6 +167,10 @@ uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
 
 /* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
 
+/* name without glibc's symbol versions ("memcpy@@GLIBC_2.14"), in buf, or
+   name itself when there is none or it does not fit (svg.c; the trace too). */
+const char *pe_prof_no_versions(const char *name, char *buf, size_t len);
+
 /*
  * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0
  * when it is not one: a stray or truncated sequence, an overlong form, a

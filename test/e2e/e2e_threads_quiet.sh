@@ -14,6 +14,9 @@
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
 # (d) thread churn (threads blocking briefly and exiting) during 1000 dumps:
 #     no crash, the program's own checks pass.
+# (e) a wall profile too short to reach 2,000 sleeping threads (p_sleepers)
+#     says in its comments how many threads there were and how many are in
+#     it; one of a few threads that all are in says nothing of the kind.
 source test/e2e/lib.sh
 P=$BUILD/test
 
@@ -188,5 +191,26 @@ rc=$?
 PE_PID=
 check "churn: exit 0 and its checks passed (rc $rc: $(tail -1 $PE_OUT))" \
     bash -c "[ $rc = 0 ] && grep -q '^threads [0-9]*$' $PE_OUT"
+
+# ---- (e) wall coverage: 2,000 threads, a 0.5 s wall profile (a few threads a tick)
+if command -v go >/dev/null; then
+    pe_start $P/p_sleepers 2000 60 || pe_finish
+    eventually 60 grep -q '^ready 2000' $PE_OUT
+    pe_get '/profile_wall?duration=0.5' -o $T/w2k.pb.gz
+    go tool pprof -comments $T/w2k.pb.gz >$T/w2k.txt 2>&1
+    line=$(grep 'threads are in this profile' $T/w2k.txt)
+    read -r inp all other < <(sed -n 's/.*wall: \([0-9]*\) of the program.s \([0-9]*\) threads are in this profile; the other \([0-9]*\) were never sampled.*/\1 \2 \3/p' <<<"$line")
+    check "2,000 threads, 0.5 s wall: the comments say how many threads and how many sampled ($line)" \
+        bash -c "[ -n '$other' ] && [ '$all' -ge 2001 ] && [ \$(($inp + $other)) = '$all' ] && [ '$inp' -lt 2000 ]"
+    pe_stop
+    pe_start $P/p_sleepers 4 60 || pe_finish
+    eventually 60 grep -q '^ready 4' $PE_OUT
+    pe_get '/profile_wall?duration=1' -o $T/w4.pb.gz
+    check "4 threads, 1 s wall: every thread is in, no such comment" \
+        bash -c "go tool pprof -comments $T/w4.pb.gz | grep -q '^wall: ' && ! go tool pprof -comments $T/w4.pb.gz | grep -q 'never sampled'"
+    pe_stop
+else
+    echo "skip (e): go not installed"
+fi
 
 pe_finish
