@@ -130,7 +130,7 @@ static void
 test_refusals(void)
 {
     pe_prof_merge_t m;
-    pe_membuf_t mb, big;
+    pe_membuf_t mb;
     pe_prof_t *p = build(types, 2);
     uint8_t *zeros, *gz;
     size_t gzlen;
@@ -156,7 +156,6 @@ test_refusals(void)
         free(gz);
     }
     free(zeros);
-    (void)big;
     CHECK(m.prof == NULL && m.merged == 0);
     pe_prof_free(p);
 }
