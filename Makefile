@@ -6,6 +6,7 @@
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
 #   make fuzz-dwarf libFuzzer on the DWARF reader (symbols/dwarf.c)
+#   make fuzz-decode libFuzzer on the pprof decoder (proto/decode.c)
 #   make stress     the host under load and faults, with the figures
 # V=1 shows commands; WERROR=1 turns warnings into errors.
 
@@ -161,7 +162,7 @@ tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
 # programs never run under ASan, which owns malloc itself.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-test: deps
+test: test-deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
 	$(Q)T="$(T)" test/run.sh $(BUILD) $(BUILD)-asan
@@ -220,6 +221,26 @@ fuzz-dwarf:
 	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_dwarf.log | tail -n 20; \
 	    echo "fuzz-dwarf: exit $$st, log $(BUILD)-fuzz/fuzz_dwarf.log"; exit $$st
 
+# libFuzzer on proto/decode.c (test/unit/fuzz_decode.c), the decoder of profiles other
+# processes send (pid=all): seeds are this build's own profiles (u_decode --seeds) plus
+# test/unit/corpus_decode/.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into
+# test/unit/corpus_decode/ (build/test/u_decode replays it) and fix the decoder.
+.PHONY: fuzz-decode
+fuzz-decode:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/test/u_decode
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_decode \
+	    test/unit/fuzz_decode.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_decode && cp test/unit/corpus_decode/* $(BUILD)-fuzz/corpus_decode/
+	$(Q)$(BUILD)/test/u_decode --seeds $(BUILD)-fuzz/corpus_decode
+	$(Q)$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=1024 -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus_decode >$(BUILD)-fuzz/fuzz_decode.log 2>&1; st=$$?; \
+	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_decode.log | tail -n 20; \
+	    echo "fuzz-decode: exit $$st, log $(BUILD)-fuzz/fuzz_decode.log"; exit $$st
+
 # The host program under load and faults, with the figures (docs/HARDENING.md):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
 # the program's own signal handlers, exit mid-profile, clients that hang up.  A few
@@ -238,6 +259,12 @@ bench: deps
 
 deps:
 	$(Q)scripts/deps.sh
+
+# Every extra package the suite's tests use, in one apt-get before the first test (the
+# tests' own deps.sh calls then find them installed instead of installing mid-suite).
+.PHONY: test-deps
+test-deps:
+	$(Q)scripts/deps.sh names browser node server tree fleet python
 
 install: $(LIB) $(TLS_SHIMS)
 	install -d $(DESTDIR)$(LIBDIR)

@@ -542,17 +542,6 @@ pe_http_start_after(int delay_ms, void (*phase)(void))
     return 0;
 }
 
-/* Until the thread clears *live as it leaves (5 s at most: a report or a
-   profile under way finishes first). */
-static void
-wait_left(const int *live)
-{
-    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 int
 pe_http_step_aside(void)
 {
@@ -570,7 +559,8 @@ pe_http_step_aside(void)
     fd = listen_fd;
     listen_fd = -1;
     pthread_mutex_unlock(&start_lock);
-    wait_left(&server_live); /* a thread not yet run would otherwise outlive the wait */
+    /* a thread not yet run would otherwise outlive the wait */
+    pe_clock_wait_cleared(&server_live, 5000);
     if (!ctx)
         return 0;
     /* civetweb's master polls its listener for up to 2 s between looks at

@@ -355,3 +355,81 @@ pe_proc_tasks_close(pe_proc_tasks_t *it)
         close(it->fd);
     it->fd = -1;
 }
+
+int
+pe_proc_self_exe(char *buf, size_t len)
+{
+    ssize_t n = len ? readlink("/proc/self/exe", buf, len - 1) : -1;
+
+    if (n <= 0)
+        return n < 0 && len ? -errno : -ENOENT;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* ---- any file, line by line ------------------------------------------------------- */
+
+int
+pe_proc_lines_open(pe_proc_lines_t *it, const char *path)
+{
+    it->pos = it->end = it->skip = 0;
+    it->fd = open(path, O_RDONLY | O_CLOEXEC);
+    return it->fd < 0 ? -errno : 0;
+}
+
+char *
+pe_proc_lines_next(pe_proc_lines_t *it)
+{
+    const int cap = (int)sizeof(it->buf) - 1; /* room for the NUL of a last, unended line */
+
+    for (;;) {
+        char *line = it->buf + it->pos, *nl = NULL;
+        ssize_t n;
+
+        for (char *c = line; c < it->buf + it->end; c++) /* memchr is not on the safe list */
+            if (*c == '\n') {
+                nl = c;
+                break;
+            }
+
+        if (nl) {
+            *nl = '\0';
+            it->pos = (int)(nl + 1 - it->buf);
+            if (!it->skip)
+                return line;
+            it->skip = 0; /* that was a cut line's tail */
+            continue;
+        }
+        /* no whole line left: keep the partial one at the front and read on */
+        memmove(it->buf, line, (size_t)(it->end - it->pos));
+        it->end -= it->pos;
+        it->pos = 0;
+        if (it->end == cap) { /* a line longer than the buffer */
+            it->buf[cap] = '\0';
+            it->end = 0;
+            if (it->skip)
+                continue;
+            it->skip = 1;
+            return it->buf; /* read over only by the next call */
+        }
+        do
+            n = read(it->fd, it->buf + it->end, (size_t)(cap - it->end));
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) { /* the end: a last line without a newline still counts */
+            if (it->end == 0 || it->skip)
+                return NULL;
+            it->buf[it->end] = '\0';
+            it->pos = it->end;
+            return it->buf;
+        }
+        it->end += (int)n;
+    }
+}
+
+void
+pe_proc_lines_close(pe_proc_lines_t *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}

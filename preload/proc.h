@@ -1,7 +1,8 @@
 /*
  * proc.h: the one reader of /proc for every module: a process's or a
  * thread's stat fields, a thread's other files, the thread list of
- * /proc/self/task, the names of the state letters, and the boot time.
+ * /proc/self/task, any file line by line (/proc/self/maps), the names of
+ * the state letters, and the boot time.
  *
  * Nothing here allocates or locks: paths are formatted by hand into the
  * caller's stack, files are read with one open/read/close, directories with
@@ -113,5 +114,32 @@ PE_NODISCARD PE_SIGSAFE int pe_proc_tasks_open(pe_proc_tasks_t *it);
 /* The next thread id, or 0 at the end (or on a read error). */
 PE_SIGSAFE pid_t pe_proc_tasks_next(pe_proc_tasks_t *it);
 PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
+
+/* The main program's path (/proc/self/exe's link) into buf[len]; its length, or -errno. */
+PE_SIGSAFE int pe_proc_self_exe(char *buf, size_t len);
+
+/*
+ * A file of /proc line by line (/proc/self/maps):
+ *     pe_proc_lines_t it;
+ *     char *line;
+ *     if (pe_proc_lines_open(&it, path) == 0) {
+ *         while ((line = pe_proc_lines_next(&it)) != NULL) ...
+ *         pe_proc_lines_close(&it);
+ *     }
+ * Each line comes without its newline, NUL-terminated, writable, valid until
+ * the next call.  The iterator lives on the caller's stack (8 KiB); a line
+ * longer than 8191 bytes comes cut to that and its tail is skipped.
+ */
+typedef struct pe_proc_lines_s {
+    int fd;
+    int pos, end; /* unread bytes: buf[pos, end) */
+    int skip;     /* the tail of a cut line is still to skip */
+    char buf[8192];
+} pe_proc_lines_t;
+
+PE_NODISCARD PE_SIGSAFE int pe_proc_lines_open(pe_proc_lines_t *it, const char *path);
+/* The next line, or NULL at the end (or on a read error). */
+PE_SIGSAFE char *pe_proc_lines_next(pe_proc_lines_t *it);
+PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
 
 #endif /* PE_PROC_H */

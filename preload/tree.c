@@ -693,17 +693,6 @@ pe_tree_served(int port)
     }
 }
 
-/* Until the thread clears *live as it leaves (5 s at most: a report or a
-   profile under way finishes first). */
-static void
-wait_left(const int *live)
-{
-    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 void
 pe_tree_step_aside(void)
 {
@@ -715,7 +704,7 @@ pe_tree_step_aside(void)
     if (fd >= 0) {          /* the root: its registry thread leaves (recvmsg answers 0) */
         __atomic_store_n(&reg_stop, 1, __ATOMIC_RELEASE);
         shutdown(fd, SHUT_RDWR);
-        wait_left(&reg_live);
+        pe_clock_wait_cleared(&reg_live, 5000);
     }
     if (pe_tree_member() && own_port) {
         own_port = 0;

@@ -237,13 +237,6 @@ void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
 /* ---- Go's legacy text (gotext.c) ---------------------------------------------- */
 
 /*
- * Go's text form of one stack, as in debug=1 heap and contention profiles:
- * " @ 0x.. 0x..\n", then "#\t0xPC\tname" per frame (PC = return address - 1),
- * then a blank line.  pcs are return addresses, leaf first.
- */
-int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
-
-/*
  * debug=1 of a count profile (goroutine, threadcreate): "TITLE profile: total
  * N", then one group per sample, largest first: "N @ addr...", a `# labels:
  * {"capture":"..."}` line when the sample has a capture label, its frames

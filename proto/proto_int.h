@@ -146,8 +146,6 @@ const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);
 
 /* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
 const char *pe_prof_intern(pe_prof_t *p, const char *s);
-/* Intern the first n bytes of s. */
-const char *pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n);
 
 static inline pe_prof_loc_t *
 pe_prof_loc_of(const pe_prof_frame_t *f)

@@ -7,8 +7,9 @@
 #              registry, fd bookkeeping, the life-cycle state (init.h), the
 #              one /proc reader (proc.h), the one port-file writer
 #              (portfile.h)
-#   1 symbols  addresses to names: loaded objects, ELF symbols and debug
-#              files, JIT maps, CPython names
+#   1 symbols  addresses to names: loaded objects, the one ELF reader and
+#              debug-file search, the one byte reader (bytes.h, which stack/
+#              reads with too), JIT maps, CPython names
 #   2 stack    a thread to frames: the unwinder, the cached-rules walk,
 #              /proc capture of blocked threads, CPython frames
 #   3 proto    the profile model, every encoder (the timeline chart too)

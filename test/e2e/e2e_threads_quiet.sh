@@ -20,7 +20,6 @@
 source test/e2e/lib.sh
 P=$BUILD/test
 
-block() { awk -v n="thread \"$2\"]:" '/^goroutine / { on = (index($0, n) > 0) } on' <<<"$1"; }
 compare() { # proc.txt signal.txt: same frames per thread
     python3 - "$1" "$2" <<'EOF'
 import re, sys
@@ -119,11 +118,11 @@ for _ in $(seq 50); do grep -q ready "$PE_OUT" && break; sleep 0.1; done
 got=
 for _ in 1 2 3; do # it wakes every 100 ms: a capture may find it running
     txt=$(pe_get /task_backtraces)
-    grep -q '^park_blocked(\.\.\.)$' <<<"$(block "$txt" p-blocked)" && { got=1; break; }
+    grep -q '^park_blocked(\.\.\.)$' <<<"$(thread_block "$txt" p-blocked)" && { got=1; break; }
     sleep 0.2
 done
 check "SIGPROF blocked: its stack from /proc (park_blocked)" [ -n "$got" ]
-check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(block "$txt" p-blocked)"
+check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(thread_block "$txt" p-blocked)"
 pe_stop
 
 # ---- a frame of ours on the stack: every lock sampled, q-mutex waits inside pe_mutex_sampled,
@@ -132,9 +131,9 @@ PE_ENV="PROFEP_MUTEX_RATE=1" pe_start $P/p_quiet_park || exit 1
 PE_ENV=
 check "our hook: ready" wait_ready
 txt=$(pe_get '/debug/pprof/goroutine?debug=2')
-check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '^pe_mutex_sampled(\.\.\.)$' <<<"$(block "$txt" q-mutex)"
+check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '^pe_mutex_sampled(\.\.\.)$' <<<"$(thread_block "$txt" q-mutex)"
 check "our hook: all 10 threads from /proc" grep -q ' 10 from /proc without a signal ([0-9]* unchanged), 0 by signal$' <<<"$txt" ||
-    block "$txt" q-mutex
+    thread_block "$txt" q-mutex
 pe_stop
 
 # ---- the peek prints the same capture ------------------------------------------------------
