@@ -700,8 +700,8 @@ pe_tree_step_aside(void)
 
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&watch_stop, 1, __ATOMIC_RELEASE);
-    wait_left(&watch_live); /* a member's watcher leaves within 50 ms */
-    if (fd >= 0) {          /* the root: its registry thread leaves (recvmsg answers 0) */
+    pe_clock_wait_cleared(&watch_live, 5000); /* a member's watcher leaves within 50 ms */
+    if (fd >= 0) { /* the root: its registry thread leaves (recvmsg answers 0) */
         __atomic_store_n(&reg_stop, 1, __ATOMIC_RELEASE);
         shutdown(fd, SHUT_RDWR);
         pe_clock_wait_cleared(&reg_live, 5000);
