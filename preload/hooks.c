@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../interpose/interpose.h"
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../stack/unwind.h"
@@ -100,6 +101,8 @@ dlopen(const char *file, int mode)
     pe_tls.in_loader--;
     if (h && pe_init_active())
         pe_unwind_objects_changed();
+    if (h)
+        pe_interpose_loaded(); /* after an attach: its slots (and its dependencies') */
     return h;
 }
 
@@ -117,6 +120,7 @@ dlclose(void *handle)
     if (pe_init_active())
         pe_unwind_objects_changed();
     pe_unwind_dlclose_end();
+    pe_interpose_unloaded(); /* after an attach: forget the slots of what left */
     return rc;
 }
 
