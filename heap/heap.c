@@ -289,6 +289,22 @@ pe_heap_step_aside(void)
     __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
 }
 
+void
+pe_heap_rejoin(int64_t rate_bytes)
+{
+    if (!inited || !available)
+        return;
+    __atomic_store_n(&pe_heap_rate_bytes, rate_bytes > 0 ? rate_bytes : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+}
+
+void
+pe_heap_set_unavailable(const char *why)
+{
+    available = 0;
+    reason = why;
+}
+
 /* ---- read-out ------------------------------------------------------------------------ */
 
 int

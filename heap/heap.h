@@ -65,6 +65,11 @@ int pe_heap_init(int64_t rate_bytes);
    (libunwind's, a new thread's gettid); blocks sampled before are freed as
    usual. */
 void pe_heap_step_aside(void);
+/* Undo pe_heap_step_aside at `rate_bytes` (a later `profep attach`, preload/attach.c). */
+void pe_heap_rejoin(int64_t rate_bytes);
+/* The reason the heap endpoints give from now on (attached
+   without the malloc interposers). */
+void pe_heap_set_unavailable(const char *why);
 
 /* Fork child: recording of allocations stops; heap sampling goes on when the
    child lives on as a tree member (lives), else stops (nothing could read
@@ -384,6 +389,8 @@ int pe_heap_hist_running(void);
 /* The history thread leaves for good (returns once it has left its loop, 5 s
    at most; the caller waits for its task to vanish); the history is kept. */
 void pe_heap_hist_stop(void);
+/* After pe_heap_hist_stop: pe_heap_hist_start may start it again (preload/attach.c). */
+void pe_heap_hist_rejoin(void);
 /* Change of the per-stack live totals since the checkpoint nearest to `ago`
    s before now (malloc'd *out, ascending stack; when it was taken in
    *taken_ns, CLOCK_REALTIME).  0, -ENOENT (no checkpoint yet) or -ENOMEM. */

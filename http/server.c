@@ -535,6 +535,14 @@ pe_http_step_aside(void)
     return 1;
 }
 
+/* After a detach (preload/attach.c): a later attach may start the server again. */
+void
+pe_http_rejoin(void)
+{
+    __atomic_store_n(&server_stopping, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&aside, 0, __ATOMIC_RELEASE);
+}
+
 /* How long the exit waits for profiles in flight to be sent (README "Exit"). */
 #define PE_HTTP_EXIT_WAIT_MS 350
 

@@ -20,6 +20,7 @@
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../stack/unwind.h"
+#include "attach.h"
 #include "config.h"
 #include "events.h"
 #include "fd.h"
@@ -94,11 +95,22 @@ pe_init_second_phase(void)
                     "heap?since= answer 503");
 }
 
+/* The server now, with start-up's second phase (preload/attach.c). */
+int
+pe_init_serve_now(void)
+{
+    return pe_http_start_after(0, pe_init_second_phase);
+}
+
 __attribute__((constructor(101))) static void
 pe_init(void)
 {
     const char *prog;
 
+    /* dlopen'ed by `profep attach`: profendpoints_attach starts us, with the
+       attach command's settings (attach.c). */
+    if (pe_attach_loading())
+        return;
     pe_real_init();
     pe_guard_enter();
     pe_cfg_load();

@@ -64,7 +64,7 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
+        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
         if (p ~ /^preload\//) return 0
         if (p ~ /^symbols\//) return 1
         if (p ~ /^stack\//) return 2
