@@ -158,6 +158,13 @@ $(BUILD)/test/p_%: test/progs/p_%.cc
 
 tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
 
+# the attach tests' in-process stand-in for the injector (test/progs/attach_shim.c)
+$(BUILD)/test/libpe_attach_shim.so: test/progs/attach_shim.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -o $@ $< -ldl -lpthread
+tests: $(BUILD)/test/libpe_attach_shim.so
+
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

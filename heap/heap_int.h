@@ -128,7 +128,6 @@ int pe_heap_side_drain(void (*cb)(uintptr_t p, uint64_t size, uint64_t cnt_fx, u
 void pe_heap_side_drain_all(void);
 /* Forget everything (no hook may lead here yet). */
 void pe_heap_side_clear(void);
-extern uint64_t pe_heap_side_dropped;
 
 /* ---- live.c ------------------------------------------------------------------- */
 

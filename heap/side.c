@@ -43,7 +43,7 @@ typedef struct side_meta_s {
 #define PROBES 32
 
 static side_meta_t *meta;
-uint64_t pe_heap_side_dropped; /* samples not tracked: no room within PROBES */
+static uint64_t side_dropped; /* samples not tracked: no room within PROBES */
 
 int
 pe_heap_side_init(uint32_t entries)
@@ -88,7 +88,7 @@ pe_heap_side_insert(uintptr_t p, uint64_t size, uint64_t cnt_fx, uint32_t stack,
         __atomic_store_n(&keys[i], p, __ATOMIC_RELEASE);
         return 1;
     }
-    __atomic_fetch_add(&pe_heap_side_dropped, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&side_dropped, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -120,8 +120,7 @@ pe_heap_side_take(uintptr_t p, uint64_t *size, uint64_t *cnt_fx, uint32_t *stack
         /* Read while the key is p (the insert published meta before it),
            then claim: only the one free of a block wins its CAS. */
         side_meta_t m = meta[i];
-        if (!__atomic_compare_exchange_n(&keys[i], &k, TOMB, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_RELAXED))
+        if (!__atomic_compare_exchange_n(&keys[i], &k, TOMB, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             return 0;
         side_retire(keys, mask, i);
         *size = m.size;
@@ -146,8 +145,7 @@ pe_heap_side_drain(void (*cb)(uintptr_t p, uint64_t size, uint64_t cnt_fx, uint3
         if (k <= FILLING)
             continue;
         m = meta[i];
-        if (!__atomic_compare_exchange_n(&keys[i], &k, TOMB, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_RELAXED))
+        if (!__atomic_compare_exchange_n(&keys[i], &k, TOMB, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             continue; /* its free won */
         cb(k, m.size, m.cnt_fx, m.stack, m.slot);
         n++;

@@ -340,8 +340,8 @@ store_batch(pe_ip_got_t *g, const struct dl_phdr_info *info, change_t *ch, int n
                     g->err = -ENOMEM;
                     continue;
                 }
-                g->rec[g->nrec++] = (pe_ip_rec_t){ch[j].slot, ch[j].old, to, info->dlpi_addr,
-                                                  info->dlpi_phdr};
+                g->rec[g->nrec++] =
+                    (pe_ip_rec_t){ch[j].slot, ch[j].old, to, info->dlpi_addr, info->dlpi_phdr};
             }
             done++;
         }
@@ -647,8 +647,8 @@ pe_ip_got_free(pe_ip_got_t *g)
 static int
 adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    *(unsigned long long *)arg = size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds
-                                                                                 : 0;
+    *(unsigned long long *)arg =
+        size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
     return 1;
 }
 

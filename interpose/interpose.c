@@ -221,15 +221,3 @@ pe_interpose_unloaded(void)
         pe_ip_got_prune(&got);
     pthread_mutex_unlock(&lock);
 }
-
-int
-pe_interpose_attached(void)
-{
-    return __atomic_load_n(&attached, __ATOMIC_ACQUIRE);
-}
-
-const char *
-pe_interpose_note(void)
-{
-    return note;
-}

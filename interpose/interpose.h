@@ -50,9 +50,9 @@ extern const int pe_interpose_nrows;
  * our definitions, and start the heap in its after-attach way (heap.h:
  * pe_heap_attach, with PROFEP_HEAP_RATE).  A process already running under
  * LD_PRELOAD (our definitions already win) changes nothing and gets 0.
- * Objects whose slots cannot be written are left alone and named in
- * pe_interpose_note().  Any thread but a signal handler; not concurrently
- * with itself or detach.  0, or -errno (nothing redirected then).
+ * Objects whose slots cannot be written are left alone and named in the
+ * heap profiles' comments (the note given to pe_heap_attach).  Any thread but a signal handler; not
+ * concurrently with itself or detach.  0, or -errno (nothing redirected then).
  */
 PE_NODISCARD int pe_interpose_attach(void);
 
@@ -71,13 +71,5 @@ void pe_interpose_loaded(void);
 /* From our dlclose interposer after the real dlclose returned: forget the
    saved slots of objects no longer loaded. */
 void pe_interpose_unloaded(void);
-
-/* 1 while attached. */
-int pe_interpose_attached(void);
-
-/* "since attach at 2026-11-28T10:00:00Z: 212 objects, 1873 slots redirected
-   (31 pages made writable for it); left alone: /x/y.so (why)" or "" before
-   an attach.  Static storage, rewritten at each attach and walk. */
-const char *pe_interpose_note(void);
 
 #endif /* PE_INTERPOSE_H */

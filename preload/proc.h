@@ -113,7 +113,8 @@ PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
  * prot is PROT_READ | PROT_WRITE | PROT_EXEC as the line's r, w, x say.
  * The iterator lives on the caller's stack (4 KiB); a long path is skipped
  * to its line's end.  The kernel reads the list a page at a time: a mapping
- * that changes meanwhile may be seen as it was or as it is.
+ * that changes meanwhile may be seen as it was or as it is.  Not for
+ * signal handlers (memchr).
  */
 typedef struct pe_proc_maps_s {
     int fd;
@@ -121,9 +122,9 @@ typedef struct pe_proc_maps_s {
     char buf[4096];
 } pe_proc_maps_t;
 
-PE_NODISCARD PE_SIGSAFE int pe_proc_maps_open(pe_proc_maps_t *it);
+PE_NODISCARD int pe_proc_maps_open(pe_proc_maps_t *it);
 /* 1 with the next mapping, 0 at the end (or on a read error). */
-PE_SIGSAFE int pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot);
-PE_SIGSAFE void pe_proc_maps_close(pe_proc_maps_t *it);
+int pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot);
+void pe_proc_maps_close(pe_proc_maps_t *it);
 
 #endif /* PE_PROC_H */
