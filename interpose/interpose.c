@@ -152,6 +152,7 @@ pe_interpose_attach(void)
     got.nleft = 0;
     got.left[0] = '\0';
     write_note();
+    pe_ip_got_free(&got); /* (the last attach's mappings) */
     if ((rc = pe_ip_got_init(&got, targets, pe_interpose_nrows)) < 0)
         goto out;
     got.skip_base = self_base;

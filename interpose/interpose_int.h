@@ -78,7 +78,7 @@ int pe_ip_got_restore(pe_ip_got_t *g);
 /* Forget the records and objects of objects no longer loaded. */
 void pe_ip_got_prune(pe_ip_got_t *g);
 /* Release g's mappings. */
-PE_TESTONLY void pe_ip_got_free(pe_ip_got_t *g);
+void pe_ip_got_free(pe_ip_got_t *g);
 /* The version name of definition def ("GLIBC_2.2.5": its object's
    DT_VERSYM and DT_VERDEF), or NULL when it has none.  Outside the loader's
    iterator (dladdr takes the loader's lock). */
