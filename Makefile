@@ -163,7 +163,12 @@ $(BUILD)/test/libpe_attach_shim.so: test/progs/attach_shim.c
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
 	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -o $@ $< -ldl -lpthread
-tests: $(BUILD)/test/libpe_attach_shim.so
+# ... and a library loaded after an attach (test/progs/attach_plugin.c)
+$(BUILD)/test/libpe_attach_plugin.so: test/progs/attach_plugin.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -fno-builtin -Wall -Wl,-z,now,-z,relro -o $@ $<
+tests: $(BUILD)/test/libpe_attach_shim.so $(BUILD)/test/libpe_attach_plugin.so
 
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.
