@@ -243,6 +243,17 @@ PE_SIGSAFE void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t si
 PE_SIGSAFE void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 /* free of a block pe_heap_maybe_tagged() flagged: the whole call. */
 PE_SIGSAFE void pe_heap_free_slow(void *p);
+/* After an attach: 1 when p (not NULL) may be a sample (side.c's table has
+   something where p's probe starts; an empty slot there means "not listed"),
+   without reading p's memory.  One multiply and one load of a line of ours. */
+PE_SIGSAFE static inline int
+pe_heap_side_maybe(const uintptr_t *keys, const void *p)
+{
+    uint32_t i = (uint32_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> 32);
+
+    return __atomic_load_n(&keys[i & pe_heap_hot.side_mask], __ATOMIC_ACQUIRE) != 0;
+}
+
 /* After an attach (pe_heap_hot.side_keys set): the whole free and realloc,
    which look the block up in the side table and never read it. */
 PE_SIGSAFE void pe_heap_side_free(void *p);

@@ -96,9 +96,14 @@ free_unusual(void *p)
 PE_EXPORT void
 free(void *p)
 {
-    /* After an attach: by address, never reading p's memory (side.c). */
-    if (PE_UNLIKELY(pe_heap_hot.side_keys != NULL)) {
-        pe_heap_side_free(p);
+    /* After an attach: by address, never reading p's memory (side.c); an
+       empty slot where p's probe starts is the common answer, "not ours". */
+    const uintptr_t *keys = pe_heap_hot.side_keys;
+    if (PE_UNLIKELY(keys != NULL)) {
+        if (p && !pe_heap_side_maybe(keys, p))
+            pe_heap_hot.real_free(p);
+        else
+            pe_heap_side_free(p);
         return;
     }
     /* One test for NULL and a page start (where the word below may not be

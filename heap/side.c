@@ -65,7 +65,8 @@ pe_heap_side_init(uint32_t entries)
 PE_SIGSAFE static inline uint32_t
 side_hash(uintptr_t p)
 {
-    /* Blocks are 16-byte aligned at least: drop those bits, then Fibonacci. */
+    /* Blocks are 16-byte aligned at least: drop those bits, then Fibonacci
+       (the same as heap.h's pe_heap_side_maybe). */
     return (uint32_t)(((p >> 4) * 0x9E3779B97F4A7C15ull) >> 32);
 }
 
