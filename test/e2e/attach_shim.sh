@@ -4,6 +4,8 @@
 # thread dlopens the library and calls its entry points as the injector's
 # bootstrap thread would; the library itself is not preloaded.
 #   shim_start NAME [VAR=VALUE...] -- PROG ARGS  stdin a fifo on fd 3, output $T/NAME.out/.err
+#                                                (SHIM_FIRST: a library preloaded before the shim,
+#                                                e.g. another allocator)
 #   shim_wait NAME WORD [SECONDS]                until a line WORD is on its stdout
 #   shim_cmd attach|detach                       SHIM_RC, SHIM_LINE; attach sets PE_ADDR
 SHIM=$BUILD/test/libpe_attach_shim.so
@@ -15,7 +17,7 @@ shim_start() {
     SHIM_DIR=$T/shim
     rm -rf "$SHIM_DIR" "$T/in"; mkdir -p "$SHIM_DIR"; mkfifo "$T/in"
     printf 'PROFEP_ADDR=127.0.0.1:0\n%s' "${SHIM_SETTINGS:-}" >"$SHIM_DIR/settings"
-    env LD_PRELOAD="$SHIM" PE_SHIM_DIR="$SHIM_DIR" PE_SHIM_LIB="$LIB" "${envs[@]}" "$@" \
+    env LD_PRELOAD="${SHIM_FIRST:+$SHIM_FIRST }$SHIM" PE_SHIM_DIR="$SHIM_DIR" PE_SHIM_LIB="$LIB" "${envs[@]}" "$@" \
         <"$T/in" >"$T/$name.out" 2>"$T/$name.err" &
     PE_PID=$!
     exec 3>"$T/in"

@@ -2,7 +2,8 @@
  * p_attach_blocks.c: blocks made before an attach, used after it
  * (e2e_attach_blocks.sh).  Builds N blocks (default 1,000,000) of every
  * kind: small malloc and calloc, big enough for glibc to mmap them, and
- * memalign, posix_memalign, aligned_alloc, valloc, pvalloc blocks; each
+ * memalign, posix_memalign, aligned_alloc, valloc, pvalloc blocks (valloc
+ * instead under an allocator without its own pvalloc, jemalloc); each
  * filled with a pattern of its index.  Prints "ready", then 8 threads walk
  * their share of the blocks over and over: check the pattern and
  * malloc_usable_size, realloc (grow or shrink; the pattern kept up to the
@@ -13,6 +14,7 @@
  *
  * usage: p_attach_blocks [N]
  */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,6 +36,7 @@ static blk_t *blk;
 static long nblk;
 static volatile int stop;
 static volatile int failed;
+static int have_pvalloc; /* the allocator's own (jemalloc has none: glibc's would be mixed in) */
 
 static uint64_t
 mix(uint64_t x)
@@ -91,7 +94,7 @@ make(long i, uint64_t r)
     } else if (kind < 14) {
         p = valloc(sz);
     } else if (kind < 16) {
-        p = pvalloc(sz);
+        p = have_pvalloc ? pvalloc(sz) : valloc(sz);
     } else if (kind < 80) {
         p = memalign(64, sz);
     } else if (kind < 140) {
@@ -170,7 +173,11 @@ main(int argc, char **argv)
     long rounds = 0;
     char buf[64];
 
+    Dl_info a, b;
+
     nblk = argc > 1 ? atol(argv[1]) : 1000000;
+    have_pvalloc = dladdr(dlsym(RTLD_DEFAULT, "pvalloc"), &a) &&
+                   dladdr(dlsym(RTLD_DEFAULT, "malloc"), &b) && a.dli_fbase == b.dli_fbase;
     if (!(blk = calloc((size_t)nblk, sizeof(*blk))))
         return 2;
     for (long i = 0; i < nblk; i++)
