@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../heap/heap.h"
 #include "../preload/config.h"
@@ -28,6 +29,7 @@
 #define MAX_ROWS 256
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t lock_pid; /* the process whose thread holds lock (0: free) */
 static pe_ip_target_t targets[MAX_ROWS];
 static pe_ip_got_t got;
 static int attached;
@@ -125,6 +127,39 @@ write_note(void)
              names_left);
 }
 
+/* ---- the lock --------------------------------------------------------------------------- */
+
+/* Attach and detach wait for it; a fork child that inherited it taken by a
+   thread it does not have (a walk after dlopen in the parent) takes a new one. */
+static void
+lock_hard(void)
+{
+    if (pthread_mutex_trylock(&lock) != 0) {
+        pid_t by = __atomic_load_n(&lock_pid, __ATOMIC_ACQUIRE);
+        if (by != 0 && by != getpid())
+            lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&lock);
+    }
+    __atomic_store_n(&lock_pid, getpid(), __ATOMIC_RELEASE);
+}
+
+/* The walks after dlopen and dlclose only try it. */
+static int
+lock_try(void)
+{
+    if (pthread_mutex_trylock(&lock) != 0)
+        return 0;
+    __atomic_store_n(&lock_pid, getpid(), __ATOMIC_RELEASE);
+    return 1;
+}
+
+static void
+unlock(void)
+{
+    __atomic_store_n(&lock_pid, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+}
+
 /* ---- the API ----------------------------------------------------------------------------- */
 
 int
@@ -136,14 +171,14 @@ pe_interpose_attach(void)
     struct tm tm;
     int rc, heap = 0;
 
-    pthread_mutex_lock(&lock);
+    lock_hard();
     if (attached) {
-        pthread_mutex_unlock(&lock);
+        unlock();
         return 0;
     }
     pe_real_init();
     if ((rc = resolve_rows(&self_base)) != 0) {
-        pthread_mutex_unlock(&lock);
+        unlock();
         return rc > 0 ? 0 : rc; /* under LD_PRELOAD: our definitions already win */
     }
     gmtime_r(&now, &tm);
@@ -178,14 +213,14 @@ pe_interpose_attach(void)
     attached = 1;
     rc = 0;
 out:
-    pthread_mutex_unlock(&lock);
+    unlock();
     return rc;
 }
 
 void
 pe_interpose_detach(void)
 {
-    pthread_mutex_lock(&lock);
+    lock_hard();
     if (attached) {
         (void)pe_ip_got_restore(&got);
         /* After the slots: a thread still inside free() finds its sample
@@ -193,7 +228,7 @@ pe_interpose_detach(void)
         pe_heap_detach();
         attached = 0;
     }
-    pthread_mutex_unlock(&lock);
+    unlock();
 }
 
 void
@@ -201,7 +236,7 @@ pe_interpose_loaded(void)
 {
     unsigned long long seen;
 
-    if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&lock) != 0)
+    if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE) || !lock_try())
         return; /* (the lock's holder walks again when it sees objects added meanwhile) */
     if (attached) {
         do {
@@ -210,15 +245,15 @@ pe_interpose_loaded(void)
         } while (pe_ip_got_adds() != seen);
         write_note();
     }
-    pthread_mutex_unlock(&lock);
+    unlock();
 }
 
 void
 pe_interpose_unloaded(void)
 {
-    if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&lock) != 0)
+    if (!__atomic_load_n(&attached, __ATOMIC_ACQUIRE) || !lock_try())
         return;
     if (attached)
         pe_ip_got_prune(&got);
-    pthread_mutex_unlock(&lock);
+    unlock();
 }
