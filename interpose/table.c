@@ -47,6 +47,7 @@ const pe_interpose_row_t pe_interpose_rows[] = {
     /* events */
     {"pthread_create", "events", NULL},
     {"dlopen", "events", NULL},
+    {"dlmopen", "events", NULL},
     {"dlclose", "events", NULL},
     {"dl_iterate_phdr", "events", NULL},
     {"execve", "events", NULL},
