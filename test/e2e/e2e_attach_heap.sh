@@ -47,7 +47,8 @@ go tool pprof -raw "$T/heap.pb.gz" 2>/dev/null | grep -q 'since attach at' &&
     ok "the profile says since attach at" || bad "no 'since attach at' comment"
 
 for path in /debug/pprof/allocs '/debug/pprof/heap?debug=1' '/debug/pprof/heap?min_age=0' \
-    /heap_snapshot '/debug/pprof/heap?seconds=1'; do
+    /heap_snapshot '/debug/pprof/heap?seconds=1' '/heap_timeline?format=json' /heap_peak \
+    '/debug/pprof/heap?since=1' '/allocs_profile?seconds=1'; do
     code=$(pe_fetch "$path" "$T/x")
     [ "$code" = 200 ] && ok "$path answers" || bad "$path answered $code: $(head -c 200 "$T/x")"
 done
