@@ -40,12 +40,17 @@ if command -v valgrind >/dev/null; then
     # (valgrind's pvalloc aborts the program: valloc instead)
     # (nouserintercepts: valgrind would otherwise replace our malloc family
     # too, as it does any object's that defines malloc, and ours would never run)
+    # (the shim attaches from inside: an injector would run its calls
+    # natively in valgrind's own process, not in the program valgrind runs)
+    ATTACH_VIA=shim
     P_BLOCKS_NO_PVALLOC=1 run memcheck 1 3 valgrind -q --error-exitcode=99 \
         --soname-synonyms=somalloc=nouserintercepts --suppressions=test/e2e/valgrind_libunwind.supp \
         --num-callers=20 "$BUILD/test/p_attach_blocks" 20000
 else
     echo "(valgrind not installed: the memcheck pass is skipped)"
 fi
+ATTACH_VIA=
+source test/e2e/attach_shim.sh # (the injector again, when built)
 if cc -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address -o "$T/p_attach_blocks_asan" \
     test/progs/p_attach_blocks.c -ldl -lpthread 2>/dev/null; then
     # (the shim is preloaded ahead of ASan's runtime, which only warns about that)
