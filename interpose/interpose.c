@@ -35,7 +35,8 @@ static pe_ip_got_t got;
 static int attached;
 static char note[2048];
 static char names_left[256]; /* rows whose program definition is not what we forward to */
-static char stamp[32];
+static char stamp[32], last[32]; /* the first attach, the latest */
+static int attaches;
 
 /* ---- resolving the rows ------------------------------------------------------------- */
 
@@ -116,11 +117,18 @@ row_on(const char *name)
 static void
 write_note(void)
 {
+    char again[96] = "";
+
+    /* alloc_* count from the first attach; in use, from the latest (detach
+       counts the samples still listed as freed: heap.h) */
+    if (attaches > 1)
+        snprintf(again, sizeof(again), " (attached %d times; in use since the latest, at %s)",
+                 attaches, last);
     snprintf(note, sizeof(note),
-             "since attach at %s: %llu objects walked, %llu relocation slots redirected (%llu "
+             "since attach at %s%s: %llu objects walked, %llu relocation slots redirected (%llu "
              "read-only pages made writable for it and protected again), %llu slots bound to "
              "another definition left alone%s%s%s%s",
-             stamp, (unsigned long long)got.objects, (unsigned long long)got.slots,
+             stamp, again, (unsigned long long)got.objects, (unsigned long long)got.slots,
              (unsigned long long)got.pages, (unsigned long long)got.elsewhere,
              got.nleft ? "; objects left alone: " : "", got.left,
              names_left[0] ? "; names whose definition is not libc's, left alone: " : "",
@@ -182,7 +190,10 @@ pe_interpose_attach(void)
         return rc > 0 ? 0 : rc; /* under LD_PRELOAD: our definitions already win */
     }
     gmtime_r(&now, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(last, sizeof(last), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!stamp[0])
+        memcpy(stamp, last, sizeof(stamp));
+    attaches++;
     got.objects = got.slots = got.pages = got.elsewhere = 0;
     got.nleft = 0;
     got.left[0] = '\0';
