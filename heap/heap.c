@@ -26,7 +26,7 @@ static int available;
 static const char *reason = "heap profiling was not initialised";
 static uintptr_t self_lo, self_hi; /* our executable segment(s) */
 static int inited;
-static int tables_ok;              /* the tables are mapped (pe_heap_init got that far) */
+static int tables_ok;                /* the tables are mapped (pe_heap_init got that far) */
 static const char *attach_note = ""; /* pe_heap_attach's, for the comments */
 
 void *

@@ -117,9 +117,9 @@ int64_t pe_heap_rate(void);
  * pointers are never read below, and never tagged.
  */
 typedef struct pe_heap_hot_s {
-    uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
-    uintptr_t key2;    /* second tag word's key */
-    int page_start_ok; /* glibc behind us: every block has a header below */
+    uintptr_t key;      /* tag key: random, bit 63 set; 0 before the first tag */
+    uintptr_t key2;     /* second tag word's key */
+    int page_start_ok;  /* glibc behind us: every block has a header below */
     uint32_t side_mask; /* side.c's table size - 1 (with side_keys) */
     /* copies of pe_real.malloc and .free (until they are resolved: our
        functions that resolve them), so that the fast paths touch this one

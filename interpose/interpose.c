@@ -34,7 +34,7 @@ static pe_ip_target_t targets[MAX_ROWS];
 static pe_ip_got_t got;
 static int attached;
 static char note[2048];
-static char names_left[256]; /* rows whose program definition is not what we forward to */
+static char names_left[256];     /* rows whose program definition is not what we forward to */
 static char stamp[32], last[32]; /* the first attach, the latest */
 static int attaches;
 

@@ -42,7 +42,8 @@ static int
 slots(const char *dir, int n, int rounds)
 {
     static pe_ip_target_t t[256];
-    double *tp = calloc((size_t)rounds, sizeof(double)), *tr = calloc((size_t)rounds, sizeof(double));
+    double *tp = calloc((size_t)rounds, sizeof(double)),
+           *tr = calloc((size_t)rounds, sizeof(double));
     pe_ip_got_t g;
     int nt = 0, nslots = 0;
     char path[512];

@@ -144,7 +144,7 @@ worker(void *arg)
             case 1:
             case 2: { /* realloc: the pattern is kept up to the smaller size */
                 uint32_t nsz = (r % 4096 == 1) ? 150000 + (uint32_t)(r >> 40) % 50000
-                                             : 16 + (uint32_t)(r >> 24) % 400;
+                                               : 16 + (uint32_t)(r >> 24) % 400;
                 unsigned char *q = realloc(b->p, nsz);
                 uint32_t keep = nsz < b->size ? nsz : b->size;
                 if (!q) {
