@@ -130,6 +130,20 @@ prot_of(const pe_ip_got_t *g, uintptr_t a)
     return -1;
 }
 
+/* 1 when [a, a + len) lies in readable mappings (as maps said). */
+static int
+readable(const pe_ip_got_t *g, uintptr_t a, size_t len)
+{
+    size_t ps = page_size();
+
+    for (uintptr_t p = a & ~(uintptr_t)(ps - 1); p < a + len; p += ps) {
+        int prot = prot_of(g, p);
+        if (prot < 0 || !(prot & PROT_READ))
+            return 0;
+    }
+    return 1;
+}
+
 static void
 say_left(pe_ip_got_t *g, const char *name, const char *why)
 {
@@ -201,9 +215,10 @@ dptr(uintptr_t base, ElfW(Addr) v)
     return base && v < base ? base + v : v;
 }
 
-/* 1 with d filled, 0 when the object has nothing to look at. */
+/* 1 with d filled, 0 when the object has nothing to look at, -1 when a
+   table of it is on a page that cannot be read (a program's mprotect). */
 static int
-read_dynamic(const struct dl_phdr_info *info, dynobj_t *d)
+read_dynamic(const pe_ip_got_t *g, const struct dl_phdr_info *info, dynobj_t *d)
 {
     const ElfW(Dyn) *dyn = NULL;
     size_t pltrelsz = 0, relasz = 0, relaent = sizeof(ElfW(Rela));
@@ -225,7 +240,11 @@ read_dynamic(const struct dl_phdr_info *info, dynobj_t *d)
     }
     if (!dyn)
         return 0;
-    for (; dyn->d_tag != DT_NULL; dyn++) {
+    for (;; dyn++) {
+        if (!readable(g, (uintptr_t)dyn, sizeof(*dyn)))
+            return -1;
+        if (dyn->d_tag == DT_NULL)
+            break;
         switch (dyn->d_tag) {
         case DT_SYMTAB: d->sym = (const void *)dptr(d->base, dyn->d_un.d_ptr); break;
         case DT_STRTAB: d->str = (const void *)dptr(d->base, dyn->d_un.d_ptr); break;
@@ -254,6 +273,11 @@ read_dynamic(const struct dl_phdr_info *info, dynobj_t *d)
         d->rel[1] = (const void *)rela;
         d->nrel[1] = relasz / sizeof(ElfW(Rela));
     }
+    for (int w = 0; w < 2; w++)
+        if (d->rel[w] && !readable(g, (uintptr_t)d->rel[w], d->nrel[w] * sizeof(ElfW(Rela))))
+            return -1;
+    if (d->verneed && !readable(g, (uintptr_t)d->verneed, d->nverneed * 64))
+        d->versym = NULL, d->verneed = NULL; /* (then lazy slots asking a version are left) */
     return 1;
 }
 
@@ -368,21 +392,29 @@ sort_changes(change_t *ch, int n)
     }
 }
 
-/* Decide what one relocation becomes: the target index, or -1. */
+/* Decide what one relocation becomes: the target index, or -1 (not to
+   redirect), -2 (its page is not readable: the object is left alone), -3
+   (its page was mapped after the maps were read: the next walk's). */
 static int
 decide(pe_ip_got_t *g, const dynobj_t *d, const ElfW(Rela) * r, uintptr_t *old)
 {
     uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info), idx = (uint32_t)ELF64_R_SYM(r->r_info);
     uintptr_t slot = d->base + r->r_offset, cur;
     const char *want;
-    int k;
+    int k, k2;
 
     if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || idx == 0)
         return -1;
+    if (!readable(g, (uintptr_t)&d->sym[idx], sizeof(d->sym[idx])) ||
+        !readable(g, (uintptr_t)(d->str + d->sym[idx].st_name), 32) ||
+        (d->versym && !readable(g, (uintptr_t)&d->versym[idx], sizeof(d->versym[idx]))))
+        return -2;
     if ((k = find_target(g, d->str + d->sym[idx].st_name)) < 0 || !g->t[k].from)
         return -1;
     if (slot & 7)
         return -1;
+    if ((k2 = prot_of(g, slot)) < 0 || !(k2 & PROT_READ))
+        return k2 < 0 ? -3 : -2; /* (never read a page a program made unreadable) */
     cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
     if (cur == g->t[k].to)
         return -1; /* ours already */
@@ -408,11 +440,20 @@ patch_object(pe_ip_got_t *g, const struct dl_phdr_info *info)
     dynobj_t d;
     int n = 0, rc = 0, retry = 0;
 
-    if (read_dynamic(info, &d)) {
+    if ((rc = read_dynamic(g, info, &d)) < 0) {
+        say_left(g, info->dlpi_name, "unreadable dynamic section");
+    } else if (rc > 0) {
+        rc = 0;
         for (int w = 0; w < 2 && rc >= 0; w++) {
             for (size_t i = 0; i < d.nrel[w] && rc >= 0; i++) {
                 uintptr_t old;
                 int k = decide(g, &d, &d.rel[w][i], &old);
+                if (k == -2 || k == -3) {
+                    why = k == -2 ? "unreadable slots"
+                                  : "slots on a page /proc/self/maps did not list";
+                    rc = -EFAULT;
+                    break;
+                }
                 if (k < 0)
                     continue;
                 ch[n++] = (change_t){d.base + d.rel[w][i].r_offset, old, k};

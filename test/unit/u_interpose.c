@@ -229,6 +229,45 @@ old_version(void)
     dlclose(h);
 }
 
+/* An object whose slots cannot be read is left alone, named. */
+static void
+unreadable(void)
+{
+    char path[128], line[512], prev[512] = "";
+    unsigned long lo = 0, hi = 0;
+    pe_ip_got_t g;
+    FILE *f;
+    void *h;
+
+    snprintf(path, sizeof(path), "%s/libnone.so", dir);
+    if (!(h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        return;
+    /* its RELRO mapping (the GOT): the one before its read-write one */
+    f = fopen("/proc/self/maps", "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        if (!strstr(line, "libnone.so"))
+            continue;
+        if (strstr(line, " rw-p ") && prev[0]) {
+            sscanf(prev, "%lx-%lx", &lo, &hi);
+            break;
+        }
+        snprintf(prev, sizeof(prev), "%s", line);
+    }
+    if (f)
+        fclose(f);
+    CHECK(hi > lo);
+    if (hi <= lo || mprotect((void *)lo, hi - lo, PROT_NONE) != 0)
+        return;
+    CHECK(pe_ip_got_init(&g, targets, 3) == 0);
+    g.only = "libnone.so";
+    CHECK(pe_ip_got_patch(&g) == 0);
+    CHECKF(g.nleft == 1 && strstr(g.left, "libnone.so (unreadable"), "left: %s", g.left);
+    CHECK(pe_ip_got_restore(&g) == 0);
+    pe_ip_got_free(&g);
+    mprotect((void *)lo, hi - lo, PROT_READ);
+    dlclose(h);
+}
+
 /* ---- the store is atomic: a caller sees old or new ----------------------------------- */
 
 static volatile int stop;
@@ -364,7 +403,7 @@ main(void)
         fclose(f);
     }
     if (build("libnow.so", "-Wl,-z,now,-z,relro") || build("liblazy.so", "-Wl,-z,lazy") ||
-        build("libold.so", "-DOLD -Wl,-z,lazy")) {
+        build("libnone.so", "-Wl,-z,now,-z,relro") || build("libold.so", "-DOLD -Wl,-z,lazy")) {
         fprintf(stderr, "u_interpose: no C compiler to build the test libraries\n");
         return 77;
     }
@@ -377,6 +416,7 @@ main(void)
     one_library("libnow.so", 0);
     one_library("liblazy.so", 1);
     old_version();
+    unreadable();
     atomic_flips();
     side_table();
     table_rows();
