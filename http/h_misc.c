@@ -93,8 +93,10 @@ pe_http_h_index(pe_req_t *r)
     }
     pe_sink_put(s, "</table>\n");
     if (pe_init_attach_note(note, sizeof(note))[0]) {
-        pe_sink_printf(s, "<p>Attached to this running process (profep attach), %s: what "
-                          "happened before is not seen.", note);
+        pe_sink_printf(s,
+                       "<p>Attached to this running process (profep attach), %s: what "
+                       "happened before is not seen.",
+                       note);
         if (pe_init_no_interposers())
             pe_sink_put(s, " The heap, allocation, mutex and block profiles need the library "
                            "at start (LD_PRELOAD) and answer 503 here.");

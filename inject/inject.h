@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <time.h>
 #include <sys/user.h>
+#include <time.h>
 
 #define PE_WHY_LEN 512
 
@@ -73,7 +73,7 @@ typedef struct pe_remote_s {
     uint64_t maskarea; /* below the red zone of the thread's stack */
     uint64_t oldmask;
     int masked;
-    int memfd; /* /proc/PID/mem, read-write */
+    int memfd;                    /* /proc/PID/mem, read-write */
     struct timespec t_stop, t_go; /* the interrupt, and the release (the pause) */
 } pe_remote_t;
 

@@ -9,6 +9,7 @@
  * line we print.  The page goes with the bootstrap thread.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -121,10 +122,15 @@ stop_one(pe_remote_t *r, const pe_target_t *t, char *why)
 {
     pid_t tids[64];
     int rc;
+    /* Tests: start at the Nth candidate, so that cycles stop every kind of
+       waiting thread in turn (test/e2e/e2e_attach.sh). */
+    const char *first = getenv("PROFEP_INJECT_THREAD");
+    int skip = first ? atoi(first) : 0;
 
     for (int round = 0; round < PE_FIND_ROUNDS; round++) {
         int n = pe_target_candidates(t, tids, 64);
-        for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            int i = (j + (skip > 0 ? skip : 0)) % n;
             rc = pe_remote_stop(r, t->pid, tids[i], t, why);
             if (rc != -EAGAIN)
                 return rc;
@@ -193,8 +199,8 @@ plant(pe_remote_t *r, const libc_syms_t *s, uint64_t entry, int op, const char *
         goto err_unmap;
     }
     rc = pe_remote_call(r, s->pthread_create, b + PE_STUB_LEN,
-                        b + (uint64_t)(pe_stub_trap - pe_stub_start), b + PE_STUB_DATA + D_PTHREAD_T,
-                        0, b, b + PE_STUB_DATA, &created, why);
+                        b + (uint64_t)(pe_stub_trap - pe_stub_start),
+                        b + PE_STUB_DATA + D_PTHREAD_T, 0, b, b + PE_STUB_DATA, &created, why);
     if (rc < 0)
         return rc; /* remote.c put it back (or it is gone) */
     if (created != 0) {
@@ -271,12 +277,13 @@ inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const
     t1 = now_ns();
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (stats && base)
-        fprintf(stderr,
-                "profep-inject: thread %d of pid %d stopped for %lld us (%lld us with the search)\n",
-                (int)r.tid, (int)t->pid,
-                (long long)((r.t_go.tv_sec - r.t_stop.tv_sec) * 1000000LL +
-                            (r.t_go.tv_nsec - r.t_stop.tv_nsec) / 1000),
-                (long long)((t1 - t0) / 1000));
+        fprintf(
+            stderr,
+            "profep-inject: thread %d of pid %d stopped for %lld us (%lld us with the search)\n",
+            (int)r.tid, (int)t->pid,
+            (long long)((r.t_go.tv_sec - r.t_stop.tv_sec) * 1000000LL +
+                        (r.t_go.tv_nsec - r.t_stop.tv_nsec) / 1000),
+            (long long)((t1 - t0) / 1000));
     if (rc < 0 || !base)
         goto out;
     data = base + PE_STUB_DATA;
@@ -354,7 +361,8 @@ settings_from_env(char *out, size_t len)
     out[0] = '\0';
     for (char **e = environ; *e; e++) {
         size_t n = strlen(*e);
-        if (strncmp(*e, "PROFEP_", 7) != 0 || !strncmp(*e, "PROFEP_TREE=", 12))
+        if (strncmp(*e, "PROFEP_", 7) != 0 || !strncmp(*e, "PROFEP_TREE=", 12) ||
+            !strncmp(*e, "PROFEP_INJECT", 13))
             continue;
         if (used + n + 2 > len)
             return -E2BIG;
@@ -369,9 +377,91 @@ settings_from_env(char *out, size_t len)
 static int
 usage(void)
 {
-    fprintf(stderr, "usage: profep-inject [--stats] attach|detach PID --lib PATH\n"
+    fprintf(stderr, "usage: profep-inject [--stats] [--children] attach|detach PID --lib PATH\n"
                     "  the settings are the PROFEP_* variables of this command's environment\n");
     return 2;
+}
+
+/*
+ * Attach to or detach from one process: every check, then the injection.
+ * 0 with the library's line in reply (rc 1 from the library: nothing to do
+ * is 0 too), or -errno with why.
+ */
+static int
+one(pid_t pid, int op, const char *lib, const char *settings, char *reply, char *why)
+{
+    pe_target_t t;
+    uint64_t entry = 0;
+    int rc;
+
+    reply[0] = why[0] = '\0';
+    if ((rc = pe_target_check(&t, pid, why)) < 0)
+        return rc;
+    if (op == 1 && !t.have_lib) {
+        snprintf(reply, PE_STUB_REPLY_LEN, "pid %d does not carry the library: nothing to detach",
+                 (int)pid);
+        return 0;
+    }
+    if (t.have_lib) {
+        entry = pe_elf_sym(t.pid, &t.lib, op ? PE_DETACH_SYM : PE_ATTACH_SYM);
+        if (!entry) {
+            snprintf(why, PE_WHY_LEN,
+                     "pid %d carries a build of the library without %s (%.200s); restart it to "
+                     "change builds",
+                     (int)pid, op ? "detach" : "attach", t.lib.path);
+            return -ENOTSUP;
+        }
+    } else if ((rc = pe_target_deps(&t, lib, why)) < 0) {
+        return rc;
+    }
+    rc = inject(&t, lib, entry, op, settings, reply, why);
+    if (rc < 0 && !why[0])
+        snprintf(why, PE_WHY_LEN, "%s", reply[0] ? reply : "failed");
+    return rc < 0 ? rc : 0;
+}
+
+/* The live descendants of pid, parents before children (at most n). */
+static int
+descendants(pid_t pid, pid_t *out, int n)
+{
+    static pid_t ppid_of[1 << 22];
+    pid_t all[65536];
+    int nall = 0, k = 0;
+    struct dirent *de;
+    DIR *d = opendir("/proc");
+
+    if (!d)
+        return 0;
+    while ((de = readdir(d)) && nall < (int)(sizeof(all) / sizeof(all[0]))) {
+        char path[64], buf[512], *p;
+        int fd;
+        ssize_t len;
+        long q = strtol(de->d_name, &p, 10), pp;
+
+        if (*p || q <= 0 || q >= (1 << 22))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/stat", q);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        if (!(p = strrchr(buf, ')')) || sscanf(p + 2, "%*c %ld", &pp) != 1)
+            continue;
+        ppid_of[q] = (pid_t)pp;
+        all[nall++] = (pid_t)q;
+    }
+    closedir(d);
+    /* breadth first from pid */
+    for (int head = -1; head < k; head++) {
+        pid_t parent = head < 0 ? pid : out[head];
+        for (int i = 0; i < nall && k < n; i++)
+            if (ppid_of[all[i]] == parent && all[i] != pid)
+                out[k++] = all[i];
+    }
+    return k;
 }
 
 int
@@ -379,9 +469,10 @@ main(int argc, char **argv)
 {
     const char *op_name = NULL, *pid_s = NULL, *lib = NULL;
     char why[PE_WHY_LEN] = "", reply[PE_STUB_REPLY_LEN] = "", settings[PE_STUB_SETTINGS_LEN];
-    pe_target_t t;
-    uint64_t entry = 0;
-    int op, rc;
+    char root_reply[PE_STUB_REPLY_LEN];
+    pid_t kids[256];
+    int op, rc, children = 0, nkids, joined = 0;
+    unsigned long long nonce = 0;
     long pid;
     char *end;
 
@@ -389,6 +480,8 @@ main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--stats"))
             stats = 1;
+        else if (!strcmp(argv[i], "--children"))
+            children = 1;
         else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
             lib = argv[++i];
         else if (!op_name)
@@ -414,34 +507,36 @@ main(int argc, char **argv)
     }
     if (settings_from_env(settings, sizeof(settings)) < 0)
         return fail("the PROFEP_* settings are too long");
-    if ((rc = pe_target_check(&t, (pid_t)pid, why)) < 0)
+    /* --children: the tree's key (preload/tree.h), given to the root and to
+       every descendant, which serve through the root's address */
+    if (children && op == 0) {
+        size_t used = strlen(settings);
+        if (syscall(SYS_getrandom, &nonce, sizeof(nonce), 0) != (long)sizeof(nonce))
+            nonce = (unsigned long long)now_ns() ^ ((unsigned long long)getpid() << 32);
+        if (snprintf(settings + used, sizeof(settings) - used, "PROFEP_TREE=%ld:%016llx\n", pid,
+                     nonce) >= (int)(sizeof(settings) - used))
+            return fail("the PROFEP_* settings are too long");
+    }
+    if ((rc = one((pid_t)pid, op, lib, settings, reply, why)) < 0)
         return fail(why);
-    if (op == 1 && !t.have_lib) {
-        printf("profendpoints: pid %ld does not carry the library: nothing to detach\n", pid);
+    snprintf(root_reply, sizeof(root_reply), "%s", reply);
+    if (!children) {
+        if (op == 0 && pe_target_other_netns((pid_t)pid))
+            printf("profendpoints: %s; it has its own network namespace: reach it with profep "
+                   "--pid %ld\n",
+                   root_reply, pid);
+        else
+            printf("profendpoints: %s\n", root_reply);
         return 0;
     }
-    if (t.have_lib) {
-        entry = pe_elf_sym(t.pid, &t.lib, op ? PE_DETACH_SYM : PE_ATTACH_SYM);
-        if (!entry) {
-            snprintf(why, sizeof(why),
-                     "pid %ld carries a build of the library without %s (%.200s); restart it to "
-                     "change builds",
-                     pid, op ? "detach" : "attach", t.lib.path);
-            return fail(why);
-        }
-    } else if ((rc = pe_target_deps(&t, lib, why)) < 0) {
-        return fail(why);
+    nkids = descendants((pid_t)pid, kids, (int)(sizeof(kids) / sizeof(kids[0])));
+    for (int i = 0; i < nkids; i++) {
+        if (one(kids[i], op, lib, settings, reply, why) < 0)
+            fprintf(stderr, "profendpoints: descendant %d: %s\n", (int)kids[i], why);
+        else
+            joined++;
     }
-    rc = inject(&t, lib, entry, op, settings, reply, why);
-    if (rc < 0 && why[0])
-        return fail(why);
-    if (rc < 0)
-        return fail(reply[0] ? reply : "failed");
-    if (op == 0 && pe_target_other_netns(t.pid))
-        printf("profendpoints: %s; it has its own network namespace: reach it with profep "
-               "--pid %ld\n",
-               reply, pid);
-    else
-        printf("profendpoints: %s\n", reply);
+    printf("profendpoints: %s; %d of %d descendants %s\n", root_reply, joined, nkids,
+           op == 0 ? "joined (GET /debug/pprof/processes)" : "detached");
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -87,15 +88,22 @@ static int
 eintr_restartable(long nr)
 {
     switch (nr) {
-    case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg: case SYS_accept:
-    case SYS_accept4: case SYS_epoll_wait: case SYS_epoll_pwait:
+    case SYS_read:
+    case SYS_readv:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
 #endif
-    case SYS_rt_sigtimedwait: case SYS_semop: case SYS_semtimedop: case SYS_io_getevents:
-        return 1;
-    default:
-        return 0;
+    case SYS_rt_sigtimedwait:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_io_getevents: return 1;
+    default: return 0;
     }
 }
 
@@ -103,6 +111,35 @@ static int
 in_text(const pe_obj_t *o, uint64_t pc)
 {
     return o->text_lo && pc >= o->text_lo && pc < o->text_hi;
+}
+
+/* Why PTRACE_SEIZE failed, in words a user can act on. */
+static void
+not_permitted(pid_t pid, int err, char *why)
+{
+    char buf[16] = "";
+    int fd = open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC), scope = -1;
+
+    if (fd >= 0) {
+        if (read(fd, buf, sizeof(buf) - 1) > 0)
+            scope = atoi(buf);
+        close(fd);
+    }
+    if (err != EPERM)
+        snprintf(why, PE_WHY_LEN, "cannot trace pid %d: %s", (int)pid, strerror(err));
+    else if (scope >= 3)
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted: kernel.yama.ptrace_scope=3 forbids attaching to any process "
+                 "(until reboot)");
+    else if (scope >= 1 && geteuid() != 0)
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted: kernel.yama.ptrace_scope=%d; run as root or with "
+                 "CAP_SYS_PTRACE",
+                 scope);
+    else
+        snprintf(why, PE_WHY_LEN,
+                 "not permitted to trace pid %d (already traced, or root/CAP_SYS_PTRACE needed)",
+                 (int)pid);
 }
 
 /* Let the thread go as it stopped (with the -EINTR fix when it applies). */
@@ -127,7 +164,7 @@ pe_remote_stop(pe_remote_t *r, pid_t pid, pid_t tid, const pe_target_t *t, char 
         if (errno == ESRCH)
             return -EAGAIN; /* the thread is gone */
         rc = -errno;
-        snprintf(why, PE_WHY_LEN, "cannot trace pid %d: %s", (int)pid, strerror(errno));
+        not_permitted(pid, errno, why);
         return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &r->t_stop);
@@ -195,8 +232,10 @@ unexpected(pe_remote_t *r, int st, const char *what, char *why)
 {
     int sig = WIFSTOPPED(st) && (st >> 16) == 0 ? WSTOPSIG(st) : 0;
 
-    snprintf(why, PE_WHY_LEN, "thread %d of pid %d was interrupted during %s (signal %d); it "
-             "was put back as it was; try again", (int)r->tid, (int)r->pid, what, sig);
+    snprintf(why, PE_WHY_LEN,
+             "thread %d of pid %d was interrupted during %s (signal %d); it "
+             "was put back as it was; try again",
+             (int)r->tid, (int)r->pid, what, sig);
     (void)pe_remote_release(r, why + strlen(why));
     return -EINTR;
 }
@@ -249,8 +288,8 @@ pe_remote_mask(pe_remote_t *r, char *why)
         snprintf(why, PE_WHY_LEN, "cannot write to the stack of thread %d", (int)r->tid);
         return -EIO;
     }
-    if ((rc = pe_remote_syscall(r, SYS_rt_sigprocmask, SIG_SETMASK, r->maskarea, r->maskarea + 8,
-                                8, 0, 0, &ret, why)) < 0)
+    if ((rc = pe_remote_syscall(r, SYS_rt_sigprocmask, SIG_SETMASK, r->maskarea, r->maskarea + 8, 8,
+                                0, 0, &ret, why)) < 0)
         return rc;
     if (ret < 0 || pe_mem_read(r->memfd, r->maskarea + 8, &r->oldmask, 8) < 0) {
         snprintf(why, PE_WHY_LEN, "rt_sigprocmask in thread %d: %s", (int)r->tid,

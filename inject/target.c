@@ -171,6 +171,14 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
                  (int)pid, seccomp == 1 ? "strict mode" : "filter");
         return -EPERM;
     }
+    /* A user-mode shadow stack (CET) would fault on the return of our one
+       remote call, which no `call` pushed. */
+    if ((p = strstr(buf, "\nx86_Thread_features:")) && strstr(p, "shstk") &&
+        strstr(p, "shstk") < strchr(p + 1, '\n')) {
+        snprintf(why, PE_WHY_LEN,
+                 "pid %d runs with a shadow stack (CET): attach does not support it", (int)pid);
+        return -ENOTSUP;
+    }
     if (geteuid() != 0 && uid >= 0 && (uid_t)uid != geteuid()) {
         snprintf(why, PE_WHY_LEN,
                  "not permitted: pid %d belongs to uid %ld; run as root (or with CAP_SYS_PTRACE)",
@@ -222,8 +230,12 @@ int
 pe_target_deps(const pe_target_t *t, const char *lib_path, char *why)
 {
     static const char *const deps[] = {"libcivetweb.so.1", "libz.so.1"};
-    static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                       "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+    static const char *const dirs[] = {"/lib/x86_64-linux-gnu",
+                                       "/usr/lib/x86_64-linux-gnu",
+                                       "/lib64",
+                                       "/usr/lib64",
+                                       "/lib",
+                                       "/usr/lib",
                                        "/usr/local/lib"};
     char path[PATH_MAX], dir[PATH_MAX];
     struct stat st;
@@ -281,11 +293,27 @@ static int
 rank_call(long nr, unsigned long long uaddr, const pe_target_t *t)
 {
     switch (nr) {
-    case SYS_read: case SYS_readv: case SYS_pread64: case SYS_recvfrom: case SYS_recvmsg:
-    case SYS_accept: case SYS_accept4: case SYS_poll: case SYS_ppoll: case SYS_select:
-    case SYS_pselect6: case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_nanosleep:
-    case SYS_clock_nanosleep: case SYS_wait4: case SYS_waitid: case SYS_pause:
-    case SYS_rt_sigsuspend: case SYS_rt_sigtimedwait: case SYS_msgrcv:
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_pause:
+    case SYS_rt_sigsuspend:
+    case SYS_rt_sigtimedwait:
+    case SYS_msgrcv:
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
 #endif
@@ -297,8 +325,7 @@ rank_call(long nr, unsigned long long uaddr, const pe_target_t *t)
             (t->ldso.base && uaddr >= t->ldso.base && uaddr < t->ldso.span_hi + (256ULL << 10)))
             return 0;
         return 2;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "real.h"
 #include "sigown.h"
+#include "tree.h"
 
 /* How long attach waits for the server to listen (libunwind's first walk
    and civetweb's start: ~50 ms; a loaded machine, much more). */
@@ -41,7 +42,7 @@
 /* What the interposers' profiles answer until the GOT slots are redirected
    after an attach (interpose/, issue 41). */
 #define PE_ATTACH_NO_HOOKS                                                                         \
-    "attached to a running process: this profile needs the library at start (LD_PRELOAD) or "     \
+    "attached to a running process: this profile needs the library at start (LD_PRELOAD) or "      \
     "an attach that redirects the program's calls, which this build does not do"
 
 /* The interposers' redirection after attach (interpose/), when built in. */
@@ -68,8 +69,7 @@ pe_attach_loading(void)
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static int
-say(char *reply, size_t len, int rc, const char *fmt, ...) PE_PRINTF(4, 5);
+static int say(char *reply, size_t len, int rc, const char *fmt, ...) PE_PRINTF(4, 5);
 
 static int
 say(char *reply, size_t len, int rc, const char *fmt, ...)
@@ -105,6 +105,20 @@ set_up_modules(void)
     modules_up = 1;
 }
 
+/* `profep attach --children`: PROFEP_TREE=ROOTPID:KEY in the settings
+   (inject/main.c) makes a tree as LD_PRELOAD's does (preload/tree.h). */
+static void
+tree_from_settings(const char *settings)
+{
+    const char *p = settings ? strstr(settings, "PROFEP_TREE=") : NULL;
+    unsigned long long key = 0;
+    int root = 0;
+
+    if (!p || (p != settings && p[-1] != '\n') || sscanf(p + 12, "%d:%llx", &root, &key) != 2)
+        root = 0;
+    pe_tree_init_attached((pid_t)root, key);
+}
+
 /* Until the server listens, or gave up (it went dormant), bounded. */
 static int
 wait_listening(void)
@@ -134,9 +148,9 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
     pe_guard_enter();
     preloaded = !loaded_by_attach;
     if (pe_init_active()) {
-        rc = wait_listening() == 0 ? serving_line(reply, reply_len, 1)
-                                   : say(reply, reply_len, -EBUSY,
-                                         "the library is loaded and starting its server");
+        rc = wait_listening() == 0
+                 ? serving_line(reply, reply_len, 1)
+                 : say(reply, reply_len, -EBUSY, "the library is loaded and starting its server");
         goto out;
     }
     if (preloaded && !pe_alone_aside()) {
@@ -156,6 +170,7 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
     }
     if (pe_alone_aside())
         pe_alone_rejoin(); /* a detach before: every module may start again */
+    tree_from_settings(settings);
     if (!modules_up && !preloaded)
         set_up_modules();
     if (preloaded) {

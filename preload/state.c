@@ -10,7 +10,7 @@
 #include "init.h"
 
 static int active;
-static int64_t attached_at;           /* writer: attach, before the server starts */
+static int64_t attached_at;            /* writer: attach, before the server starts */
 static const char *no_interposers_why; /* idem */
 
 PE_SIGSAFE int

@@ -38,6 +38,13 @@ enum { PE_TREE_NONE, PE_TREE_ROOT, PE_TREE_FORK, PE_TREE_EXEC };
 /* Constructor, active process, after pe_cfg_load: role, and PROFEP_TREE for a root. */
 void pe_tree_init(void);
 /* This process's role (PE_TREE_*). */
+/*
+ * After `profep attach --children` (preload/attach.c), instead of
+ * pe_tree_init: root (its pid and the key the injector drew) makes this
+ * process the tree's root (root == getpid()) or a member of it; root 0: no
+ * tree.  No thread of ours may be running.
+ */
+void pe_tree_init_attached(pid_t root, unsigned long long key);
 int pe_tree_role(void);
 /* 1 when this process serves as a member (loopback, ephemeral port, few workers). */
 int pe_tree_member(void);

@@ -68,19 +68,39 @@ check "detach: threads as before ($t0)" eventually 5 [ "$(ntasks $pid)" = "$t0" 
 out=$(detach $pid); rc=$?
 check "detach again: exit 0, nothing to stop ($out)" bash -c "[ $rc = 0 ] && grep -q 'nothing' <<<'$out'"
 
-fails=0 slow=0
+# the same through scripts/profep, its flags for the settings
+out=$(PROFEP_INJECT=$INJ PROFEP_LIB=$LIB scripts/profep attach $pid --port 0 --token sesame)
+a=$(addr_of "$out")
+check "profep attach PID --port 0 --token T: the serving line ($out)" [ -n "$a" ]
+check "profep attach's --token is in force (401 without it)" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/")" = 401 ]
+check "... and 200 with it" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sesame' "$a/debug/pprof/")" = 200 ]
+out=$(PROFEP_INJECT=$INJ PROFEP_LIB=$LIB scripts/profep detach $pid)
+check "profep detach PID ($out)" grep -q "detached from pid $pid" <<<"$out"
+
+fails=0 slow=0 stopped=
 for i in $(seq "$CYCLES"); do
-    out=$(attach $pid) || { fails=$((fails + 1)); echo "  cycle $i attach: $out"; }
+    # each cycle stops another of its waiting threads (read, accept, epoll...)
+    out=$(PROFEP_ADDR=127.0.0.1:0 PROFEP_INJECT_THREAD=$i "$INJ" --stats attach $pid --lib "$LIB" 2>"$T/sa") ||
+        { fails=$((fails + 1)); echo "  cycle $i attach: $out"; }
+    stopped="$stopped $(sed -n 's/.*thread \([0-9]*\) of pid.*/\1/p' "$T/sa")"
     a=$(addr_of "$out")
     [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$a/debug/pprof/")" = 200 ] ||
         { fails=$((fails + 1)); echo "  cycle $i: no answer from $a"; }
-    out=$(detach $pid) || { fails=$((fails + 1)); echo "  cycle $i detach: $out"; }
+    out=$(PROFEP_INJECT_THREAD=$((i + 5)) "$INJ" --stats detach $pid --lib "$LIB" 2>"$T/st") ||
+        { fails=$((fails + 1)); echo "  cycle $i detach: $out"; }
+    stopped="$stopped $(sed -n 's/.*thread \([0-9]*\) of pid.*/\1/p' "$T/st")"
     kill -0 $pid 2>/dev/null || { echo "  cycle $i: the program is gone"; cat "$T/block.err"; break; }
     [ "$(sigcgt $pid)" = "$sig0" ] || { fails=$((fails + 1)); echo "  cycle $i: SigCgt $(sigcgt $pid)"; }
     [ "$(fds $pid)" = "$fd1" ] || { fails=$((fails + 1)); echo "  cycle $i: descriptors $(fds $pid)"; }
     eventually 5 [ "$(ntasks $pid)" = "$t0" ] || { slow=$((slow + 1)); echo "  cycle $i: $(ntasks $pid) threads"; }
 done
 check "$CYCLES attach/detach cycles: each answered, each left the process as before" [ $fails = 0 ]
+kinds=$(for t in $stopped; do cat /proc/$pid/task/$t/syscall 2>/dev/null | cut -d' ' -f1; done | sort -u | tr '\n' ' ')
+echo "  threads stopped: $(tr ' ' '\n' <<<"$stopped" | sort -u | grep -c .), the program's waiting in system calls $kinds"
+check "the cycles stopped the program's threads in at least 6 kinds of system call" \
+    [ "$(wc -w <<<"$kinds")" -ge 6 ]
 check "after each detach our threads were gone within 5 s" [ $slow = 0 ]
 check "no EINTR, no short sleep in the program ($(cat "$T/block.err"))" kill -0 $pid
 exec 3>&-

@@ -39,7 +39,11 @@ worker(void *arg)
 {
     long id = (long)arg;
     unsigned rnd = (unsigned)id * 2654435761u + 1;
-    struct { unsigned char *p; size_t n; unsigned seed; } keep[KEEP];
+    struct {
+        unsigned char *p;
+        size_t n;
+        unsigned seed;
+    } keep[KEEP];
 
     memset(keep, 0, sizeof(keep));
     while (!stop) {

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -18,7 +19,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,9 +184,8 @@ t_cond(void *a)
 int
 main(void)
 {
-    void *(*fns[])(void *) = {t_read,          t_accept, t_poll,        t_nanosleep,
-                              t_clock_nanosleep, t_epoll, t_epoll_timed, t_futex,
-                              t_futex_timed,   t_cond};
+    void *(*fns[])(void *) = {t_read,  t_accept,      t_poll,  t_nanosleep,   t_clock_nanosleep,
+                              t_epoll, t_epoll_timed, t_futex, t_futex_timed, t_cond};
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     pthread_t t;
     char buf[64];
