@@ -7,15 +7,15 @@
 # and usable size as they go.  No crash, no hang (each attach and detach
 # bounded), its checksum unchanged at exit, a heap profile during an attach,
 # and after the last detach every relocation slot and protection as before.
-# Again (300,000 blocks, half the cycles) with jemalloc as the program's
-# allocator, preloaded before the attach.  ATTACH_CYCLES (default 20) sets the
-# number of cycles.
+# Again (300,000 blocks, a fifth of the cycles) with jemalloc as the
+# program's allocator, preloaded before the attach.  ATTACH_CYCLES (default
+# 100, as the issue asks; about 70 s at load 15) sets the number of cycles.
 cd "$(dirname "$0")/../.." || exit 1
 source test/e2e/lib.sh
 source test/e2e/attach_shim.sh
 pe_need curl go python3 readelf
 [ -f "$SHIM" ] || { echo "SKIP: $SHIM not built (make tests)"; exit 77; }
-CYCLES=${ATTACH_CYCLES:-20}
+CYCLES=${ATTACH_CYCLES:-100}
 
 SHIM_SETTINGS='PROFEP_HEAP_RATE=65536'
 # one pass on glibc's allocator, one on jemalloc's (no header below a block:
@@ -56,7 +56,7 @@ cycles() { # NAME BLOCKS CYCLES
 cycles glibc 1000000 "$CYCLES"
 JE=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
 if [ -n "$JE" ]; then
-    SHIM_FIRST=$JE cycles jemalloc 300000 $(((CYCLES + 1) / 2))
+    SHIM_FIRST=$JE cycles jemalloc 300000 $(((CYCLES + 4) / 5))
 else
     echo "(libjemalloc2 not installed: the jemalloc pass is skipped)"
 fi
