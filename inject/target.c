@@ -324,6 +324,11 @@ rank_call(long nr, unsigned long long uaddr, const pe_target_t *t)
         if ((uaddr >= t->libc.base && uaddr < t->libc.span_hi + (256ULL << 10)) ||
             (t->ldso.base && uaddr >= t->ldso.base && uaddr < t->ldso.span_hi + (256ULL << 10)))
             return 0;
+        /* nor the lock of one of malloc's other arenas: each sits at the
+           start of a heap aligned to 64 MiB (glibc's HEAP_MAX_SIZE); a
+           thread inside fork() waits there holding the arenas before it */
+        if ((uaddr & ((64ULL << 20) - 1)) < 4096)
+            return 0;
         return 2;
     default: return 0;
     }

@@ -142,6 +142,7 @@ PE_EXPORT int
 profendpoints_attach(const char *settings, char *reply, size_t reply_len)
 {
     struct sigaction pipe_before, pipe_after;
+    char notes[256];
     int rc, preloaded;
 
     pthread_mutex_lock(&lock);
@@ -161,7 +162,9 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
     }
     /* The attach command's PROFEP_* over the defaults; its lines go to the
        injector, never to the program's stderr. */
+    pe_log_capture(notes, sizeof(notes)); /* a bad value's line: the reply's */
     pe_cfg_load_settings(settings ? settings : "");
+    pe_log_capture(NULL, 0);
     pe_log_set_level(PE_LOG_OFF);
     if (pe_cfg.refuse || pe_cfg.server_off) {
         rc = say(reply, reply_len, -EINVAL,
@@ -200,6 +203,8 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
         (void)pe_sig_real_action(SIGPIPE, &pipe_before, NULL);
     if (rc == 0) {
         rc = serving_line(reply, reply_len, 0);
+        if (notes[0] && reply) /* e.g. "PROFEP_HEAP_RATE=x: ... using 524288" */
+            snprintf(reply + strlen(reply), reply_len - strlen(reply), "; %s", notes);
     } else {
         (void)pe_alone_detach();
         if (rc == -ETIMEDOUT)

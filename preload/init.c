@@ -89,8 +89,10 @@ pe_init_second_phase(void)
         pe_init_go_dormant(); /* it said why (or stays silent as a tree member) */
         return;
     }
-    /* memory over time: the tree's root only (a member's is asked through it) */
-    if (served == 1 && pe_heap_hist_start() < 0 && pe_fd_stderr_same())
+    /* memory over time: the tree's root only (a member's is asked through it);
+       not after an attach without the heap's interposers (its pages say why) */
+    if (served == 1 && !pe_init_no_interposers() && pe_heap_hist_start() < 0 &&
+        pe_fd_stderr_same())
         pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
                     "heap?since= answer 503");
 }
