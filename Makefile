@@ -46,14 +46,17 @@ ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
 SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c proto/*.c sampler/*.c heap/*.c http/*.c))
+SRCS    += $(sort $(wildcard interpose/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h
 OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o
 # Files that define interposed entry points or the constructor stay out of the
 # archive the unit tests link against.
-HOOK_OBJS := $(filter $(BUILD)/preload/init.o %/hooks.o %_hooks.o,$(OBJS))
+HOOK_OBJS := $(filter $(BUILD)/preload/init.o $(BUILD)/preload/attach.o %/hooks.o %_hooks.o,$(OBJS))
 CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
 LIB     := $(BUILD)/libprofendpoints.so
+INJECT  := $(BUILD)/profep-inject
+INJECT_SRCS := $(sort $(wildcard inject/*.c)) inject/stub.S
 CORE_AR := $(BUILD)/libpe_core.a
 
 # TLS (PROFEP_TLS_CERT) with civetweb 1.15 and OpenSSL 3: two forwarding
@@ -64,7 +67,7 @@ TLS_SHIMS := $(if $(SSL3),$(BUILD)/libprofendpoints-ssl.so $(BUILD)/libprofendpo
 
 .PHONY: all test tests unit demo bench install clean format lint proto asan fuzz fuzz-demangle \
         fuzz-dwarf deps stress
-all: $(LIB) $(TLS_SHIMS)
+all: $(LIB) $(TLS_SHIMS) $(INJECT)
 
 $(BUILD)/libprofendpoints-ssl.so: http/tls/ssl_shim.c
 	@mkdir -p $(dir $@)
@@ -93,6 +96,13 @@ $(BUILD)/verify/sample.o: heap/sample.c | $(GEN_H)
 $(VFY_LIB): $(filter-out $(BUILD)/heap/sample.o,$(OBJS)) $(BUILD)/verify/sample.o preload/exports.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
+# The injector behind `profep attach/detach` (inject/, docs/ATTACH.md): a plain
+# program, x86-64 only; it shares the entry points' names with preload/attach.h.
+$(INJECT): $(INJECT_SRCS) $(wildcard inject/*.h) preload/attach.h preload/pe.h
+	@mkdir -p $(dir $@)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARNINGS) $(OPT) -I. $(CFLAGS) -o $@ $(INJECT_SRCS) $(LDFLAGS)
 
 $(CORE_AR): $(CORE_OBJS)
 	$(call msg,AR,$@)
@@ -156,7 +166,19 @@ $(BUILD)/test/p_%: test/progs/p_%.cc
 	$(call msg,CXXLD,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
 
-tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
+tests: $(LIB) $(TLS_SHIMS) $(INJECT) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
+
+# the attach tests' in-process stand-in for the injector (test/progs/attach_shim.c)
+$(BUILD)/test/libpe_attach_shim.so: test/progs/attach_shim.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -o $@ $< -ldl -lpthread
+# ... and a library loaded after an attach (test/progs/attach_plugin.c)
+$(BUILD)/test/libpe_attach_plugin.so: test/progs/attach_plugin.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -fno-builtin -Wall -Wl,-z,now,-z,relro -o $@ $<
+tests: $(BUILD)/test/libpe_attach_shim.so $(BUILD)/test/libpe_attach_plugin.so
 
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.
@@ -266,13 +288,14 @@ deps:
 test-deps:
 	$(Q)scripts/deps.sh names browser node server tree fleet python
 
-install: $(LIB) $(TLS_SHIMS)
+install: $(LIB) $(TLS_SHIMS) $(INJECT)
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 755 $(LIB) $(TLS_SHIMS) $(DESTDIR)$(LIBDIR)/
 	@# ld.so's cache, so that LD_PRELOAD=libprofendpoints.so finds it by name from anywhere
 	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 scripts/profep $(DESTDIR)$(BINDIR)/profep
+	install -m 755 $(INJECT) $(DESTDIR)$(BINDIR)/profep-inject
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

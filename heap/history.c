@@ -274,6 +274,15 @@ pe_heap_hist_stop(void)
     pe_clock_wait_cleared(&hist_live, 5000);
 }
 
+void
+pe_heap_hist_rejoin(void)
+{
+    if (__atomic_load_n(&hist_live, __ATOMIC_ACQUIRE))
+        return; /* still leaving: it stays stopped */
+    __atomic_store_n(&hist_stop, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+}
+
 int
 pe_heap_hist_running(void)
 {

@@ -12,6 +12,7 @@
 
 #include "../heap/heap.h"
 #include "../preload/config.h"
+#include "../preload/init.h"
 #include "../sampler/account.h"
 #include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
@@ -129,6 +130,7 @@ pe_http_h_index(pe_req_t *r)
     const char *scheme = pe_cfg.tls_cert[0] ? "https" : "http";
     pe_resp_t resp;
     pe_sink_t *s = &resp.sink;
+    char note[64];
     int i;
 
     pe_http_begin(r, &resp, "text/html; charset=utf-8", NULL);
@@ -164,7 +166,18 @@ pe_http_h_index(pe_req_t *r)
         index_params(s, rt->params ? rt->path : NULL, rt->params ? rt->params : "0xADDR+0xADDR");
         pe_sink_put(s, "</td></tr>\n");
     }
-    pe_sink_put(s, "</table>\n<p>Every endpoint also takes ");
+    pe_sink_put(s, "</table>\n");
+    if (pe_init_attach_note(note, sizeof(note))[0]) {
+        pe_sink_printf(s,
+                       "<p>Attached to this running process (profep attach), %s: what "
+                       "happened before is not seen.",
+                       note);
+        if (pe_init_no_interposers())
+            pe_sink_put(s, " The heap, allocation, mutex and block profiles need the library "
+                           "at start (LD_PRELOAD) and answer 503 here.");
+        pe_sink_put(s, "</p>\n");
+    }
+    pe_sink_put(s, "<p>Every endpoint also takes ");
     index_params(s, NULL, PE_HTTP_GLOBAL_PARAMS);
     pe_sink_put(s, ". Other unknown parameters are ignored, except a near miss of a listed one "
                    "(400: did you mean).</p>\n");

@@ -81,6 +81,8 @@ void pe_http_shutdown(void);
  * signal handler.  1 when a server was stopped, else 0.
  */
 int pe_http_step_aside(void);
+/* Undo pe_http_step_aside once it has returned (a later `profep attach`). */
+void pe_http_rejoin(void);
 /* 1 once shutdown was requested. */
 int pe_http_stopping(void);
 /* Before a fork (prepare handler): waits while the server thread warms the

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/init.h"
 #include "http_int.h"
 
 static const char *
@@ -323,11 +324,15 @@ profile_end(pe_req_t *r, pe_resp_t *resp, int err)
 int
 pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
 {
-    char filename[96], title[256];
+    char filename[96], title[256], note[64];
     pe_text_opts_t topts;
     pe_resp_t resp;
     double mincount, maxdepth;
     int st, fmt, pprof, group, vi, def, full, by_line;
+
+    /* attached to a running process: nothing before the attach is in it */
+    if (p && pe_init_attach_note(note, sizeof(note))[0])
+        pe_prof_comment(p, "%s: nothing before it is seen", note);
 
     if ((st = pe_param_bool(r, "pprof", 1, &pprof)) ||
         (st = pe_param_enum(r, "names", pe_http_namings, 0, &full)) ||

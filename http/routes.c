@@ -15,6 +15,7 @@
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/init.h"
 #include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
 #include "../sampler/trace.h"
@@ -41,6 +42,8 @@ allocs_unavailable(void)
 static const char *
 mutex_unavailable(void)
 {
+    if (pe_init_no_interposers())
+        return pe_init_no_interposers();
     return pe_mutex_rate() <= 0 ? "lock contention profiling is off (PROFEP_MUTEX_RATE=0)" : NULL;
 }
 

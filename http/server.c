@@ -149,17 +149,19 @@ sockaddr_port(const struct sockaddr_storage *ss)
 }
 
 /* civetweb does not tell which descriptor listens; find it by its port
-   (ours were moved near the top of the first 1024: preload/fd.h). */
+   (ours were moved near the top of the first 1024: preload/fd.h; after an
+   attach civetweb's socket() went straight to libc: any listener on our
+   port is ours, the port being just bound). */
 static int
 find_listen_fd(int port)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    int fd, acc;
+    int fd, acc, any = pe_init_attached_at() != 0;
 
     for (fd = 4095; fd >= 0; fd--) {
         len = sizeof(ss);
-        if (!pe_fd_is_ours(fd) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+        if ((!any && !pe_fd_is_ours(fd)) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
             sockaddr_port(&ss) != port)
             continue;
         len = sizeof(acc);
@@ -570,6 +572,14 @@ pe_http_step_aside(void)
     mg_stop(ctx); /* joins the master and every worker */
     __atomic_store_n(&pe_http_port, 0, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* After a detach (preload/attach.c): a later attach may start the server again. */
+void
+pe_http_rejoin(void)
+{
+    __atomic_store_n(&server_stopping, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&aside, 0, __ATOMIC_RELEASE);
 }
 
 /* How long the exit waits for profiles in flight to be sent (README "Exit"). */

@@ -103,6 +103,10 @@ PE_TESTONLY const char *pe_cfg_doc_default(const pe_cfg_row_t *row);
  * per bad value.  Not thread-safe; the constructor calls it once.
  */
 void pe_cfg_load(void);
+/* The same from "NAME=value" lines instead of the environment, over the
+   defaults (preload/attach.c: the attach command's settings); no thread of
+   ours may be running. */
+void pe_cfg_load_settings(const char *lines);
 
 /*
  * The value row i had in the environment at load (truncated to 127 bytes), or

@@ -17,6 +17,7 @@
 #define PE_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "pe.h"
@@ -141,5 +142,28 @@ PE_NODISCARD PE_SIGSAFE int pe_proc_lines_open(pe_proc_lines_t *it, const char *
 /* The next line, or NULL at the end (or on a read error). */
 PE_SIGSAFE char *pe_proc_lines_next(pe_proc_lines_t *it);
 PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
+/*
+ * The mappings of this process, from /proc/self/maps, one line at a time:
+ *     pe_proc_maps_t it;
+ *     if (pe_proc_maps_open(&it) == 0) {
+ *         while (pe_proc_maps_next(&it, &lo, &hi, &prot) > 0) ...
+ *         pe_proc_maps_close(&it);
+ *     }
+ * prot is PROT_READ | PROT_WRITE | PROT_EXEC as the line's r, w, x say.
+ * The iterator lives on the caller's stack (4 KiB); a long path is skipped
+ * to its line's end.  The kernel reads the list a page at a time: a mapping
+ * that changes meanwhile may be seen as it was or as it is.  Not for
+ * signal handlers (memchr).
+ */
+typedef struct pe_proc_maps_s {
+    int fd;
+    int pos, end;
+    char buf[4096];
+} pe_proc_maps_t;
+
+PE_NODISCARD int pe_proc_maps_open(pe_proc_maps_t *it);
+/* 1 with the next mapping, 0 at the end (or on a read error). */
+int pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot);
+void pe_proc_maps_close(pe_proc_maps_t *it);
 
 #endif /* PE_PROC_H */

@@ -163,6 +163,18 @@ tree_env_port(int port)
     memcpy(tree_env + len - 5, d, 5);
 }
 
+void
+pe_tree_init_attached(pid_t root, unsigned long long key)
+{
+    if (__atomic_load_n(&reg_live, __ATOMIC_ACQUIRE))
+        return; /* an earlier registry thread is still leaving: no tree this time */
+    __atomic_store_n(&reg_stop, 0, __ATOMIC_RELEASE);
+    own_port = 0;
+    root_pid = root;
+    nonce = key;
+    role = root <= 0 ? PE_TREE_NONE : root == getpid() ? PE_TREE_ROOT : PE_TREE_EXEC;
+}
+
 int
 pe_tree_role(void)
 {

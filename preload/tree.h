@@ -45,6 +45,13 @@ void pe_tree_init(void);
  */
 int pe_tree_announced_port(void);
 /* This process's role (PE_TREE_*). */
+/*
+ * After `profep attach --children` (preload/attach.c), instead of
+ * pe_tree_init: root (its pid and the key the injector drew) makes this
+ * process the tree's root (root == getpid()) or a member of it; root 0: no
+ * tree.  No thread of ours may be running.
+ */
+void pe_tree_init_attached(pid_t root, unsigned long long key);
 int pe_tree_role(void);
 /* 1 when this process serves as a member (loopback, ephemeral port, few workers). */
 int pe_tree_member(void);

@@ -860,7 +860,16 @@ pe_sampler_step_aside(void)
         __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         pe_cpu_sig_release();
     }
+    pe_cpu_sig_give_back(); /* the program's disposition, also between sessions */
     aside = 1;
+    pthread_mutex_unlock(&life);
+}
+
+void
+pe_sampler_rejoin(void)
+{
+    pthread_mutex_lock(&life);
+    aside = 0;
     pthread_mutex_unlock(&life);
 }
 

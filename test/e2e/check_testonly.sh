@@ -17,17 +17,17 @@ pe_fd_resolve         # preload/fd.c: the same
 allowed=$(echo "$ALLOWED" | sed 's/#.*//' | tr -s ' \n' ' ')
 
 # "symbol defining-object used-elsewhere(0/1)" for every pe_* global
-uses=$(for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http}/*.o; do
+uses=$(for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http,interpose}/*.o; do
     nm -A "$o" 2>/dev/null
 done | awk '
     { split($1, a, ":"); o = a[1] }
     NF == 3 && $2 ~ /^[TDBRC]$/ && $3 ~ /^pe_/ { def[$3] = o }
-    NF == 3 && $2 == "U" && $3 ~ /^pe_/ { use[$3] = use[$3] " " o }
+    NF == 3 && ($2 == "U" || $2 == "w") && $3 ~ /^pe_/ { use[$3] = use[$3] " " o }
     END { for (s in def) { ext = 0; n = split(use[s], u, " ")
               for (i = 1; i <= n; i++) if (u[i] != def[s]) ext = 1
               print s, def[s], ext } }')
 # the names a header declares PE_TESTONLY
-marked=$(cat preload/*.h symbols/*.h stack/*.h proto/*.h sampler/*.h heap/*.h http/*.h |
+marked=$(cat preload/*.h symbols/*.h stack/*.h proto/*.h sampler/*.h heap/*.h http/*.h interpose/*.h |
     sed -n 's/^PE_TESTONLY\(.*\)$/\1/p' | grep -oE '\bpe_[A-Za-z0-9_]+' | sort -u)
 bad=0
 while read -r sym obj ext; do
