@@ -45,6 +45,10 @@ typedef struct pe_req_s {
     pe_sink_t *capture; /* when set (debug_engine), the body goes here, not to conn */
     int status;         /* status sent, 0 before */
     char errmsg[256];   /* error line when capture is set */
+    /* Why a profile sent for this request would be empty (a handler's note), or
+       NULL: pe_http_send_profile says it in X-Profep-Empty when it is. */
+    const char *empty_why;
+    int long_held; /* a long-request slot kept until the handler returns (baseline.c) */
 } pe_req_t;
 
 /*

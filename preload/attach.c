@@ -184,10 +184,12 @@ profendpoints_attach(const char *settings, char *reply, size_t reply_len)
         pe_heap_rejoin(pe_cfg.heap_rate); /* its interposers never left */
         pe_init_set_attached((int64_t)time(NULL), NULL);
     } else {
-        if (!interposed && pe_interpose_attach && pe_heap_init(pe_cfg.heap_rate) == 0 &&
-            pe_interpose_attach() == 0)
-            interposed = 1;
-        else if (interposed)
+        if (!interposed && pe_interpose_attach) {
+            /* (maps the heap's tables; it says "not interposed" until
+               pe_interpose_attach redirects the slots and makes it available) */
+            (void)pe_heap_init(pe_cfg.heap_rate);
+            interposed = pe_interpose_attach() == 0;
+        } else if (interposed)
             pe_heap_rejoin(pe_cfg.heap_rate);
         if (!interposed)
             pe_heap_set_unavailable(PE_ATTACH_NO_HOOKS);

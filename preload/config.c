@@ -753,6 +753,13 @@ pe_cfg_load(void)
     /* A refusal stands whatever PROFEP_ADDR said (read after PROFEP_MATCH). */
     if (pe_cfg.refuse)
         pe_cfg.server_off = 1;
+    /* PROFEP_ADDR=off asked for no server, so nothing is said either, in any process
+       of the tree (stepping aside, a seccomp start): warnings only, unless PROFEP_LOG
+       asks for more. */
+    else if (pe_cfg.server_off && !getenv("PROFEP_LOG") && pe_cfg.log_level == PE_LOG_INFO) {
+        pe_cfg.log_level = PE_LOG_WARN;
+        pe_log_set_level(PE_LOG_WARN);
+    }
 }
 
 void

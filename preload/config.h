@@ -122,7 +122,7 @@ PE_TESTONLY int pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int
 PE_TESTONLY int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 */
 PE_TESTONLY int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
 PE_TESTONLY int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
-PE_TESTONLY int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
+int pe_cfg_parse_bool(const char *s, int *out); /* on/off/1/0/true/false/yes/no (params.c too) */
 /*
  * PROFEP_ALLOWED_HOSTS: entries separated by commas or spaces, each a name,
  * name:port, [v6]:port or "*"; written lowercase, comma-separated, into out.

@@ -50,6 +50,7 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "account.h"
 #include "cpu.h"
 #include "kind.h"
 #include "peek.h"
@@ -89,6 +90,8 @@ struct pe_sampler_win_s {
     uint64_t quiet0;          /* wall_quiet at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
+
+    uint64_t trunc_why[PE_TRUNC_N]; /* truncated, by what the leaf was (account.h) */
 };
 
 /*
@@ -449,7 +452,7 @@ drain(void)
         pe_prof_label_t labels[4];
         int64_t values[2];
         const pe_kind_t *k = kind_of(s->flags);
-        int n = s->nframes, nl = 2;
+        int n = s->nframes, nl = 2, tw = -1;
 
         if (n > PE_MAX_FRAMES)
             n = PE_MAX_FRAMES; /* keep the leaf end */
@@ -478,8 +481,13 @@ drain(void)
             w->nused += n;
             w->samples++;
             w->weight += s->weight;
-            if (s->flags & PE_RING_F_TRUNCATED)
+            if (s->flags & PE_RING_F_TRUNCATED) {
                 w->truncated += s->weight;
+                if (tw < 0) /* once per sample: what its leaf was (account.c) */
+                    tw = s->flags & PE_RING_F_TRUNC_OURS ? PE_TRUNC_OURS
+                                                         : pe_sampler_trunc_why(s->pcs[0]);
+                w->trunc_why[tw] += s->weight;
+            }
             if (s->flags & PE_RING_F_CUT)
                 w->cut += s->weight;
         }
@@ -824,10 +832,8 @@ pe_sampler_close(pe_sampler_win_t *w)
     if (w->oom)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
-        pe_prof_comment(p,
-                        "truncated: %llu samples kept with their leaf frame only "
-                        "(interrupted in the dynamic loader or in our unwinder)",
-                        (unsigned long long)w->truncated);
+        pe_sampler_trunc_comment(p, w->trunc_why);
+    pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
                         "cut: %llu samples whose stack stops where neither DWARF nor the "

@@ -6,7 +6,7 @@
 # wait: it lives through ATTACH_CYCLES (default 100; fewer with
 # ATTACH_CYCLES=N) attach/detach cycles and exits 0.  Each attach prints
 # the serving line and the server answers; the index and profiles say
-# "since attach"; heap answers 503; a second attach answers with the same
+# "since attach"; heap answers (interpose/); a second attach answers with the same
 # address; after each detach the threads, the handled signals (SigCgt) and
 # the descriptors are those of before the attach (but libunwind's validation
 # pipe, made once, kept with the mapped library: docs/ATTACH.md); python3
@@ -48,11 +48,11 @@ check "attach: exit 0 and the serving line ($out)" \
 check "attach: the library is mapped" grep -q libprofendpoints "/proc/$pid/maps"
 check "attach: /debug/pprof/ answers 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/")" = 200 ]
 check "attach: the index says since attach" bash -c "curl -s '$a/debug/pprof/' | grep -q 'since attach at'"
-check "attach: the index says the heap needs the library at start" \
-    bash -c "curl -s '$a/debug/pprof/' | grep -q 'need the library at start'"
+# (the interposers are redirected after an attach: interpose/, issue 41)
+check "attach: the index does not say the heap needs the library at start" \
+    bash -c "! curl -s '$a/debug/pprof/' | grep -q 'need the library at start'"
 h=$(curl -s -o "$T/heap.txt" -w '%{http_code}' "$a/debug/pprof/heap")
-check "attach: heap answers 503 saying why ($h: $(cat "$T/heap.txt"))" \
-    bash -c "[ $h = 503 ] && grep -q 'at start' '$T/heap.txt'"
+check "attach: heap answers 200 ($h)" [ "$h" = 200 ]
 out2=$(attach $pid); rc=$?
 check "attach again: exit 0, the same address ($out2)" bash -c "[ $rc = 0 ] && [ '$(addr_of "$out2")' = '$a' ]"
 out=$(detach $pid); rc=$?
