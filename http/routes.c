@@ -129,16 +129,30 @@ const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 
 static int long_in_flight;
 int pe_http_max_long = PE_HTTP_MAX_LONG;
+/* This worker holds a slot for a pid=all request (fanout.c) and runs the
+   handler of its own process's part: that handler takes no second one. */
+static PE_TLS int slot_lent;
 
 int
 pe_http_long_begin(pe_req_t *r)
 {
+    if (slot_lent) {
+        slot_lent++;
+        return 0;
+    }
     if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > pe_http_max_long) {
         __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
-        return pe_http_error(r, 503, "too many profile requests in flight (%d); try again later",
-                             pe_http_max_long);
+        return pe_http_busy(r, PE_HTTP_RETRY_AFTER_S,
+                            "too many profile requests in flight (%d); try again later",
+                            pe_http_max_long);
     }
     return 0;
+}
+
+void
+pe_http_long_lend(int on)
+{
+    slot_lent = on;
 }
 
 void
@@ -156,6 +170,10 @@ pe_http_long_count(void)
 void
 pe_http_long_end(void)
 {
+    if (slot_lent > 1) {
+        slot_lent--;
+        return;
+    }
     __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
 }
 

@@ -612,6 +612,7 @@ pe_http_atfork_child(void)
     /* What the parent's workers held at the fork (a tree member serves again). */
     pe_sym_atfork_child();
     pe_http_long_atfork_child();
+    pe_http_fanout_atfork_child();
     pe_http_profile_atfork_child();
     pe_http_heap_atfork_child();
     pe_http_mutex_atfork_child();
