@@ -126,9 +126,7 @@ pe_http_fanout_self(pe_req_t *r, const char *query, pe_fanout_ans_t *a)
         a->status = 400;
     } else if (!(a->status = pe_http_check_params(sub, route))) {
         /* The slot this request holds covers its own part (routes.c). */
-        pe_http_long_lend(1);
         a->status = route->handler(sub);
-        pe_http_long_lend(0);
     }
     if (a->status != 200 && !a->errmsg[0])
         snprintf(a->errmsg, sizeof(a->errmsg), "%s", sub->errmsg[0] ? sub->errmsg : "failed");

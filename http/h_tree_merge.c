@@ -362,6 +362,11 @@ send_merge(pe_req_t *r, merge_t *m, int n, const pe_tree_proc_t *self, const pe_
     if (!m->pm.prof)
         return pe_http_error(r, 502, "pid=all: no process answered (%s)", m->errs);
     pe_prof_comment(m->pm.prof, "pid=all: %d of %d processes merged", m->pm.merged, n);
+    if (pe_http_stopping())
+        pe_prof_comment(m->pm.prof,
+                        "pid=all: pid %d exited during the request: this is what was recorded "
+                        "until then",
+                        (int)getpid());
     if (m->errlen)
         pe_prof_comment(m->pm.prof, "not merged: %s", m->errs);
     rc = pe_http_send_profile(r, m->pm.prof, strrchr(r->path, '/') + 1);

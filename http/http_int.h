@@ -14,7 +14,8 @@
 
 #define PE_HTTP_WORKERS 8
 #define PE_HTTP_WORKERS_STR "8"
-/* Requests that hold a worker for seconds (profiles); the rest stay for quick ones. */
+/* Requests at once other than the quick endpoints (the index, cmdline,
+   processes: routes.c); the other workers stay for those. */
 #define PE_HTTP_MAX_LONG (PE_HTTP_WORKERS - 2)
 /* A process tree's member (preload/tree.h) keeps a small pool: one per process
    of a 64-worker server; one worker stays for quick requests. */
@@ -29,12 +30,11 @@ extern int pe_http_port;
 int pe_http_dispatch(struct mg_connection *conn, void *cbdata);
 /* Route a request that is already parsed (dispatch, /debug_engine, fuzzing). */
 PE_TESTONLY int pe_http_route(pe_req_t *r);
-/* Take / give back one of the long-request slots; 0 or 503 (sent, with Retry-After). */
+/* Take / give back one of the long-request slots; 0 or 503 (sent, with
+   Retry-After).  Nested on one thread (a request, then its handler) they
+   count once. */
 int pe_http_long_begin(pe_req_t *r);
 void pe_http_long_end(void);
-/* A slot is held on this thread (on != 0): the handlers it runs take none
-   (h_tree_merge.c's own part of pid=all); 0 when that is over. */
-void pe_http_long_lend(int on);
 /* What a 503 for a reached bound tells the client to wait, in seconds. */
 #define PE_HTTP_RETRY_AFTER_S 2
 /* Long requests in flight (the exit waits for them, server.c). */

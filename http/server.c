@@ -386,8 +386,12 @@ pe_http_listen(void)
         /* Request line plus headers; larger ones are refused (413). */
         "max_request_size",
         "16384",
+        /* A burst of a thousand scrapers is queued by the kernel, not
+           dropped (a dropped SYN costs its client 1 s): each is then answered
+           or refused at once (fanout.c, routes.c), and TCP_DEFER_ACCEPT keeps
+           idle connections out of this queue. */
         "listen_backlog",
-        "64",
+        "1024",
         "enable_auth_domain_check",
         "no",
         /* civetweb's own answers (400, 413 to malformed requests) too: ours
