@@ -156,7 +156,7 @@ ms_left(double deadline)
 /* The endpoints that record for a while when no duration is given (30 s:
    the longest default of ours); the others answer at once. */
 static const char *const timed_paths[] = {
-    "/profile",      "/profile_wall",     "/allocs_profile",    "/debug/pprof/profile",
+    "/profile",      "/profile_wall",      "/allocs_profile", "/debug/pprof/profile",
     "/debug/fgprof", "/debug/pprof/trace",
 };
 

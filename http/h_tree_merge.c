@@ -158,8 +158,8 @@ typedef struct {
     conn_t *c;
     int n;
     double deadline;
-    int text;   /* Go's text forms: answers kept whole, not merged */
-    merge_t m;  /* otherwise the members' profiles, merged as they come */
+    int text;  /* Go's text forms: answers kept whole, not merged */
+    merge_t m; /* otherwise the members' profiles, merged as they come */
 } all_t;
 
 static int

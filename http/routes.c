@@ -144,8 +144,7 @@ pe_http_long_begin(pe_req_t *r)
     if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > pe_http_max_long) {
         __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
         return pe_http_busy(r, PE_HTTP_RETRY_AFTER_S,
-                            "too many requests in flight (%d); try again later",
-                            pe_http_max_long);
+                            "too many requests in flight (%d); try again later", pe_http_max_long);
     }
     slot_depth = 1;
     return 0;
