@@ -5,7 +5,8 @@
  * process's part is built in-process (the handler runs on the same worker
  * with a memory sink, never through our port), and the members are asked
  * over connections of its own, on one thread of ours per request.  At most
- * PE_FANOUT_MAX of them at once, each also holding a long-request slot
+ * PE_FANOUT_MAX of them at once, PE_FANOUT_MAX_ALL of them pid=all (what a
+ * member's slots can answer at once), each also holding a long-request slot
  * (routes.c), so the quick endpoints keep their workers; one more is refused
  * at once with 503 and Retry-After (docs/HARDENING.md).
  *
@@ -24,36 +25,50 @@
 
 /* ---- the bound ---------------------------------------------------------------------- */
 
-static int in_flight;
+static int in_flight, all_in_flight;
+
+/* One more of *count if it stays within max; 0, or the 503 it sent. */
+static int
+take(pe_req_t *r, int *count, int max, const char *what)
+{
+    if (__atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL) <= max)
+        return 0;
+    __atomic_sub_fetch(count, 1, __ATOMIC_ACQ_REL);
+    return pe_http_busy(r, PE_HTTP_RETRY_AFTER_S,
+                        "%d %s requests are in flight already; try again later", max, what);
+}
 
 int
-pe_http_fanout_begin(pe_req_t *r)
+pe_http_fanout_begin(pe_req_t *r, int all)
 {
     int rc;
 
-    if (__atomic_add_fetch(&in_flight, 1, __ATOMIC_ACQ_REL) > PE_FANOUT_MAX) {
-        __atomic_sub_fetch(&in_flight, 1, __ATOMIC_ACQ_REL);
-        return pe_http_busy(r, PE_HTTP_RETRY_AFTER_S,
-                            "%d requests to other processes of the tree (pid=N, pid=all) are in "
-                            "flight already; try again later",
-                            PE_FANOUT_MAX);
-    }
-    if ((rc = pe_http_long_begin(r)))
-        __atomic_sub_fetch(&in_flight, 1, __ATOMIC_ACQ_REL);
+    if ((rc = take(r, &in_flight, PE_FANOUT_MAX, "pid=N and pid=all")))
+        return rc;
+    if (all && (rc = take(r, &all_in_flight, PE_FANOUT_MAX_ALL, "pid=all")))
+        goto out;
+    if (!(rc = pe_http_long_begin(r)))
+        return 0;
+    if (all)
+        __atomic_sub_fetch(&all_in_flight, 1, __ATOMIC_ACQ_REL);
+out:
+    __atomic_sub_fetch(&in_flight, 1, __ATOMIC_ACQ_REL);
     return rc;
 }
 
 void
-pe_http_fanout_end(void)
+pe_http_fanout_end(int all)
 {
     pe_http_long_end();
+    if (all)
+        __atomic_sub_fetch(&all_in_flight, 1, __ATOMIC_ACQ_REL);
     __atomic_sub_fetch(&in_flight, 1, __ATOMIC_ACQ_REL);
 }
 
 void
 pe_http_fanout_atfork_child(void)
 {
-    in_flight = 0;
+    in_flight = all_in_flight = 0;
 }
 
 /* ---- this process's own part, in-process ------------------------------------------------ */

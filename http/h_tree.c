@@ -404,9 +404,9 @@ pe_http_tree_route(pe_req_t *r, const char *raw_query)
     if (!r->conn)
         return pe_http_error(r, 400, "pid=%ld cannot be proxied from here", pid);
     /* Bounded with pid=all's (fanout.c): a hung member holds no more. */
-    if ((rc = pe_http_fanout_begin(r)))
+    if ((rc = pe_http_fanout_begin(r, 0)))
         return rc;
     rc = proxy(r, raw_query, &p);
-    pe_http_fanout_end();
+    pe_http_fanout_end(0);
     return rc;
 }

@@ -38,6 +38,8 @@
 #define PE_MERGE_PAR 32
 #define PE_MERGE_MAX_BODY (32u << 20)
 #define PE_MERGE_MAX_PB (128u << 20)
+/* Text forms: what is kept of all the members' texts at once. */
+#define PE_MERGE_MAX_TEXT (64u << 20)
 
 static const char *const merge_paths[] = {
     "/profile",           "/profile_wall",       "/debug/pprof/profile",
@@ -158,8 +160,9 @@ typedef struct {
     conn_t *c;
     int n;
     double deadline;
-    int text;  /* Go's text forms: answers kept whole, not merged */
-    merge_t m; /* otherwise the members' profiles, merged as they come */
+    int text;    /* Go's text forms: answers kept whole, not merged */
+    size_t kept; /* their bytes kept so far */
+    merge_t m;   /* otherwise the members' profiles, merged as they come */
 } all_t;
 
 static int
@@ -175,12 +178,20 @@ finish(all_t *a, conn_t *c, const char *why)
 {
     pe_prof_label_t labs[2];
 
-    if (why)
+    if (why) {
         snprintf(c->why, sizeof(c->why), "%s", why);
-    else if (parse_answer(c) == 0 && !a->text) {
+    } else if (parse_answer(c) < 0) {
+        /* c->why says why */
+    } else if (!a->text) {
         proc_labels(c->p, labs);
         if ((why = pe_prof_merge_add_gz(&a->m.pm, c->body, c->blen, PE_MERGE_MAX_PB, labs, 2)))
             snprintf(c->why, sizeof(c->why), "%s", why);
+    } else if (c->blen > PE_MERGE_MAX_TEXT - a->kept) {
+        snprintf(c->why, sizeof(c->why), "its answer is too large (%u MiB of text in all)",
+                 PE_MERGE_MAX_TEXT >> 20);
+        c->body = NULL;
+    } else {
+        a->kept += c->blen;
     }
     if (c->why[0] && !a->text)
         note_failure(&a->m, c->p, c->why);
@@ -189,7 +200,7 @@ finish(all_t *a, conn_t *c, const char *why)
     c->fd = -1;
     free(c->req);
     c->req = NULL;
-    if (!a->text) { /* merged: the bytes are not needed any more */
+    if (!a->text || !c->body) { /* merged, or not kept */
         free(c->buf);
         c->buf = NULL;
         c->body = NULL;
@@ -375,13 +386,20 @@ send_merge(pe_req_t *r, merge_t *m, int n, const pe_tree_proc_t *self, const pe_
     return rc;
 }
 
-/* Text asked for: `debug` other than 0 (Go's goroutine, heap, mutex... text). */
+/* Text asked for: `debug` other than 0 on an endpoint that takes it (Go's
+   goroutine, heap, mutex... text). */
 static int
 wants_text(const pe_req_t *r)
 {
     const char *d = pe_param(r, "debug");
+    int i;
 
-    return d && *d && strtol(d, NULL, 10) != 0;
+    if (!d || !*d || strtol(d, NULL, 10) == 0)
+        return 0;
+    for (i = 0; i < pe_nroutes; i++)
+        if (!strcmp(pe_routes[i].path, r->path))
+            return pe_param_listed(pe_routes[i].params, "debug");
+    return 0;
 }
 
 int
@@ -403,7 +421,7 @@ pe_http_tree_all(pe_req_t *r, const char *raw_query)
     if (!r->conn)
         return pe_http_error(r, 400, "pid=all cannot be asked from here");
     /* At once, before anything is asked of anyone: 503 with Retry-After. */
-    if ((rc = pe_http_fanout_begin(r)))
+    if ((rc = pe_http_fanout_begin(r, 1)))
         return rc;
     memset(&own, 0, sizeof(own));
     own.max = PE_MERGE_MAX_BODY;
@@ -413,7 +431,7 @@ pe_http_tree_all(pe_req_t *r, const char *raw_query)
             free(a->v);
             free(a);
         }
-        pe_http_fanout_end();
+        pe_http_fanout_end(1);
         return pe_http_error(r, 503, "out of memory");
     }
     a->deadline = pe_http_tree_deadline(r);
@@ -478,6 +496,6 @@ pe_http_tree_all(pe_req_t *r, const char *raw_query)
     } else {
         all_free(a);
     }
-    pe_http_fanout_end();
+    pe_http_fanout_end(1);
     return rc;
 }

@@ -100,13 +100,17 @@ int pe_http_tree_query(const char *raw_query, const char *override, char *buf, s
 int pe_http_tree_all(pe_req_t *r, const char *raw_query);
 
 /* fanout.c: requests that ask the tree's other processes (docs/HARDENING.md). */
-/* At most this many at once (pid=N and pid=all); more: 503 with Retry-After. */
+/* At most this many at once (pid=N and pid=all), and of them pid=all (each
+   asks every member, whose slots answer that many at once); more: 503 with
+   Retry-After. */
 #define PE_FANOUT_MAX 4
+#define PE_FANOUT_MAX_ALL (PE_HTTP_MEMBER_WORKERS - 1)
 /* How long past its deadline a request waits for its members' thread. */
 #define PE_FANOUT_GRACE_S 5.0
-/* Take a fan-out slot and a long-request slot: 0, or the 503 it sent. */
-int pe_http_fanout_begin(pe_req_t *r);
-void pe_http_fanout_end(void);
+/* Take a fan-out slot (all: a pid=all one) and a long-request slot: 0, or
+   the 503 it sent. */
+int pe_http_fanout_begin(pe_req_t *r, int all);
+void pe_http_fanout_end(int all);
 void pe_http_fanout_atfork_child(void);
 /* This process's own answer to r's path with `query`, built in-process on
    this worker into body (malloc'd, at most max bytes; the caller frees it). */

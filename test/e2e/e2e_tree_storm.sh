@@ -100,8 +100,8 @@ seq 12 | xargs -P12 -I{} curl -s -o /dev/null -m 15 -w '%{http_code}\n' \
 check "12 concurrent heap?pid=all: every one answered ($(sort $T/twelve.txt | uniq -c | tr '\n' ' '))" \
     sh -c "[ \$(grep -cE '^(200|503)\$' $T/twelve.txt) = 12 ] && grep -q '^200\$' $T/twelve.txt"
 
-# The bound: eight at once, each for 4 s: four in flight, the rest refused
-# at once with 503 and Retry-After.
+# The bound: eight at once, each for 4 s: two in flight (PE_FANOUT_MAX_ALL),
+# the rest refused at once with 503 and Retry-After.
 held=()
 for i in $(seq 8); do
     curl -s -o /dev/null -m 15 -D $T/bound.$i.h "http://$PE_ADDR/debug/pprof/profile?seconds=4&pid=all" &
