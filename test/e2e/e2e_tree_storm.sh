@@ -124,6 +124,7 @@ wait $PROBE
 
 probes=$(wc -l <$T/probe.txt)
 slow=$(awk '$1 != 200 || $2 > 1.0' $T/probe.txt | wc -l)
+echo "  probe: slowest answer $(awk '{print $2}' $T/probe.txt | sort -n | tail -1) s"
 check "the probe ran through the storms ($probes answers)" test "$probes" -ge 10
 check "quick endpoints answered within 1 s every time ($slow of $probes not)" test "$slow" = 0
 [ "$slow" = 0 ] || awk '$1 != 200 || $2 > 1.0' $T/probe.txt | head -5
