@@ -161,8 +161,13 @@ check "pid=all while the root exits: a profile saying so" \
 if command -v go >/dev/null; then
     check "pid=all while the root exits: the profile parses" sh -c "go tool pprof -raw $T/exit.pb >/dev/null 2>&1"
 fi
-wait "$PE_PID"
-PE_PID=
+gone() { # exited (a zombie until reaped)
+    local st
+    st=$(ps -o stat= -p "$PE_PID" 2>/dev/null)
+    [ -z "$st" ] || [[ $st == Z* ]]
+}
+check "the root exits by itself" eventually 20 gone
+stop_tree
 
 # A stripped program's tree: unnamed code merged as [burn], as its own views show it.
 cat >$T/burn.c <<'CEOF'
