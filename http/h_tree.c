@@ -153,12 +153,23 @@ ms_left(double deadline)
     return left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
 }
 
+/* The endpoints that record for a while when no duration is given (30 s:
+   the longest default of ours); the others answer at once. */
+static const char *const timed_paths[] = {
+    "/profile",      "/profile_wall",      "/allocs_profile", "/debug/pprof/profile",
+    "/debug/fgprof", "/debug/pprof/trace",
+};
+
 double
 pe_http_tree_deadline(const pe_req_t *r)
 {
     const char *v = pe_param(r, "seconds");
-    double secs = 30; /* the longest default of our endpoints */
+    double secs = 0;
+    size_t i;
 
+    for (i = 0; i < PE_ARRAY_SIZE(timed_paths); i++)
+        if (!strcmp(r->path, timed_paths[i]))
+            secs = 30;
     if (!v)
         v = pe_param(r, "duration");
     if (v && (secs = strtod(v, NULL)) < 0)
@@ -218,6 +229,42 @@ dropped(const char *kv, size_t n, int views)
     return 0;
 }
 
+int
+pe_http_tree_query(const char *raw_query, const char *override, char *buf, size_t len)
+{
+    const char *p = raw_query ? raw_query : "";
+    size_t o = 0, n;
+
+    if (!len)
+        return -1;
+    buf[0] = '\0';
+    while (*p) {
+        n = strcspn(p, "&");
+        if (n && !dropped(p, n, override != NULL)) {
+            if (o + n + 2 > len)
+                return -1;
+            if (o)
+                buf[o++] = '&';
+            memcpy(buf + o, p, n);
+            o += n;
+        }
+        p += n;
+        if (*p)
+            p++;
+    }
+    if (override && *override) {
+        n = strlen(override);
+        if (o + n + 2 > len)
+            return -1;
+        if (o)
+            buf[o++] = '&';
+        memcpy(buf + o, override, n);
+        o += n;
+    }
+    buf[o] = '\0';
+    return 0;
+}
+
 /*
  * The request for process N: method, path and the query without `pid`, the
  * Accept header, and the tree's token (the root checked the caller's).
@@ -227,33 +274,18 @@ char *
 pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const char *override,
                      size_t *len)
 {
-    size_t cap = strlen(raw_query ? raw_query : "") + strlen(pe_cfg.token) +
-                 strlen(r->accept ? r->accept : "") + strlen(r->path) +
-                 strlen(override ? override : "") + r->body_len + 512;
+    size_t qcap = strlen(raw_query ? raw_query : "") + strlen(override ? override : "") + 2;
+    size_t cap = qcap + strlen(pe_cfg.token) + strlen(r->accept ? r->accept : "") +
+                 strlen(r->path) + r->body_len + 512;
     char *b = malloc(cap), *q;
-    const char *p = raw_query ? raw_query : "";
-    size_t o, n;
-    int first = 1;
+    size_t o;
 
     if (!b)
         return NULL;
     o = (size_t)snprintf(b, cap, "%s %s", r->head ? "HEAD" : r->method, r->path);
-    while (*p) {
-        n = strcspn(p, "&");
-        if (n && !dropped(p, n, override != NULL)) {
-            b[o++] = first ? '?' : '&';
-            memcpy(b + o, p, n);
-            o += n;
-            first = 0;
-        }
-        p += n;
-        if (*p)
-            p++;
-    }
-    if (override) {
-        o += (size_t)snprintf(b + o, cap - o, "%c%s", first ? '?' : '&', override);
-        first = 0;
-    }
+    b[o] = '?';
+    if (pe_http_tree_query(raw_query, override, b + o + 1, qcap) == 0 && b[o + 1])
+        o += 1 + strlen(b + o + 1);
     o += (size_t)snprintf(b + o, cap - o,
                           " HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n", port);
     if (r->accept && !override && !strpbrk(r->accept, "\r\n"))
@@ -353,6 +385,7 @@ pe_http_tree_route(pe_req_t *r, const char *raw_query)
     pe_tree_proc_t p;
     char *end;
     long pid;
+    int rc;
 
     if (!v)
         return 0;
@@ -370,5 +403,10 @@ pe_http_tree_route(pe_req_t *r, const char *raw_query)
                              pid);
     if (!r->conn)
         return pe_http_error(r, 400, "pid=%ld cannot be proxied from here", pid);
-    return proxy(r, raw_query, &p);
+    /* Bounded with pid=all's (fanout.c): a hung member holds no more. */
+    if ((rc = pe_http_fanout_begin(r, 0)))
+        return rc;
+    rc = proxy(r, raw_query, &p);
+    pe_http_fanout_end(0);
+    return rc;
 }

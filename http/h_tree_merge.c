@@ -1,15 +1,22 @@
 /*
  * h_tree_merge.c: `pid=all` on the profile endpoints: the same request, with
- * format=pprof, sent to every live process of the tree (the root included,
- * through its own loopback port) at once, at most PE_MERGE_PAR in flight, in
- * one poll loop bounded by the request's deadline (h_tree.c).  Each answer
- * (at most PE_MERGE_MAX_BODY bytes, gunzipped at most PE_MERGE_MAX_PB) is
- * handed, as soon as it is complete, to proto/decode.h, which adds its
- * samples to one profile by function names, each with the labels pid
- * (numeric) and program (string) besides at most two of its own.  Processes that cannot answer are
- * named in the profile's comments.  format= views are rendered from the merge.
+ * format=pprof, answered by every live process of the tree.  This process's
+ * own part is built in-process on the request's worker (fanout.c: never
+ * through its own port, whose workers may all be busy with the same kind of
+ * request); the members are asked at once on a thread of ours, at most
+ * PE_MERGE_PAR in flight, in one poll loop bounded by the request's deadline
+ * (h_tree.c).  Each answer (at most PE_MERGE_MAX_BODY bytes, gunzipped at
+ * most PE_MERGE_MAX_PB) is handed, as soon as it is complete, to
+ * proto/decode.h, which adds its samples to one profile by function names,
+ * each with the labels pid (numeric) and program (string) besides at most
+ * two of its own.  Processes that cannot answer are named in the profile's
+ * comments.  format= views are rendered from the merge.  Go's text forms
+ * (`debug=1`, `debug=2`) are not merged: each process's text follows a line
+ * naming it.  When this process exits meanwhile, what was recorded is
+ * answered (its own part stops as a plain profile does; members not done by
+ * then are named).
  *
- * Signal-safe: no (HTTP worker threads).
+ * Signal-safe: no (HTTP worker threads and the fan-out thread).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +38,8 @@
 #define PE_MERGE_PAR 32
 #define PE_MERGE_MAX_BODY (32u << 20)
 #define PE_MERGE_MAX_PB (128u << 20)
+/* Text forms: what is kept of all the members' texts at once. */
+#define PE_MERGE_MAX_TEXT (64u << 20)
 
 static const char *const merge_paths[] = {
     "/profile",           "/profile_wall",       "/debug/pprof/profile",
@@ -62,6 +71,19 @@ note_failure(merge_t *m, const pe_tree_proc_t *p, const char *why)
 
 /* ---- one answer: HTTP, chunked, gzip ------------------------------------------------------- */
 
+typedef struct {
+    const pe_tree_proc_t *p;
+    int fd;
+    char *req;
+    size_t reqlen, sent;
+    char *buf;
+    size_t len, cap;
+    int done;
+    const char *body; /* text mode: its answer's body (inside buf), blen bytes */
+    size_t blen;
+    char why[200]; /* why it is not in the answer, or "" */
+} conn_t;
+
 static size_t
 unchunk(char *body, size_t len)
 {
@@ -84,35 +106,43 @@ unchunk(char *body, size_t len)
     return w;
 }
 
-static const char *
-take_answer(merge_t *m, char *resp, size_t len, const pe_tree_proc_t *p)
+/* The body of c's whole answer (c->body, c->blen), or why not (into c->why). */
+static int
+parse_answer(conn_t *c)
 {
-    static char why[160];
-    char *hend = NULL, *body;
-    size_t blen;
-    int status = 0, chunked;
-    pe_prof_label_t labs[2];
+    char *hend = NULL, *body, *resp = c->buf ? c->buf : "";
+    size_t len = c->buf ? c->len : 0, blen;
+    int status = 0;
 
     if (len >= 4)
         hend = memmem(resp, len, "\r\n\r\n", 4);
-    if (!hend || sscanf(resp, "HTTP/%*d.%*d %d", &status) != 1)
-        return "no answer";
+    if (!hend || sscanf(resp, "HTTP/%*d.%*d %d", &status) != 1) {
+        snprintf(c->why, sizeof(c->why), "no answer");
+        return -1;
+    }
     *hend = '\0';
     body = hend + 4;
     blen = len - (size_t)(body - resp);
     if (status != 200) {
         /* its one error line says why */
         char *nl = memchr(body, '\n', blen);
-        snprintf(why, sizeof(why), "%d %.*s", status,
+        snprintf(c->why, sizeof(c->why), "%d %.*s", status,
                  (int)(nl                 ? nl - body
                        : (long)blen > 100 ? 100
                                           : (int)blen),
                  body);
-        return why;
+        return -1;
     }
-    chunked = strcasestr(resp, "Transfer-Encoding: chunked") != NULL;
-    if (chunked)
+    if (strcasestr(resp, "Transfer-Encoding: chunked"))
         blen = unchunk(body, blen);
+    c->body = body;
+    c->blen = blen;
+    return 0;
+}
+
+static void
+proc_labels(const pe_tree_proc_t *p, pe_prof_label_t labs[2])
+{
     labs[0].key = "pid";
     labs[0].str = NULL;
     labs[0].num = p->pid;
@@ -121,10 +151,19 @@ take_answer(merge_t *m, char *resp, size_t len, const pe_tree_proc_t *p)
     labs[1].str = p->program;
     labs[1].num = 0;
     labs[1].unit = NULL;
-    return pe_prof_merge_add_gz(&m->pm, body, blen, PE_MERGE_MAX_PB, labs, 2);
 }
 
-/* ---- the fetch loop ----------------------------------------------------------------------- */
+/* ---- the members: the fetch loop (on the fan-out thread) --------------------------------- */
+
+typedef struct {
+    pe_tree_proc_t *v; /* the processes, and one connection each (self's unused) */
+    conn_t *c;
+    int n;
+    double deadline;
+    int text;    /* Go's text forms: answers kept whole, not merged */
+    size_t kept; /* their bytes kept so far */
+    merge_t m;   /* otherwise the members' profiles, merged as they come */
+} all_t;
 
 static int
 ms_left_merge(double deadline)
@@ -134,88 +173,86 @@ ms_left_merge(double deadline)
     return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
-typedef struct {
-    const pe_tree_proc_t *p;
-    int fd;
-    char *req;
-    size_t reqlen, sent;
-    char *buf;
-    size_t len, cap;
-    int done;
-} conn_t;
-
-static int
-self_port(void)
-{
-    return pe_http_listening_port();
-}
-
 static void
-finish(merge_t *m, conn_t *c, const char *why)
+finish(all_t *a, conn_t *c, const char *why)
 {
-    if (!why)
-        why = take_answer(m, c->buf ? c->buf : "", c->len, c->p);
-    if (why)
-        note_failure(m, c->p, why);
+    pe_prof_label_t labs[2];
+
+    if (why) {
+        snprintf(c->why, sizeof(c->why), "%s", why);
+    } else if (parse_answer(c) < 0) {
+        /* c->why says why */
+    } else if (!a->text) {
+        proc_labels(c->p, labs);
+        if ((why = pe_prof_merge_add_gz(&a->m.pm, c->body, c->blen, PE_MERGE_MAX_PB, labs, 2)))
+            snprintf(c->why, sizeof(c->why), "%s", why);
+    } else if (c->blen > PE_MERGE_MAX_TEXT - a->kept) {
+        snprintf(c->why, sizeof(c->why), "its answer is too large (%u MiB of text in all)",
+                 PE_MERGE_MAX_TEXT >> 20);
+        c->body = NULL;
+    } else {
+        a->kept += c->blen;
+    }
+    if (c->why[0] && !a->text)
+        note_failure(&a->m, c->p, c->why);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
     free(c->req);
-    free(c->buf);
-    c->req = c->buf = NULL;
+    c->req = NULL;
+    if (!a->text || !c->body) { /* merged, or not kept */
+        free(c->buf);
+        c->buf = NULL;
+        c->body = NULL;
+    }
     c->done = 1;
 }
 
 static void
-fetch_all(pe_req_t *r, const char *raw_query, pe_tree_proc_t *v, int n, merge_t *m)
+fetch_members(void *arg, const int *stop)
 {
-    double deadline = pe_http_tree_deadline(r);
-    conn_t *c = calloc((size_t)n, sizeof(*c));
+    all_t *a = arg;
+    conn_t *c = a->c;
     struct pollfd pfd[PE_MERGE_PAR];
     int idx[PE_MERGE_PAR];
-    int next = 0, active = 0, i, k;
+    int next = 0, active = 0, n = a->n, i, k, ms;
 
-    if (!c) {
-        snprintf(m->errs, sizeof(m->errs), "out of memory");
-        return;
-    }
     for (;;) {
         /* Start more, up to the bound. */
         while (next < n && active < PE_MERGE_PAR) {
-            conn_t *x = &c[next];
-            int port = v[next].pid == getpid() ? self_port() : v[next].port;
-            x->p = &v[next++];
-            x->fd = pe_http_tree_connect(port, deadline);
+            conn_t *x = &c[next++];
+            if (x->done)
+                continue; /* this process (answered in-process), or no request */
+            x->fd = pe_http_tree_connect(x->p->port, a->deadline);
             if (x->fd < 0) {
-                finish(m, x, "does not answer");
-                continue;
-            }
-            x->req = pe_http_tree_request(r, raw_query, port, "format=pprof", &x->reqlen);
-            if (!x->req) {
-                finish(m, x, "out of memory");
+                finish(a, x, "does not answer");
                 continue;
             }
             active++;
         }
         if (!active)
             break;
+        if (pe_http_stopping() || __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+            break;
         k = 0;
         for (i = 0; i < n && k < PE_MERGE_PAR; i++) {
-            if (c[i].done || !c[i].p || c[i].fd < 0)
+            if (c[i].done || c[i].fd < 0)
                 continue;
             pfd[k].fd = c[i].fd;
             pfd[k].events = c[i].sent < c[i].reqlen ? POLLOUT : POLLIN;
             pfd[k].revents = 0;
             idx[k++] = i;
         }
-        if (poll(pfd, (nfds_t)k, ms_left_merge(deadline)) <= 0) {
+        /* short steps: the exit, or the client leaving, ends the wait */
+        ms = ms_left_merge(a->deadline);
+        if (ms == 0) {
             for (i = 0; i < k; i++)
-                finish(m, &c[idx[i]], "did not answer in time");
+                finish(a, &c[idx[i]], "did not answer in time");
             active = 0;
-            if (next >= n)
-                break;
             continue;
         }
+        if (poll(pfd, (nfds_t)k, ms < 50 ? ms : 50) <= 0)
+            continue;
         for (i = 0; i < k; i++) {
             conn_t *x = &c[idx[i]];
             ssize_t got;
@@ -227,7 +264,7 @@ fetch_all(pe_req_t *r, const char *raw_query, pe_tree_proc_t *v, int n, merge_t 
                 if (got > 0)
                     x->sent += (size_t)got;
                 else if (got < 0 && errno != EAGAIN && errno != EINTR) {
-                    finish(m, x, "went away");
+                    finish(a, x, "went away");
                     active--;
                 }
                 continue;
@@ -236,7 +273,7 @@ fetch_all(pe_req_t *r, const char *raw_query, pe_tree_proc_t *v, int n, merge_t 
                 size_t cap = x->cap ? x->cap * 2 : 262144;
                 char *nb = cap <= PE_MERGE_MAX_BODY ? realloc(x->buf, cap + 1) : NULL;
                 if (!nb) {
-                    finish(m, x, "its answer is too large");
+                    finish(a, x, "its answer is too large");
                     active--;
                     continue;
                 }
@@ -252,26 +289,130 @@ fetch_all(pe_req_t *r, const char *raw_query, pe_tree_proc_t *v, int n, merge_t 
                 continue;
             if (x->buf)
                 x->buf[x->len] = '\0';
-            finish(m, x, got < 0 ? "went away" : NULL); /* EOF: the whole answer */
+            finish(a, x, got < 0 ? "went away" : NULL); /* EOF: the whole answer */
             active--;
         }
-        if (pe_http_stopping())
-            break;
     }
     for (i = 0; i < n; i++)
-        if (c[i].p && !c[i].done)
-            finish(m, &c[i], "not asked (the request ended)");
-    free(c);
+        if (!c[i].done)
+            finish(a, &c[i],
+                   pe_http_stopping() ? "not waited for (the tree's root was exiting)"
+                   : next > i         ? "not waited for (the request ended)"
+                                      : "not asked (the request ended)");
+}
+
+static void
+all_free(void *arg)
+{
+    all_t *a = arg;
+    int i;
+
+    for (i = 0; i < a->n; i++) {
+        if (a->c[i].fd >= 0)
+            close(a->c[i].fd);
+        free(a->c[i].req);
+        free(a->c[i].buf);
+    }
+    if (a->m.pm.prof)
+        pe_prof_free(a->m.pm.prof);
+    free(a->c);
+    free(a->v);
+    free(a);
+}
+
+/* ---- the answer -------------------------------------------------------------------------- */
+
+/* Go's text forms: each process's text after a line naming it, in the list's order. */
+static int
+send_texts(pe_req_t *r, all_t *a, int self, const pe_fanout_ans_t *own)
+{
+    pe_resp_t resp;
+    pe_sink_t *s = &resp.sink;
+    int i;
+
+    pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
+    for (i = 0; i < a->n; i++) {
+        const pe_tree_proc_t *p = &a->v[i];
+        const char *body = i == self ? own->body : a->c[i].body;
+        size_t len = i == self ? own->len : a->c[i].blen;
+        const char *why = i == self ? own->errmsg : a->c[i].why;
+
+        if (i == self && own->status != 200)
+            body = NULL;
+        pe_sink_printf(s, "%s== pid %d (%s, %s) ==\n", i ? "\n" : "", (int)p->pid, p->program,
+                       pe_tree_origin_name(p->origin));
+        if (!body) {
+            pe_sink_printf(s, "(no answer: %s)\n", why[0] ? why : "no answer");
+            continue;
+        }
+        if (len && s->write(s, body, len) < 0)
+            break; /* the client went away */
+        if (len && body[len - 1] != '\n')
+            pe_sink_put(s, "\n");
+    }
+    return pe_http_end(&resp);
+}
+
+static int
+send_merge(pe_req_t *r, merge_t *m, int n, const pe_tree_proc_t *self, const pe_fanout_ans_t *own)
+{
+    pe_prof_label_t labs[2];
+    const char *why = NULL;
+    int rc;
+
+    if (self) {
+        if (own->status != 200)
+            why = own->errmsg;
+        else {
+            proc_labels(self, labs);
+            why = pe_prof_merge_add_gz(&m->pm, own->body, own->len, PE_MERGE_MAX_PB, labs, 2);
+        }
+        if (why)
+            note_failure(m, self, why);
+    }
+    if (!m->pm.prof)
+        return pe_http_error(r, 502, "pid=all: no process answered (%s)", m->errs);
+    pe_prof_comment(m->pm.prof, "pid=all: %d of %d processes merged", m->pm.merged, n);
+    if (pe_http_stopping())
+        pe_prof_comment(m->pm.prof,
+                        "pid=all: pid %d exited during the request: this is what was recorded "
+                        "until then",
+                        (int)getpid());
+    if (m->errlen)
+        pe_prof_comment(m->pm.prof, "not merged: %s", m->errs);
+    rc = pe_http_send_profile(r, m->pm.prof, strrchr(r->path, '/') + 1);
+    pe_prof_free(m->pm.prof);
+    m->pm.prof = NULL;
+    return rc;
+}
+
+/* Text asked for: `debug` other than 0 on an endpoint that takes it (Go's
+   goroutine, heap, mutex... text). */
+static int
+wants_text(const pe_req_t *r)
+{
+    const char *d = pe_param(r, "debug");
+    int i;
+
+    if (!d || !*d || strtol(d, NULL, 10) == 0)
+        return 0;
+    for (i = 0; i < pe_nroutes; i++)
+        if (!strcmp(pe_routes[i].path, r->path))
+            return pe_param_listed(pe_routes[i].params, "debug");
+    return 0;
 }
 
 int
 pe_http_tree_all(pe_req_t *r, const char *raw_query)
 {
-    pe_tree_proc_t *v;
-    merge_t m;
-    size_t i;
-    int n, rc, known = 0;
-    const char *stem;
+    pe_fanout_ans_t own;
+    pe_fanout_job_t *job;
+    char *query = NULL;
+    size_t i, qcap;
+    int rc, known = 0, self = -1, head, done, text, n;
+    pe_tree_proc_t me;
+    merge_t alone;
+    all_t *a;
 
     for (i = 0; i < PE_ARRAY_SIZE(merge_paths); i++)
         known |= !strcmp(r->path, merge_paths[i]);
@@ -279,21 +420,82 @@ pe_http_tree_all(pe_req_t *r, const char *raw_query)
         return pe_http_error(r, 400, "pid=all: %s answers per process only (pid=N)", r->path);
     if (!r->conn)
         return pe_http_error(r, 400, "pid=all cannot be asked from here");
-    if (!(n = pe_http_tree_list(&v)))
-        return pe_http_error(r, 503, "out of memory");
-    memset(&m, 0, sizeof(m));
-    fetch_all(r, raw_query, v, n, &m);
-    if (!m.pm.prof) {
-        rc = pe_http_error(r, 502, "pid=all: no process answered (%s)", m.errs);
-        free(v);
+    /* At once, before anything is asked of anyone: 503 with Retry-After. */
+    if ((rc = pe_http_fanout_begin(r, 1)))
         return rc;
+    memset(&own, 0, sizeof(own));
+    own.max = PE_MERGE_MAX_BODY;
+    if (!(a = calloc(1, sizeof(*a))) || !(a->n = pe_http_tree_list(&a->v)) ||
+        !(a->c = calloc((size_t)a->n, sizeof(*a->c)))) {
+        if (a) {
+            free(a->v);
+            free(a);
+        }
+        pe_http_fanout_end(1);
+        return pe_http_error(r, 503, "out of memory");
     }
-    pe_prof_comment(m.pm.prof, "pid=all: %d of %d processes merged", m.pm.merged, n);
-    if (m.errlen)
-        pe_prof_comment(m.pm.prof, "not merged: %s", m.errs);
-    stem = strrchr(r->path, '/') + 1;
-    rc = pe_http_send_profile(r, m.pm.prof, stem);
-    pe_prof_free(m.pm.prof);
-    free(v);
+    a->deadline = pe_http_tree_deadline(r);
+    a->text = wants_text(r);
+    head = r->head;
+    r->head = 0; /* the members send their bodies even for a HEAD */
+    for (i = 0; i < (size_t)a->n; i++) {
+        conn_t *x = &a->c[i];
+        x->p = &a->v[i];
+        x->fd = -1;
+        if (a->v[i].pid == getpid()) {
+            self = (int)i;
+            x->done = 1;
+            continue;
+        }
+        x->req = pe_http_tree_request(r, raw_query, a->v[i].port, a->text ? NULL : "format=pprof",
+                                      &x->reqlen);
+        if (!x->req) {
+            snprintf(x->why, sizeof(x->why), "out of memory");
+            if (!a->text)
+                note_failure(&a->m, x->p, x->why);
+            x->done = 1;
+        }
+    }
+    r->head = head;
+    /* The members on a thread of ours (inline when none can be made), this
+       process here meanwhile. */
+    if (!(job = pe_http_fanout_spawn(fetch_members, a, all_free))) {
+        static const int no_stop;
+        fetch_members(a, &no_stop);
+    }
+    if (self >= 0) {
+        qcap = strlen(raw_query ? raw_query : "") + 32;
+        if ((query = malloc(qcap)) &&
+            pe_http_tree_query(raw_query, a->text ? NULL : "format=pprof", query, qcap) == 0)
+            pe_http_fanout_self(r, query, &own);
+        else
+            snprintf(own.errmsg, sizeof(own.errmsg), "out of memory");
+        free(query);
+    }
+    /* What the worker needs should the thread keep a (it then frees it). */
+    text = a->text;
+    n = a->n;
+    if (self >= 0)
+        me = a->v[self];
+    done = !job || pe_http_fanout_wait(job, r, a->deadline) == 0;
+    if (!done) {
+        /* The members' thread is past every bound: this process alone. */
+        memset(&alone, 0, sizeof(alone));
+        snprintf(alone.errs, sizeof(alone.errs), "the other processes did not answer in time");
+        alone.errlen = strlen(alone.errs);
+        rc = text || self < 0 ? pe_http_error(r, 504, "pid=all: %s", alone.errs)
+                              : send_merge(r, &alone, n, &me, &own);
+    } else if (a->text) {
+        rc = send_texts(r, a, self, &own);
+    } else {
+        rc = send_merge(r, &a->m, a->n, self >= 0 ? &a->v[self] : NULL, &own);
+    }
+    free(own.body);
+    if (job) {
+        pe_http_fanout_put(job);
+    } else {
+        all_free(a);
+    }
+    pe_http_fanout_end(1);
     return rc;
 }

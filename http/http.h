@@ -97,6 +97,8 @@ int pe_http_listening_port(void);
 /* ---- responses ---------------------------------------------------------------- */
 
 int pe_http_error(pe_req_t *r, int status, const char *fmt, ...) PE_PRINTF(3, 4);
+/* A bound was reached: 503 with `Retry-After: retry_s` (docs/HARDENING.md), at once. */
+int pe_http_busy(pe_req_t *r, int retry_s, const char *fmt, ...) PE_PRINTF(3, 4);
 
 /* A streamed 200 response.  filename != NULL adds Content-Disposition: attachment. */
 typedef struct pe_resp_s {

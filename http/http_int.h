@@ -14,7 +14,8 @@
 
 #define PE_HTTP_WORKERS 8
 #define PE_HTTP_WORKERS_STR "8"
-/* Requests that hold a worker for seconds (profiles); the rest stay for quick ones. */
+/* Requests at once other than the quick endpoints (the index, cmdline,
+   processes: routes.c); the other workers stay for those. */
 #define PE_HTTP_MAX_LONG (PE_HTTP_WORKERS - 2)
 /* A process tree's member (preload/tree.h) keeps a small pool: one per process
    of a 64-worker server; one worker stays for quick requests. */
@@ -29,9 +30,13 @@ extern int pe_http_port;
 int pe_http_dispatch(struct mg_connection *conn, void *cbdata);
 /* Route a request that is already parsed (dispatch, /debug_engine, fuzzing). */
 PE_TESTONLY int pe_http_route(pe_req_t *r);
-/* Take / give back one of the long-request slots; 0 or 503 (sent). */
+/* Take / give back one of the long-request slots; 0 or 503 (sent, with
+   Retry-After).  Nested on one thread (a request, then its handler) they
+   count once. */
 int pe_http_long_begin(pe_req_t *r);
 void pe_http_long_end(void);
+/* What a 503 for a reached bound tells the client to wait, in seconds. */
+#define PE_HTTP_RETRY_AFTER_S 2
 /* Long requests in flight (the exit waits for them, server.c). */
 int pe_http_long_count(void);
 /* After a profile's wait: when it ended because the program is exiting, a
@@ -103,8 +108,46 @@ int pe_http_tree_connect(int port, double deadline);
 /* The request line and headers for a member (override: query added, format/debug dropped). */
 char *pe_http_tree_request(const pe_req_t *r, const char *raw_query, int port, const char *override,
                            size_t *len);
+/* The query for a member (or this process's own part): raw_query without pid,
+   and with an override its views dropped and the override added.  0, or -1
+   when it does not fit in len. */
+int pe_http_tree_query(const char *raw_query, const char *override, char *buf, size_t len);
 /* h_tree_merge.c: pid=all. */
 int pe_http_tree_all(pe_req_t *r, const char *raw_query);
+
+/* fanout.c: requests that ask the tree's other processes (docs/HARDENING.md). */
+/* At most this many at once (pid=N and pid=all), and of them pid=all (each
+   asks every member, whose slots answer that many at once); more: 503 with
+   Retry-After. */
+#define PE_FANOUT_MAX 4
+#define PE_FANOUT_MAX_ALL (PE_HTTP_MEMBER_WORKERS - 1)
+/* How long past its deadline a request waits for its members' thread. */
+#define PE_FANOUT_GRACE_S 5.0
+/* Take a fan-out slot (all: a pid=all one) and a long-request slot: 0, or
+   the 503 it sent. */
+int pe_http_fanout_begin(pe_req_t *r, int all);
+void pe_http_fanout_end(int all);
+void pe_http_fanout_atfork_child(void);
+/* This process's own answer to r's path with `query`, built in-process on
+   this worker into body (malloc'd, at most max bytes; the caller frees it). */
+typedef struct pe_fanout_ans_s {
+    char *body;
+    size_t len, cap, max;
+    int status;
+    char errmsg[256]; /* when status != 200 */
+} pe_fanout_ans_t;
+int pe_http_fanout_self(pe_req_t *r, const char *query, pe_fanout_ans_t *a);
+/* fn(arg, stop) on a thread of ours (stop: a flag it must heed soon); NULL
+   when no thread could be made.  pe_http_fanout_wait waits for it until
+   deadline + PE_FANOUT_GRACE_S, setting stop when the client of r leaves or
+   the program exits: 0 done (arg is the caller's to read), -1 not (arg is
+   the thread's).  Then pe_http_fanout_put once: the last of the two calls
+   release(arg). */
+typedef struct pe_fanout_job_s pe_fanout_job_t;
+pe_fanout_job_t *pe_http_fanout_spawn(void (*fn)(void *arg, const int *stop), void *arg,
+                                      void (*release)(void *arg));
+int pe_http_fanout_wait(pe_fanout_job_t *j, pe_req_t *r, double deadline);
+void pe_http_fanout_put(pe_fanout_job_t *j);
 
 /* baseline.c: the window of a cumulative record table a request asks for, and
    godeltaprof's per-path memory (delta_heap, delta_mutex, delta_block). */

@@ -40,16 +40,14 @@ status_text(int status)
     }
 }
 
-int
-pe_http_error(pe_req_t *r, int status, const char *fmt, ...)
+/* retry_s > 0: a Retry-After header (a bound was reached; http.h's pe_http_busy). */
+static int
+error_line(pe_req_t *r, int status, int retry_s, const char *fmt, va_list ap)
 {
-    char line[512];
-    va_list ap;
+    char line[512], retry[48] = "";
     int n;
 
-    va_start(ap, fmt);
     n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-    va_end(ap);
     if (n < 0)
         n = 0;
     if ((size_t)n > sizeof(line) - 2)
@@ -66,14 +64,40 @@ pe_http_error(pe_req_t *r, int status, const char *fmt, ...)
         snprintf(r->errmsg, sizeof(r->errmsg), "%.*s", n - 1, line);
         return status;
     }
+    if (retry_s > 0)
+        snprintf(retry, sizeof(retry), "Retry-After: %d\r\n", retry_s);
     mg_printf(r->conn,
               "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
-              "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+              "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s"
               "Content-Length: %d\r\nConnection: close\r\n\r\n",
-              status, status_text(status), n);
+              status, status_text(status), retry, n);
     if (!r->head)
         mg_write(r->conn, line, (size_t)n);
     return status;
+}
+
+int
+pe_http_error(pe_req_t *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = error_line(r, status, 0, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int
+pe_http_busy(pe_req_t *r, int retry_s, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = error_line(r, 503, retry_s, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 static int

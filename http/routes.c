@@ -132,15 +132,24 @@ const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 
 static int long_in_flight;
 int pe_http_max_long = PE_HTTP_MAX_LONG;
+/* Slots held by this thread: a request holds one for its whole time
+   (dispatch, or fanout.c for pid=N and pid=all), and what it runs inside
+   (its handler, a pid=all request's own part) takes no second one. */
+static PE_TLS int slot_depth;
 
 int
 pe_http_long_begin(pe_req_t *r)
 {
+    if (slot_depth > 0) {
+        slot_depth++;
+        return 0;
+    }
     if (__atomic_add_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL) > pe_http_max_long) {
         __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
-        return pe_http_error(r, 503, "too many profile requests in flight (%d); try again later",
-                             pe_http_max_long);
+        return pe_http_busy(r, PE_HTTP_RETRY_AFTER_S,
+                            "too many requests in flight (%d); try again later", pe_http_max_long);
     }
+    slot_depth = 1;
     return 0;
 }
 
@@ -159,7 +168,17 @@ pe_http_long_count(void)
 void
 pe_http_long_end(void)
 {
+    if (slot_depth > 0 && --slot_depth > 0)
+        return;
     __atomic_sub_fetch(&long_in_flight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The quick endpoints (and a 404) take no slot: the cap leaves them workers. */
+static int
+quick(const pe_route_t *route)
+{
+    return !route || route->handler == pe_http_h_index || route->handler == pe_http_h_cmdline ||
+           route->handler == pe_http_h_processes;
 }
 
 /* ---- checks --------------------------------------------------------------------- */
@@ -282,7 +301,7 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     const pe_route_t *route;
     pe_req_t *r;
     char *body = NULL;
-    int status, n;
+    int status, n, held = 0;
     size_t len = 0;
 
     if (!ri)
@@ -327,9 +346,17 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
         r->body = body;
         r->body_len = len;
     }
+    /* Everything but the quick endpoints holds a slot for its whole time:
+       past the cap it is refused at once (503, Retry-After) instead of
+       queueing ahead of them (docs/HARDENING.md). */
+    route = find_route(r->path);
+    if (!quick(route)) {
+        if ((status = pe_http_long_begin(r)))
+            goto out;
+        held = 1;
+    }
     /* A typo is answered here before any member is asked (pid=all merges). */
-    if (pe_param(r, "pid") && (route = find_route(r->path)) &&
-        (status = pe_http_check_params(r, route)))
+    if (pe_param(r, "pid") && route && (status = pe_http_check_params(r, route)))
         goto out;
     /* pid=N / pid=all: another process of the tree answers (h_tree.c). */
     if ((status = pe_http_tree_route(r, ri->query_string)))
@@ -340,6 +367,8 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
         PE_TRACE_EVENT(PE_TJ_EV_REQUEST, t0, pe_clock_ns(CLOCK_MONOTONIC), status, r->path);
     }
 out:
+    if (held)
+        pe_http_long_end();
     free(body);
     free(r);
     return status > 0 ? status : 500;

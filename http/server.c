@@ -433,8 +433,12 @@ pe_http_listen(void)
         /* Request line plus headers; larger ones are refused (413). */
         "max_request_size",
         "16384",
+        /* A burst of a thousand scrapers is queued by the kernel, not
+           dropped (a dropped SYN costs its client 1 s): each is then answered
+           or refused at once (fanout.c, routes.c), and TCP_DEFER_ACCEPT keeps
+           idle connections out of this queue. */
         "listen_backlog",
-        "64",
+        "1024",
         "enable_auth_domain_check",
         "no",
         /* civetweb's own answers (400, 413 to malformed requests) too: ours
@@ -671,6 +675,7 @@ pe_http_atfork_child(void)
     /* What the parent's workers held at the fork (a tree member serves again). */
     pe_sym_atfork_child();
     pe_http_long_atfork_child();
+    pe_http_fanout_atfork_child();
     pe_http_profile_atfork_child();
     pe_http_heap_atfork_child();
     pe_http_mutex_atfork_child();

@@ -117,7 +117,10 @@ typedef struct {
     ints_t *loc_fns;   /* by location id: function ids, innermost first */
     ints_t *loc_lines; /* and their lines, the same order */
     uint64_t *loc_addr;
+    uint64_t *loc_map; /* mapping id */
     uint64_t nloc;
+    uint64_t *map_file; /* by mapping id: its file's string index */
+    uint64_t nmap;
     ints_t types; /* pairs: type, unit string indices */
     uint64_t period_type[2], period;
     int64_t time_nanos, duration_nanos;
@@ -141,6 +144,8 @@ dec_free(dec_t *d)
     free(d->loc_fns);
     free(d->loc_lines);
     free(d->loc_addr);
+    free(d->loc_map);
+    free(d->map_file);
     free(d->types.v);
 }
 
@@ -166,7 +171,7 @@ static int
 dec_tables(const uint8_t *buf, size_t len, dec_t *d)
 {
     pb_t b = {buf, buf + len}, sub, s2, s3;
-    uint64_t v, id, maxfn = 0, maxloc = 0, nstrs = 0;
+    uint64_t v, id, maxfn = 0, maxloc = 0, maxmap = 0, nstrs = 0;
     int num, wt, n2, w2;
 
     /* Count and size everything first. */
@@ -175,7 +180,7 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
             return -1;
         if (num == 6 && wt == 2)
             nstrs++;
-        if ((num == 4 || num == 5) && wt == 2) {
+        if ((num == 3 || num == 4 || num == 5) && wt == 2) {
             id = 0;
             s2 = sub;
             while (s2.p < s2.end && field(&s2, &n2, &w2, &v, &s3) == 0)
@@ -187,6 +192,8 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
                 maxloc = id;
             if (num == 5 && id > maxfn)
                 maxfn = id;
+            if (num == 3 && id > maxmap)
+                maxmap = id;
         }
     }
     d->nstrs = nstrs;
@@ -199,8 +206,11 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
     d->loc_fns = calloc(d->nloc, sizeof(*d->loc_fns));
     d->loc_lines = calloc(d->nloc, sizeof(*d->loc_lines));
     d->loc_addr = calloc(d->nloc, sizeof(*d->loc_addr));
+    d->loc_map = calloc(d->nloc, sizeof(*d->loc_map));
+    d->nmap = maxmap + 1;
+    d->map_file = calloc(d->nmap, sizeof(*d->map_file));
     if (!d->strs || !d->fn_name || !d->fn_sys || !d->fn_file || !d->loc_fns || !d->loc_lines ||
-        !d->loc_addr)
+        !d->loc_addr || !d->loc_map || !d->map_file)
         return -1;
     nstrs = 0;
     for (b.p = buf; b.p < b.end;) {
@@ -222,15 +232,32 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
                     return -1;
             }
             break;
+        case 3: /* mapping: its file names unsymbolized code ("[postgres]") */
+            if (wt != 2)
+                break;
+            {
+                uint64_t mid = 0, file = 0;
+                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
+                    if (n2 == 1 && w2 == 0)
+                        mid = v;
+                    if (n2 == 5 && w2 == 0)
+                        file = v;
+                }
+                if (mid < d->nmap)
+                    d->map_file[mid] = file;
+            }
+            break;
         case 4: /* location */
             if (wt != 2)
                 break;
             {
-                uint64_t lid = 0, addr = 0;
+                uint64_t lid = 0, addr = 0, mid = 0;
                 ints_t fns = {0}, lines = {0};
                 while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
                     if (n2 == 1 && w2 == 0)
                         lid = v;
+                    if (n2 == 2 && w2 == 0)
+                        mid = v;
                     if (n2 == 3 && w2 == 0)
                         addr = v;
                     if (n2 == 4 && w2 == 2) { /* line: function_id, line */
@@ -256,6 +283,7 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
                     d->loc_fns[lid] = fns;
                     d->loc_lines[lid] = lines;
                     d->loc_addr[lid] = addr;
+                    d->loc_map[lid] = mid;
                 } else {
                     free(fns.v);
                     free(lines.v);
@@ -336,6 +364,28 @@ fn_raw(const dec_t *d, uint64_t f, char *buf)
     if (strncmp(buf, "_Z", 2) && strncmp(buf, "_R", 2))
         str_dup(d, d->fn_name[f], buf, DECODE_STR);
     return buf[0] ? buf : "?";
+}
+
+/* An unsymbolized location by its mapping's file, as the model's views name
+   it (proto/model.c): "[postgres]", "[vdso]"; its address when there is none. */
+static void
+anon_name(const dec_t *d, uint64_t loc, char *buf)
+{
+    char file[DECODE_STR];
+    const char *base;
+    uint64_t mid = d->loc_map[loc];
+
+    if (mid && mid < d->nmap && d->map_file[mid] &&
+        str_dup(d, d->map_file[mid], file, DECODE_STR)[0]) {
+        if (file[0] == '[') {
+            snprintf(buf, DECODE_STR, "%.250s", file);
+            return;
+        }
+        base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        snprintf(buf, DECODE_STR, "[%.250s]", base);
+        return;
+    }
+    snprintf(buf, DECODE_STR, "0x%llx", (unsigned long long)d->loc_addr[loc]);
 }
 
 /* One serialized (uncompressed) profile into m (decode.h's pe_prof_merge_add_gz). */
@@ -436,8 +486,8 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
 
             if (id >= d.nloc)
                 continue;
-            if (!d.loc_fns[id].n) { /* not symbolized there: its address */
-                snprintf(pp->name[np], DECODE_STR, "0x%llx", (unsigned long long)d.loc_addr[id]);
+            if (!d.loc_fns[id].n) { /* not symbolized there: its object, as its views name it */
+                anon_name(&d, id, pp->name[np]);
                 pp->pl[np] = (pe_prof_place_t){pp->name[np], NULL, 0};
                 np++;
                 k = 1;

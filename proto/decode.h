@@ -7,7 +7,8 @@
  * most four), period and time of the result; a later one with other sample
  * types is refused.  Samples are added by their locations' lines, innermost
  * first (function, source file and line, the inlined calls as frames of
- * their own; an unsymbolized location by its address, "0x..."), with at most
+ * their own; an unsymbolized location by its object, "[postgres]", as the
+ * views name it, or its address "0x..." when no mapping names one), with at most
  * two of their own labels plus the caller's.  Not thread-safe: one merge per
  * request.
  *
