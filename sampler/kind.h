@@ -35,6 +35,7 @@ typedef struct pe_kind_close_s {
     int64_t period;              /* the session's period, ns */
     uint64_t samples, weight;    /* signals kept, and their weight with overruns */
     uint64_t ticks, quiet, sigs; /* wall: ticks, /proc captures, signals sent */
+    uint64_t unsignalled;        /* wall: not signalled, the wait would fail (sigsafe.h) */
     uint64_t why[4];             /* wall: signals by reason (asked, running, woke, cannot) */
 } pe_kind_close_t;
 

@@ -55,6 +55,7 @@
 #include "kind.h"
 #include "peek.h"
 #include "sampler.h"
+#include "sigsafe.h"
 #include "stacks.h"
 #include "trace.h"
 
@@ -88,6 +89,7 @@ struct pe_sampler_win_s {
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
     uint64_t ticks0;          /* wall_ticks at open */
     uint64_t quiet0;          /* wall_quiet at open */
+    uint64_t unsig0;          /* wall_unsignalled at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
 
@@ -119,6 +121,8 @@ static uint64_t wall_ticks; /* ticks sent (collector), read by close */
 /* Wall samples taken from /proc without a signal, and wall signals sent by
    reason (collector). */
 static uint64_t wall_quiet, wall_why[WHY_N];
+/* Wall samples not signalled: the thread waited in a call a signal would interrupt (collector). */
+static uint64_t wall_unsignalled;
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 
 static pthread_t collector;
@@ -389,6 +393,36 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
 }
 
 /*
+ * Before a wall signal (auto capture): 1 when tid may be signalled; else 0,
+ * and a thread waiting in a call a signal would interrupt (sigsafe.h) gets
+ * what /proc gives instead, its system call's PC as a one-frame sample.
+ */
+static int
+wall_may_signal(pid_t tid, uint32_t weight, unsigned state)
+{
+    pe_sigsafe_t ss;
+    pe_ring_slot_t *s;
+    int rc = pe_sigsafe_check(tid, &ss);
+
+    if (rc != 0)
+        return rc == 1;
+    __atomic_add_fetch(&wall_unsignalled, 1, __ATOMIC_RELAXED);
+    if (!ss.pc)
+        return 0;
+    if (!(s = pe_ring_claim(&pe_cpu_ring))) {
+        pe_ring_drop(&pe_cpu_ring, weight);
+        return 0;
+    }
+    s->pcs[0] = ss.pc;
+    s->tid = tid;
+    s->weight = weight;
+    s->nframes = 1;
+    s->flags = PE_RING_F_WALL | PE_RING_F_PROC | (state << PE_RING_STATE_SHIFT);
+    pe_ring_publish(&pe_cpu_ring, s);
+    return 0;
+}
+
+/*
  * One wall-clock tick: sample the next WALL_PER_TICK threads of the last scan
  * (all of them when there are fewer), each sample weighted by how many ticks
  * pass before that thread's turn comes again, times `periods`, the periods
@@ -413,6 +447,8 @@ wall_tick(uint32_t gen, int64_t periods)
 
         if (quiet) {
             if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
+                continue;
+            if (!wall_may_signal(tid, (uint32_t)weight, st))
                 continue;
         } else {
             st = pe_proc_state_code_of(
@@ -721,6 +757,7 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
     w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
+    w->unsig0 = __atomic_load_n(&wall_unsignalled, __ATOMIC_RELAXED);
     for (int i = 0; i < WHY_N; i++)
         w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
@@ -796,6 +833,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     }
     c.ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
     c.quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
+    c.unsignalled = __atomic_load_n(&wall_unsignalled, __ATOMIC_RELAXED) - w->unsig0;
     for (int i = 0; i < WHY_N; i++) {
         c.why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
         c.sigs += c.why[i];
@@ -1019,6 +1057,11 @@ wall_comment(pe_prof_t *p, const pe_kind_close_t *c)
                     (unsigned long long)c->quiet, (unsigned long long)c->sigs,
                     (unsigned long long)c->why[WHY_ASKED], (unsigned long long)c->why[WHY_RUNNING],
                     (unsigned long long)c->why[WHY_WOKE], (unsigned long long)c->why[WHY_CANNOT]);
+    if (c->unsignalled)
+        pe_prof_comment(p,
+                        "capture: %llu samples not signalled (the thread waited in a system "
+                        "call a signal would interrupt): its system call's PC only, from /proc",
+                        (unsigned long long)c->unsignalled);
 }
 
 const pe_kind_t pe_kind_cpu = {

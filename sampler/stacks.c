@@ -38,6 +38,7 @@
 #include "../stack/unwind.h"
 #include "account.h"
 #include "cpu.h"
+#include "sigsafe.h"
 #include "stacks.h"
 
 /* Threads signalled at once in one capture (those /proc cannot give); more
@@ -210,6 +211,34 @@ list_threads(pid_t **out)
     return n;
 }
 
+/*
+ * In auto mode, before each signal: 1 when thread st may be signalled;
+ * else 0 and st holds what /proc gives (the PC of its system call, as a
+ * one-frame stack, or no answer) and why it was not signalled (sigsafe.h);
+ * -ESRCH when it is gone.
+ */
+static int
+may_signal(pe_stack_t *st, int mode)
+{
+    pe_sigsafe_t ss;
+    int rc;
+
+    if (mode != PE_STACKS_AUTO) /* capture=signal: asked for, interrupting or not */
+        return 1;
+    if ((rc = pe_sigsafe_check(st->tid, &ss)) != 0)
+        return rc;
+    snprintf(st->why_buf, sizeof(st->why_buf), "%s", ss.why);
+    st->why = st->why_buf;
+    st->nframes = 0;
+    if (ss.pc) {
+        st->pcs[0] = ss.pc;
+        st->nframes = 1;
+        st->answered = 1;
+        st->method = "syscall";
+    }
+    return 0;
+}
+
 /* ---- capture -------------------------------------------------------------------- */
 
 int
@@ -357,6 +386,10 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
 
         if (slot[i] != -1)
             continue;
+        if ((j = may_signal(st, mode)) <= 0) { /* as late as can be: it may block any time */
+            slot[i] = j == -ESRCH ? -2 : -3;
+            continue;
+        }
         if ((j = slot_take()) < 0) {
             st->why = "no capture slot free";
             continue;
@@ -389,10 +422,25 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
         if (!pending || now >= deadline)
             break;
         if (now >= resend) {
-            for (i = 0; i < n; i++)
-                if (slot[i] >= 0 &&
-                    __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) == S_PENDING)
+            for (i = 0; i < n; i++) {
+                int expected = S_PENDING, ok;
+                if (slot[i] < 0 ||
+                    __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_PENDING)
+                    continue;
+                if ((ok = may_signal(&r->v[i], mode)) == 1) {
                     (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
+                    continue;
+                }
+                /* it blocked meanwhile (our first signal was swallowed): leave it be */
+                if (__atomic_compare_exchange_n(&cap[slot[i]].state, &expected, S_ABANDONED, 0,
+                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                    slot[i] = ok == -ESRCH ? -2 : -3;
+                else if (r->v[i].method && !strcmp(r->v[i].method, "syscall")) {
+                    r->v[i].method = NULL; /* its handler runs now: the signal's answer */
+                    r->v[i].answered = 0;
+                    r->v[i].why = NULL;
+                }
+            }
             resend = now + 4 * (resend - ts > 10 * 1000000 ? resend - ts : 10 * 1000000);
         }
         /* a running thread answers within microseconds when it has a CPU; past that it
@@ -469,6 +517,8 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
             r->noanswer++;
         else if (!strcmp(st->method, "proc"))
             r->nproc++, r->nreused += st->reused;
+        else if (!strcmp(st->method, "syscall"))
+            r->nsyscall++;
         else
             r->nsignal++;
         r->n++;
@@ -519,7 +569,7 @@ static int
 add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
 {
     pe_prof_label_t l[5];
-    char note[160], why[160];
+    char note[256], why[160];
     int64_t one = 1;
     int nl = 0;
 
@@ -538,6 +588,9 @@ add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
     } else if (with_tid && st->method) {
         if (!strcmp(st->method, "proc"))
             snprintf(note, sizeof(note), "proc%s", st->reused ? " (unchanged)" : "");
+        else if (!strcmp(st->method, "syscall"))
+            snprintf(note, sizeof(note), "syscall only, from /proc (%s; %s)", st->why,
+                     st->quiet_why ? st->quiet_why : "no stack from /proc");
         else
             snprintf(note, sizeof(note), "signal (%s)",
                      st->quiet_why ? st->quiet_why : "asked for");
@@ -577,6 +630,11 @@ stacks_prof(const pe_stacks_t *s, int with_tid)
                     "capture: %d from /proc without a signal (%d of them unchanged since the "
                     "last capture), %d by signal",
                     s->nproc, s->nreused, s->nsignal);
+    if (s->nsyscall)
+        pe_prof_comment(p,
+                        "capture: %d not signalled (each waits in a system call a signal "
+                        "would interrupt): their system call's PC only, from /proc",
+                        s->nsyscall);
     if (pe_py_note()[0])
         pe_prof_comment(p, "%s", pe_py_note());
     return p;
@@ -648,6 +706,11 @@ pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
                        "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
                        s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc,
                        s->nreused, s->nsignal);
+        if (s->nsyscall)
+            pe_sink_printf(out,
+                           "not signalled: %d (each waits in a system call a signal would "
+                           "interrupt): their system call's PC only, from /proc\n\n",
+                           s->nsyscall);
         stacks_unsampled_line(out);
         /* one sample per thread, in capture order (the tid label keeps them apart) */
         rc = pe_prof_write_go_threads(p, out);

@@ -39,9 +39,12 @@ typedef struct pe_stack_s {
     char name[32];         /* /proc comm */
     const char *state;     /* /proc state before the signal: "running", "sleeping", ... */
     const char *why;       /* when !answered: a short reason */
-    const char *method;    /* when answered: "proc" (no signal) or "signal" */
+    const char *method;    /* when answered: "proc" (no signal), "signal", or "syscall" (not
+                              signalled: it waits in a call a signal would interrupt, and
+                              pcs[0] is the PC /proc gives, the only frame) */
     const char *quiet_why; /* when signalled or unanswered: why /proc did not do */
     int reused;            /* "proc" and unchanged since the last capture */
+    char why_buf[96];      /* storage for why (sigsafe.h's reason) */
     uintptr_t pcs[PE_MAX_FRAMES];
 } pe_stack_t;
 
@@ -50,6 +53,7 @@ typedef struct pe_stacks_s {
     int noanswer;       /* of them, without answer */
     int nproc, nreused; /* answered from /proc (no signal), of them reused unchanged */
     int nsignal;        /* answered by signal */
+    int nsyscall;       /* not signalled (the call it waits in would fail): /proc's PC only */
     int64_t time_nanos; /* CLOCK_REALTIME at the capture */
     int64_t wait_ns;    /* how long the capture took */
     pe_stack_t *v;
