@@ -115,35 +115,28 @@ restarts(long nr, const unsigned long long *a, char state)
     case SYS_readv:
     case SYS_pread64:
     case SYS_preadv:
-    case SYS_preadv2:
-        return fd_restarts((long)a[0], SO_RCVTIMEO, state);
+    case SYS_preadv2: return fd_restarts((long)a[0], SO_RCVTIMEO, state);
     case SYS_write:
     case SYS_writev:
     case SYS_pwrite64:
     case SYS_pwritev:
-    case SYS_pwritev2:
-        return fd_restarts((long)a[0], SO_SNDTIMEO, state);
+    case SYS_pwritev2: return fd_restarts((long)a[0], SO_SNDTIMEO, state);
     case SYS_recvfrom:
     case SYS_recvmsg:
     case SYS_accept:
-    case SYS_accept4:
-        return socket_untimed((int)a[0], SO_RCVTIMEO);
+    case SYS_accept4: return socket_untimed((int)a[0], SO_RCVTIMEO);
     case SYS_sendto:
-    case SYS_sendmsg:
-        return socket_untimed((int)a[0], SO_SNDTIMEO);
+    case SYS_sendmsg: return socket_untimed((int)a[0], SO_SNDTIMEO);
     case SYS_wait4:
     case SYS_waitid:
-    case SYS_flock:
-        return 1;
-    case SYS_fcntl:
-        return a[1] == F_SETLKW || a[1] == F_OFD_SETLKW;
+    case SYS_flock: return 1;
+    case SYS_fcntl: return a[1] == F_SETLKW || a[1] == F_OFD_SETLKW;
     case SYS_futex: {
         /* an untimed wait restarts; a timed one ends in EINTR */
         int op = (int)(a[1] & FUTEX_CMD_MASK);
         return (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET) && a[3] == 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

@@ -43,13 +43,11 @@ fail(const char *what, int rc, int err, int64_t took)
 static int
 wait_once(int k, int ep, int *err)
 {
-    struct timespec ts = {0, WAIT_MS * 1000000L}, abs;
+    struct timespec ts = {0, WAIT_MS * 1000000L};
     int rc = 0;
 
     switch (k) {
-    case 0:
-        rc = nanosleep(&ts, NULL);
-        break;
+    case 0: rc = nanosleep(&ts, NULL); break;
     case 1:
         rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL); /* returns the error */
         if (rc) {
@@ -58,7 +56,6 @@ wait_once(int k, int ep, int *err)
         }
         break;
     case 2:
-        clock_gettime(CLOCK_MONOTONIC, &abs);
         rc = (int)syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
         if (rc < 0 && errno == ETIMEDOUT)
             rc = 0;
