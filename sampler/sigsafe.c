@@ -154,8 +154,9 @@ pe_sigsafe_check(pid_t tid, pe_sigsafe_t *out)
     rc = pe_proc_task_read(tid, "syscall", line, sizeof(line));
     if (rc == -ESRCH)
         return -ESRCH;
-    if (pe_proc_stat(0, tid, &st) < 0)
-        st.state = '?';
+    if (rc < 0 || strncmp(line, "running", 7)) /* the state, where it matters */
+        if (pe_proc_stat(0, tid, &st) < 0)
+            st.state = '?';
     if (rc < 0) { /* not dumpable, say: the state alone */
         if (st.state == 'R')
             return 1;
