@@ -59,6 +59,8 @@
 /* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
 #define PE_RING_F_WALL 2u
 #define PE_RING_F_PROC 4u /* a wall sample read from /proc, no signal (sampler.c) */
+/* With PROC: not signalled (the wait would fail, sigsafe.h); its system call's PC only */
+#define PE_RING_F_SYSCALL 16u
 #define PE_RING_STATE_SHIFT 8
 #define PE_RING_STATE(flags) (((flags) >> PE_RING_STATE_SHIFT) & 15u)
 

@@ -417,7 +417,7 @@ wall_may_signal(pid_t tid, uint32_t weight, unsigned state)
     s->tid = tid;
     s->weight = weight;
     s->nframes = 1;
-    s->flags = PE_RING_F_WALL | PE_RING_F_PROC | (state << PE_RING_STATE_SHIFT);
+    s->flags = PE_RING_F_WALL | PE_RING_F_PROC | PE_RING_F_SYSCALL | (state << PE_RING_STATE_SHIFT);
     pe_ring_publish(&pe_cpu_ring, s);
     return 0;
 }
@@ -1038,7 +1038,9 @@ wall_labels(uint32_t flags, pe_prof_label_t *l)
     l[0].key = "state";
     l[0].str = pe_proc_state_str(PE_RING_STATE(flags));
     l[1].key = "capture";
-    l[1].str = (flags & PE_RING_F_PROC) ? "proc" : "signal";
+    l[1].str = (flags & PE_RING_F_SYSCALL) ? "syscall"
+               : (flags & PE_RING_F_PROC)  ? "proc"
+                                           : "signal";
     return 2;
 }
 
