@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../preload/proc.h"
+#include "../stack/quiet.h"
 #include "sigsafe.h"
 
 /* Names for the reason line; the rest go by number. */
@@ -140,13 +141,65 @@ restarts(long nr, const unsigned long long *a, char state)
     }
 }
 
+/* A blocked syscall line: the number (-1 none) and up to 8 hex fields after it; how many. */
+static int
+parse_line(const char *line, long *nr, unsigned long long *a)
+{
+    char *p, *end;
+    int n = 0;
+
+    *nr = strtol(line, &p, 10);
+    if (p == line)
+        *nr = -1;
+    for (; n < 8; n++) {
+        a[n] = strtoull(p, &end, 16);
+        if (end == p)
+            break;
+        p = end;
+    }
+    return n;
+}
+
+/* Past this CPU time since it was seen blocked, a running thread is out of that call. */
+#define LEFT_CALL_NS (2 * 1000000LL)
+
+/*
+ * A running thread: it may be on its way out of a call it was seen blocked
+ * in (woken, waiting for a CPU or preempted in the kernel), and poll or
+ * select still end in EINTR when a signal comes before their last look.
+ * 1 when it may be signalled, else 0 with out filled.
+ */
+static int
+running_safe(pid_t tid, pe_sigsafe_t *out)
+{
+    char line[256], name[32];
+    unsigned long long a[8];
+    int64_t ran;
+    long nr;
+    int n;
+
+    if (!pe_quiet_last_call(tid, line, sizeof(line), &ran))
+        return 1; /* not seen blocked: running since before our first look */
+    if (ran >= LEFT_CALL_NS)
+        return 1;
+    n = parse_line(line, &nr, a);
+    if (nr < 0 || (n == 8 && restarts(nr, a, 'R')))
+        return 1;
+    out->nr = nr;
+    out->pc = n >= 2 ? (uintptr_t)a[n - 1] : 0;
+    name_of(nr, name, sizeof(name));
+    snprintf(out->why, sizeof(out->why),
+             "not signalled: it just woke in %s, which a signal could still interrupt", name);
+    return 0;
+}
+
 int
 pe_sigsafe_check(pid_t tid, pe_sigsafe_t *out)
 {
-    char line[256], name[32], *p, *end;
+    char line[256], name[32];
     unsigned long long a[8];
     pe_proc_stat_t st;
-    int rc, n = 0;
+    int rc, n;
 
     out->nr = -1;
     out->pc = 0;
@@ -159,22 +212,14 @@ pe_sigsafe_check(pid_t tid, pe_sigsafe_t *out)
             st.state = '?';
     if (rc < 0) { /* not dumpable, say: the state alone */
         if (st.state == 'R')
-            return 1;
+            return running_safe(tid, out);
         snprintf(out->why, sizeof(out->why),
                  "not signalled: it waits (state %c) in a call /proc does not name", st.state);
         return 0;
     }
     if (!strncmp(line, "running", 7))
-        return 1;
-    out->nr = strtol(line, &p, 10);
-    if (p == line)
-        out->nr = -1;
-    for (; n < 8; n++) {
-        a[n] = strtoull(p, &end, 16);
-        if (end == p)
-            break;
-        p = end;
-    }
+        return running_safe(tid, out);
+    n = parse_line(line, &out->nr, a);
     if (n >= 2)
         out->pc = (uintptr_t)a[n - 1];
     if (out->nr < 0) { /* not in a system call (a page fault, a stop) */

@@ -44,7 +44,7 @@ typedef struct pe_stack_s {
                               pcs[0] is the PC /proc gives, the only frame) */
     const char *quiet_why; /* when signalled or unanswered: why /proc did not do */
     int reused;            /* "proc" and unchanged since the last capture */
-    char why_buf[96];      /* storage for why (sigsafe.h's reason) */
+    char why_buf[128];     /* storage for why (sigsafe.h's reason) */
     uintptr_t pcs[PE_MAX_FRAMES];
 } pe_stack_t;
 

@@ -638,7 +638,15 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
     if (read_syscall(tid, line2, sizeof(line2), &w.sp, &w.pc) <= 0 || strcmp(line, line2) ||
         read_key(tid, &k1b, &k2b) < 0 || k1b != k1 || k2b != k2 ||
         (!have_schedstat && (read_status(tid, &st2, &nv, &niv) < 0 || nv != k1 || niv != k2))) {
-        e->tid = 0;
+        /* remembered as a failure with the call it woke from (pe_quiet_last_call): its
+           key before the walk, which a thread that ran never shows again */
+        e->tid = tid;
+        e->k1 = k1;
+        e->k2 = k2;
+        e->state = st;
+        e->why = PE_QUIET_WHY_WOKE;
+        snprintf(e->line, sizeof(e->line), "%s", line);
+        e->nframes = -EAGAIN;
         pthread_mutex_unlock(&qlock);
         *why = PE_QUIET_WHY_WOKE;
         return -EAGAIN;
@@ -654,6 +662,26 @@ pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const c
         memcpy(e->pcs, pcs, (size_t)n * sizeof(*pcs));
     pthread_mutex_unlock(&qlock);
     return n;
+}
+
+int
+pe_quiet_last_call(pid_t tid, char *line, size_t len, int64_t *ran_ns)
+{
+    uint64_t k1 = 0, k1now, k2now;
+    int found = 0;
+    qc_t *e;
+
+    *ran_ns = -1;
+    pthread_mutex_lock(&qlock);
+    if (cache && (e = &cache[(unsigned)tid % CACHE_N])->tid == tid) {
+        snprintf(line, len, "%s", e->line);
+        k1 = e->k1;
+        found = 1;
+    }
+    pthread_mutex_unlock(&qlock);
+    if (found && read_key(tid, &k1now, &k2now) == 0 && have_schedstat == 1 && k1now >= k1)
+        *ran_ns = (int64_t)(k1now - k1);
+    return found;
 }
 
 void

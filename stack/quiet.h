@@ -16,6 +16,7 @@
 #ifndef PE_QUIET_H
 #define PE_QUIET_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,6 +41,15 @@
  */
 int pe_quiet_capture(pid_t tid, uintptr_t *pcs, int max, const char **state, const char **why,
                      int *cached);
+
+/*
+ * The system call thread tid was last seen blocked in by a capture (its
+ * /proc syscall line into line), and the CPU time it has used since (*ran_ns,
+ * -1 when /proc does not say): a thread now running that has used next to
+ * none may still be inside that call, on its way out.  1, or 0 when none is
+ * remembered.
+ */
+int pe_quiet_last_call(pid_t tid, char *line, size_t len, int64_t *ran_ns);
 
 /* Fork child: forget the lock and every cached stack (tids belong to the parent). */
 void pe_quiet_atfork_child(void);
