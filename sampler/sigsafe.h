@@ -21,8 +21,8 @@
 #include <sys/types.h>
 
 typedef struct pe_sigsafe_s {
-    long nr;      /* the system call it is blocked in; -1 none or unknown */
-    uintptr_t pc; /* its user PC (after the syscall instruction); 0 unknown */
+    long nr;       /* the system call it is blocked in; -1 none or unknown */
+    uintptr_t pc;  /* its user PC (after the syscall instruction); 0 unknown */
     char why[128]; /* when not safe: why it is not signalled */
 } pe_sigsafe_t;
 
