@@ -9,8 +9,13 @@
  * select, ...): the program would see a short sleep or a failed wait.  So
  * before each signal we read /proc/self/task/TID/syscall (and stat's state
  * when that is unreadable) and signal only a thread that is running or
- * blocked in a call known to restart; in doubt, not.  A thread can still
- * enter a system call between our read and the signal (microseconds).
+ * blocked in a call known to restart; in doubt, not.  "Running" includes a
+ * thread woken in the kernel on its way out of its call (waiting for a CPU,
+ * or preempted), and poll and select still fail when a signal comes before
+ * their last look: a running thread last seen (quiet.h) blocked in a call
+ * that does not restart, and that has used under 2 ms of CPU since, is not
+ * signalled either.  A thread can still enter a system call between our
+ * read and the signal (microseconds).
  *
  * Signal-safe: no.  Library threads only.
  */
