@@ -5,7 +5,8 @@
 # one is never signalled (sampler/sigsafe.h): /proc gives its system call's
 # PC instead.  p_eintr_strict waits 200 ms at a time in each of them (the
 # futex through syscall(), a frame the /proc walk may not get past) and exits
-# 3 on any EINTR or short wait; for ~10 s we hammer goroutine?debug=2 and
+# 3 on any EINTR or short wait (poll also when a signal finds it woken on
+# its way out under load: sigsafe.h); for ~10 s we hammer goroutine?debug=2 and
 # debug=1, a wall-clock profile and a trace.  The program must exit 0.
 source test/e2e/lib.sh
 P=$BUILD/test
