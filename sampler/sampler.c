@@ -28,6 +28,7 @@
  * a leaf.  None is ever taken in a signal handler.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 
 #include "../preload/aslimit.h"
 #include "../preload/clock.h"
+#include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/proc.h"
@@ -51,6 +53,7 @@
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "cpu.h"
+#include "engine_perf.h"
 #include "kind.h"
 #include "peek.h"
 #include "sampler.h"
@@ -85,6 +88,7 @@ struct pe_sampler_win_s {
     uint64_t cut;             /* weight of stacks cut in JIT code (PE_RING_F_CUT) */
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
+    pe_perf_stats_t perf0;    /* the perf engine's counters at open */
     uint64_t ticks0;          /* wall_ticks at open */
     uint64_t quiet0;          /* wall_quiet at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
@@ -117,6 +121,10 @@ static uint64_t wall_ticks; /* ticks sent (collector), read by close */
    reason (collector). */
 static uint64_t wall_quiet, wall_why[WHY_N];
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
+/* The CPU session's engine (writer: cpu_pick, under life): perf events
+   (engine_perf.h) or the timers, why not perf, and the event sampled. */
+static int cpu_perf, cpu_event;
+static char cpu_why[256];
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -487,11 +495,51 @@ drain(void)
     }
 }
 
+/* The perf engine's rings into the ring, then the ring into the windows (wlock held). */
+static void
+drain_all(void)
+{
+    if (pe_perf_on())
+        pe_perf_drain(&pe_cpu_ring);
+    drain();
+}
+
+static void
+drain_locked(void)
+{
+    pthread_mutex_lock(&wlock);
+    drain_all();
+    pthread_mutex_unlock(&wlock);
+}
+
+/* Perf engine: events for threads no event covers (a raw clone, a thread
+   made while the session started); the count check's figures as a scan's. */
+static void
+perf_scan(void)
+{
+    int events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
+    int total = pe_perf_scan(drain_locked);
+
+    if (total >= 0) {
+        scan_total = total;
+        scan_events = events;
+    }
+}
+
 static void
 abs_ts(int64_t ns, struct timespec *ts)
 {
     ts->tv_sec = ns / 1000000000;
     ts->tv_nsec = ns % 1000000000;
+}
+
+/* Wake the collector (it sleeps on the semaphore, or in poll while the perf
+   engine runs: then through the engine's kick descriptor). */
+static void
+wake_collector(void)
+{
+    sem_post(&pe_cpu_wake);
+    pe_perf_kick();
 }
 
 /* Sleep until abs time `until` (CLOCK_MONOTONIC) or a post of pe_cpu_wake.
@@ -502,6 +550,31 @@ collector_sleep(int64_t until)
     struct timespec ts;
     int posted;
 
+    while (pe_perf_on()) {
+        /* perf rings: poll them (POLLIN when one is half full) and the
+           engine's kick descriptor (wake_collector) */
+        struct pollfd fds[65];
+        int64_t left = until - pe_clock_ns(CLOCK_MONOTONIC);
+        int n = pe_perf_pollfds(fds, (int)PE_ARRAY_SIZE(fds)), woke = 0;
+
+        if (sem_trywait(&pe_cpu_wake) == 0) {
+            woke = 1;
+        } else if (left <= 0) {
+            return 0;
+        } else if (poll(fds, (nfds_t)n, (int)(left / 1000000) + 1) > 0) {
+            struct timespec rest = {0, 10 * 1000000L};
+            for (int i = 0; i < n; i++)
+                woke |= (fds[i].revents & POLLIN) != 0;
+            if (!woke) /* POLLHUP (a ring's owner exited) or a stopped engine: no spin */
+                nanosleep(&rest, NULL);
+        }
+        if (woke) {
+            pe_perf_kicked();
+            while (sem_trywait(&pe_cpu_wake) == 0)
+                ;
+            return 1;
+        }
+    }
     abs_ts(until, &ts);
     posted = sem_clockwait(&pe_cpu_wake, CLOCK_MONOTONIC, &ts) == 0;
     while (sem_trywait(&pe_cpu_wake) == 0) /* several posts: one wake-up */
@@ -570,29 +643,39 @@ collector_main(void *unused)
             if (next_drain <= now)
                 next_drain = now + DRAIN_NS;
             pthread_mutex_lock(&wlock);
-            drain();
+            drain_all();
             pthread_mutex_unlock(&wlock);
-            if (++i % SCAN_EVERY == 0)
+            if (++i % SCAN_EVERY == 0) {
+                if (pe_perf_on() && threads_unseen())
+                    perf_scan();
                 scan_threads();
+            }
             continue;
         }
         if (posted || now >= next_check || (fast && now >= next_drain)) {
             next_drain = now + DRAIN_NS;
             pthread_mutex_lock(&wlock);
-            drain();
+            drain_all();
             pthread_mutex_unlock(&wlock);
         }
         if (now >= next_check) {
             next_check = now + TICK_NS;
             if (now >= next_full || threads_unseen()) {
-                scan_threads();
+                if (pe_perf_on())
+                    perf_scan(); /* (no timers to arm: the cookie is 0) */
+                else
+                    scan_threads();
                 next_full = now + FULL_SCAN_NS;
             }
         }
     }
-    /* stop: no new samples from this session, then no timers */
+    /* stop: no new samples from this session, then no timers, no events */
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
     timers_disarm_all();
+    if (pe_perf_on()) {
+        drain_locked();
+        pe_perf_stop();
+    }
     return NULL;
 }
 
@@ -631,9 +714,64 @@ kind_index(const pe_kind_t *k)
     return -1;
 }
 
+/*
+ * The CPU session's engine, before cpu_start (under life): perf events where
+ * they work (and are not refused by PROFEP_CPU_ENGINE=timer), else the
+ * timers; cpu_why says why not perf.  A hardware event needs perf: -ENOENT
+ * (no such counter here) or another -errno, with cpu_why saying why; so does
+ * PROFEP_CPU_ENGINE=perf.
+ */
+static int
+cpu_pick(int64_t period, int ev)
+{
+    const char *why = NULL;
+    int rc = 0;
+
+    cpu_perf = 0;
+    cpu_event = ev;
+    if (ev == PE_PERF_EV_CLOCK && pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER)
+        why = "PROFEP_CPU_ENGINE=timer";
+    else if (ev == PE_PERF_EV_CLOCK && pe_cfg.cpu_engine == PE_CPU_ENGINE_AUTO && pe_py_active())
+        why = "a CPython program: its frames are read in the interrupted thread, which only "
+              "the signal can do";
+    else if ((rc = pe_perf_start(period, ev, &why)) == 0)
+        cpu_perf = 1;
+    snprintf(cpu_why, sizeof(cpu_why), "%s", why ? why : "");
+    if (rc < 0 && (ev != PE_PERF_EV_CLOCK || pe_cfg.cpu_engine == PE_CPU_ENGINE_PERF))
+        return rc == -ENOENT ? -ENOENT : -ENOTSUP;
+    return 0;
+}
+
+const char *
+pe_sampler_cpu_refusal(void)
+{
+    return cpu_why;
+}
+
+static int open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev,
+                        pe_sampler_win_t **out, double *running_delay);
+
 int
 pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int capture,
                      pe_sampler_win_t **out, double *running_delay)
+{
+    return open_kind_ev(k, delay, max_frames, capture, PE_PERF_EV_CLOCK, out, running_delay);
+}
+
+int
+pe_sampler_open_cpu(const char *event, double delay, int64_t max_frames, pe_sampler_win_t **out,
+                    double *running_delay)
+{
+    int ev = event && *event ? pe_perf_event_by_name(event) : PE_PERF_EV_CLOCK;
+
+    if (ev < 0)
+        return -EINVAL;
+    return open_kind_ev(&pe_kind_cpu, delay, max_frames, 0, ev, out, running_delay);
+}
+
+static int
+open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev,
+             pe_sampler_win_t **out, double *running_delay)
 {
     int kind = kind_index(k);
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
@@ -671,6 +809,12 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
         rc = -EBUSY;
         goto err_unlock;
     }
+    if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != cpu_event) {
+        snprintf(cpu_why, sizeof(cpu_why), "a CPU profile of event=%s is running",
+                 pe_perf_event_name(cpu_event));
+        rc = -EXDEV;
+        goto err_unlock;
+    }
     if (nwin == 0) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
@@ -690,10 +834,17 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
         __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         started = 1;
     }
+    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = cpu_pick(want, ev)) < 0) {
+        if (started) {
+            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+            pe_cpu_sig_release();
+        }
+        goto err_unlock;
+    }
     if (nkind[kind] == 0) {
         k->start(want, capture);
         if (!started)
-            sem_post(&pe_cpu_wake); /* a running collector: scan, or tick, now */
+            wake_collector(); /* a running collector: scan, or tick, now */
     }
     if (started) {
         __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
@@ -716,8 +867,9 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
     for (int i = 0; i < WHY_N; i++)
         w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
-    drain(); /* what came before this window belongs to the others */
+    drain_all(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
+    pe_perf_stats(&w->perf0);
     w->next = windows;
     windows = w;
     pthread_mutex_unlock(&wlock);
@@ -749,6 +901,32 @@ pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                                 running_delay);
 }
 
+/* The CPU window's engine comment (which, and why not perf) and the perf
+   engine's counts since the window opened (life and wlock held). */
+static void
+engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf, size_t plen)
+{
+    pe_perf_stats_t st;
+
+    if (!cpu_perf) {
+        snprintf(engine, elen, "engine: timer (per-thread CPU timers and SIGPROF)%s%s",
+                 cpu_why[0] ? "; perf events not used: " : "", cpu_why);
+        return;
+    }
+    pe_perf_stats(&st);
+    snprintf(engine, elen,
+             "engine: perf (perf events, event=%s, no signal; stacks unwound from an %d KiB copy "
+             "on the collector thread; at most %d descriptors and %d rings of %llu KiB)",
+             pe_perf_event_name(cpu_event), 8, st.fds_peak, st.rings_peak,
+             (unsigned long long)st.ring_kib);
+    snprintf(perf, plen,
+             "perf: %llu samples lost by the kernel (ring full), %llu stacks deeper than the "
+             "copy cut at its end, %llu threads not sampled (descriptor share used up)",
+             (unsigned long long)(st.lost - w->perf0.lost),
+             (unsigned long long)(st.deep - w->perf0.deep),
+             (unsigned long long)(st.unseen - w->perf0.unseen));
+}
+
 pe_prof_t *
 pe_sampler_close(pe_sampler_win_t *w)
 {
@@ -756,10 +934,12 @@ pe_sampler_close(pe_sampler_win_t *w)
     pe_prof_t *p;
     uint64_t ring_dropped;
     pe_kind_close_t c;
+    char engine[512], perf[512];
     int kind;
 
     if (!w)
         return NULL;
+    engine[0] = perf[0] = 0;
     kind = w->ki;
     memset(&c, 0, sizeof(c));
     pthread_mutex_lock(&life);
@@ -780,7 +960,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     c.period = *w->kind->period;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        sem_post(&pe_cpu_wake);
+        wake_collector();
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     } else if (nkind[kind] == 1) {
@@ -793,8 +973,10 @@ pe_sampler_close(pe_sampler_win_t *w)
         c.sigs += c.why[i];
     }
     pthread_mutex_lock(&wlock);
-    drain();
+    drain_all();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
+    if (w->kind == &pe_kind_cpu)
+        engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
     for (pp = &windows; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
             *pp = w->next;
@@ -815,6 +997,10 @@ pe_sampler_close(pe_sampler_win_t *w)
     c.samples = w->samples;
     c.weight = w->weight;
     w->kind->comment(p, &c);
+    if (engine[0])
+        pe_prof_comment(p, "%s", engine);
+    if (perf[0])
+        pe_prof_comment(p, "%s", perf);
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
@@ -847,7 +1033,7 @@ pe_sampler_step_aside(void)
         /* Windows still open (a /profile_start session, the peek): the
            collector leaves and deletes every timer, then SIGPROF goes back. */
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        sem_post(&pe_cpu_wake);
+        wake_collector();
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
         pe_cpu_sig_quiesce(100);
@@ -904,6 +1090,8 @@ cpu_start(int64_t period, int capture)
     (void)capture;
     period_ns = period;
     session_gen++;
+    if (cpu_perf)
+        return; /* perf events (cpu_pick): no timers, no signal */
     __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
     __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
 }
@@ -914,6 +1102,10 @@ cpu_stop(void)
 {
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
     timers_disarm_all();
+    if (pe_perf_on()) {
+        drain_locked(); /* its last samples, then no events */
+        pe_perf_stop();
+    }
 }
 
 /* A new thread gets its timer from its first instruction on: no scan needed to find it. */
@@ -932,7 +1124,7 @@ cpu_thread_exit(pid_t tid)
 {
     int i;
 
-    if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_perf_on()) {
         /* its samples may be drained after /proc forgets it: leave the name */
         char buf[16] = "";
         if (prctl(PR_GET_NAME, buf, 0, 0, 0) == 0) {
@@ -955,7 +1147,7 @@ cpu_thread_exit(pid_t tid)
 static void
 cpu_comment(pe_prof_t *p, const pe_kind_close_t *c)
 {
-    pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
+    pe_prof_comment(p, "cpu: %llu samples, weight %llu with timer overruns, period %lld ns",
                     (unsigned long long)c->samples, (unsigned long long)c->weight,
                     (long long)c->period);
 }
@@ -1057,6 +1249,8 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         pe_spin_reset(&gone_lock);
         if (pe_cpu_ring.slots) /* the collector may have been waiting on it */
             sem_init(&pe_cpu_wake, 0, 0);
+        pe_perf_atfork_child(); /* its rings are not in the child */
+        cpu_perf = 0;
         memset(timers, 0, sizeof(timers));
         ntimers_hi = 0;
         windows = NULL;

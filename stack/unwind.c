@@ -771,6 +771,67 @@ pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, in
     return n;
 }
 
+/* The word at stack address `at` from a copy of [sp0, sp0 + len): 1, or 0 below
+   the copy or misaligned (a wrong frame), or -1 past its end. */
+static int
+copy_word(uintptr_t sp0, const uint8_t *stack, size_t len, uintptr_t at, uintptr_t *out)
+{
+    if (at < sp0 || (at & 7))
+        return 0;
+    if (len < 8 || at - sp0 > len - 8)
+        return -1;
+    memcpy(out, stack + (at - sp0), sizeof(*out));
+    return 1;
+}
+
+int
+pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
+               int whole, uintptr_t *pcs, int max, int *deeper)
+{
+    uintptr_t sp0 = sp, look = ip + 1; /* the leaf's rule is ip's own: look - 1 */
+    int n = 0, r = 1;
+
+    *deeper = 0;
+    if (max < 1)
+        return 0;
+    pcs[n++] = ip;
+    if (!stack)
+        return n;
+    while (n < max) {
+        int reg, off, slot;
+        uintptr_t ret = 0, nbp = bp, cfa;
+
+        if (pe_cfi_rule(look, &reg, &off, &slot)) {
+            if (reg < 0)
+                return n; /* the outermost frame */
+            cfa = (reg == 7 ? sp : bp) + (uintptr_t)off;
+            if (cfa <= sp)
+                break;
+            if (slot && (r = copy_word(sp0, stack, len, cfa - 8 * (uintptr_t)slot, &nbp)) <= 0)
+                break;
+            if ((r = copy_word(sp0, stack, len, cfa - 8, &ret)) <= 0)
+                break;
+            sp = cfa;
+            bp = nbp;
+        } else {
+            /* no rule (JIT code, no tables): the frame pointer, strictly up */
+            uintptr_t nb = 0;
+            if (bp < sp || (r = copy_word(sp0, stack, len, bp, &nb)) <= 0 ||
+                (r = copy_word(sp0, stack, len, bp + 8, &ret)) <= 0)
+                break;
+            sp = bp + 16;
+            bp = nb;
+        }
+        if (ret < 4096)
+            break; /* the end of the chain */
+        pcs[n++] = ret;
+        look = ret;
+    }
+    if (r < 0 && !whole)
+        *deeper = 1;
+    return n;
+}
+
 PE_SIGSAFE int
 pe_unwind_tables_pin(void)
 {
