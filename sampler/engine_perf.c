@@ -514,7 +514,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     uint64_t abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
     const uint8_t *stack = NULL;
     pe_ring_slot_t *s;
-    int n, deeper = 0;
+    int n, how = 0;
 
 #define TAKE(dst, len)                                                                             \
     do {                                                                                           \
@@ -548,14 +548,14 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     }
     if (dyn > size)
         dyn = size;
-    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, dyn < size, s->pcs,
-                       PE_RING_FRAMES, &deeper);
-    if (deeper)
+    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs,
+                       PE_RING_FRAMES, &how);
+    if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
     s->tid = (pid_t)tid;
     s->weight = 1;
     s->nframes = n;
-    s->flags = 0;
+    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
     pe_ring_publish(out, s);
 }
 

@@ -786,12 +786,12 @@ copy_word(uintptr_t sp0, const uint8_t *stack, size_t len, uintptr_t at, uintptr
 
 int
 pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
-               int whole, uintptr_t *pcs, int max, int *deeper)
+               uintptr_t *pcs, int max, int *how)
 {
     uintptr_t sp0 = sp, look = ip + 1; /* the leaf's rule is ip's own: look - 1 */
     int n = 0, r = 1;
 
-    *deeper = 0;
+    *how = PE_UNWIND_COPY_WHOLE;
     if (max < 1)
         return 0;
     pcs[n++] = ip;
@@ -806,11 +806,11 @@ pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, s
                 return n; /* the outermost frame */
             cfa = (reg == 7 ? sp : bp) + (uintptr_t)off;
             if (cfa <= sp)
-                break;
+                goto cut;
             if (slot && (r = copy_word(sp0, stack, len, cfa - 8 * (uintptr_t)slot, &nbp)) <= 0)
-                break;
+                goto cut;
             if ((r = copy_word(sp0, stack, len, cfa - 8, &ret)) <= 0)
-                break;
+                goto cut;
             sp = cfa;
             bp = nbp;
         } else {
@@ -818,17 +818,20 @@ pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, s
             uintptr_t nb = 0;
             if (bp < sp || (r = copy_word(sp0, stack, len, bp, &nb)) <= 0 ||
                 (r = copy_word(sp0, stack, len, bp + 8, &ret)) <= 0)
-                break;
+                goto cut;
             sp = bp + 16;
             bp = nb;
         }
         if (ret < 4096)
-            break; /* the end of the chain */
+            return n; /* the end of the frame-pointer chain */
         pcs[n++] = ret;
         look = ret;
     }
-    if (r < 0 && !whole)
-        *deeper = 1;
+    return n;
+cut:
+    /* past the copy's end with the stack going on, or a frame that neither
+       rule nor frame pointer explains */
+    *how = r < 0 ? PE_UNWIND_COPY_DEEPER : PE_UNWIND_COPY_CUT;
     return n;
 }
 

@@ -74,13 +74,17 @@ PE_SIGSAFE int pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uin
  * the kernel copied) by the heap walk's cached unwind-table rules
  * (stack/cfi.h), with a frame-pointer step where no rule is known (JIT
  * code, objects without tables).  Reads nothing but the copy.  pcs[0] = ip
- * (exact), then return addresses; the number of frames (>= 1).  *deeper = 1
- * when the walk stopped at the copy's end with the stack going on (never
- * when `whole`: the copy reached the stack's top).  Not in a signal handler
- * (it may read an object's tables at a rule's first use, as the heap walk).
+ * (exact), then return addresses; the number of frames (>= 1).  *how says
+ * how it ended: WHOLE (the outermost frame, or max), DEEPER (at the copy's
+ * end with the stack going on: the kernel copies up to the first page it
+ * cannot read without a fault, so a copy may be short of what was asked),
+ * CUT (where neither a rule nor the frame pointer goes on, as
+ * pe_unwind_cut).  Not in a signal handler (a rule's first use may read
+ * an object's tables, as the heap walk's).
  */
+enum { PE_UNWIND_COPY_WHOLE = 0, PE_UNWIND_COPY_DEEPER = 1, PE_UNWIND_COPY_CUT = 2 };
 int pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
-                   int whole, uintptr_t *pcs, int max, int *deeper);
+                   uintptr_t *pcs, int max, int *how);
 
 /* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
