@@ -17,8 +17,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -32,9 +32,9 @@
 #include "../stack/unwind.h"
 #include "engine_perf.h"
 
-#define STACK_COPY 8192      /* bytes of user stack each sample carries */
-#define RING_PAGES 64        /* data pages a CPU (256 KiB: ~30 samples) */
-#define RING_PAGES_LEAST 4   /* one sample and a half */
+#define STACK_COPY 8192    /* bytes of user stack each sample carries */
+#define RING_PAGES 64      /* data pages a CPU (256 KiB: ~30 samples) */
+#define RING_PAGES_LEAST 4 /* one sample and a half */
 #define CPUS_MAX 1024
 #define TID_LIMIT (1u << 22) /* the kernel's PID_MAX_LIMIT on 64-bit */
 #define FD_SHARE 4           /* our events take at most 1/FD_SHARE of RLIMIT_NOFILE */
@@ -48,9 +48,9 @@
 /* ---- data ------------------------------------------------------------------------ */
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-static int on;                 /* under plock; read unlocked by pe_perf_on */
+static int on;                       /* under plock; read unlocked by pe_perf_on */
 static struct perf_event_attr sattr; /* the sampling events' attributes */
-static int ncpu;               /* CPUs with a ring */
+static int ncpu;                     /* CPUs with a ring */
 static struct {
     int cpu;
     int fd; /* the dummy event owning the ring */
@@ -61,15 +61,15 @@ static struct {
 static size_t ring_pages; /* data pages a ring */
 static int *evfds;        /* the sampling events' descriptors */
 static int nev, evcap;
-static int fd_budget;         /* descriptors we may hold */
-static int kick_fd = -1;      /* eventfd: wakes the collector from its poll */
-static uint8_t *covered;      /* bitmap by tid: a thread some event samples */
+static int fd_budget;    /* descriptors we may hold */
+static int kick_fd = -1; /* eventfd: wakes the collector from its poll */
+static uint8_t *covered; /* bitmap by tid: a thread some event samples */
 static uint64_t st_samples, st_lost, st_deep, st_unseen;
 static int st_fds_peak, st_rings_peak;
 static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
 
-static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions",
-                                                   "cache-misses", "branch-misses"};
+static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
+                                                   "branch-misses"};
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -229,11 +229,11 @@ attr_for(struct perf_event_attr *a, int ev, int64_t period, int user_only)
            per delay x 1e6 misses */
         a->type = PERF_TYPE_HARDWARE;
         a->config = hw[ev];
-        a->sample_period = ev <= PE_PERF_EV_INSTRUCTIONS ? (uint64_t)period
-                                                         : (uint64_t)(period / 1000 + 1);
+        a->sample_period =
+            ev <= PE_PERF_EV_INSTRUCTIONS ? (uint64_t)period : (uint64_t)(period / 1000 + 1);
     }
-    a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
-                     PERF_SAMPLE_STACK_USER;
+    a->sample_type =
+        PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
     a->sample_regs_user = (1ull << REG_BP) | (1ull << REG_SP) | (1ull << REG_IP);
     a->sample_stack_user = STACK_COPY;
     a->exclude_kernel = user_only; /* time in system calls too, where we may */
@@ -548,8 +548,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     }
     if (dyn > size)
         dyn = size;
-    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs,
-                       PE_RING_FRAMES, &how);
+    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs, PE_RING_FRAMES, &how);
     if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
     s->tid = (pid_t)tid;

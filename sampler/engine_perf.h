@@ -83,13 +83,13 @@ void pe_perf_kicked(void);
 
 /* Counters since the start (a window subtracts what it saw at its open). */
 typedef struct pe_perf_stats_s {
-    uint64_t samples;   /* samples unwound */
-    uint64_t lost;      /* samples the kernel dropped, full ring (PERF_RECORD_LOST) */
-    uint64_t deep;      /* stacks deeper than the copy: cut at its end */
-    uint64_t unseen;    /* threads left unsampled (descriptor share reached) */
-    int fds, rings;     /* descriptors and rings open now */
+    uint64_t samples;         /* samples unwound */
+    uint64_t lost;            /* samples the kernel dropped, full ring (PERF_RECORD_LOST) */
+    uint64_t deep;            /* stacks deeper than the copy: cut at its end */
+    uint64_t unseen;          /* threads left unsampled (descriptor share reached) */
+    int fds, rings;           /* descriptors and rings open now */
     int fds_peak, rings_peak; /* the most since the start */
-    uint64_t ring_kib;  /* one ring's size */
+    uint64_t ring_kib;        /* one ring's size */
 } pe_perf_stats_t;
 void pe_perf_stats(pe_perf_stats_t *st);
 

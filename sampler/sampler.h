@@ -96,8 +96,8 @@ int pe_sampler_open_kind(const struct pe_kind_s *k, double delay, int64_t max_fr
  * refused, -EXDEV when a session of another event runs; then
  * pe_sampler_cpu_refusal() says why in a sentence.
  */
-int pe_sampler_open_cpu(const char *event, double delay, int64_t max_frames,
-                        pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
+int pe_sampler_open_cpu(const char *event, double delay, int64_t max_frames, pe_sampler_win_t **out,
+                        double *running_delay) PE_NODISCARD;
 /* Why the last CPU window could not open (or why its session does not use
    perf events); "" when nothing to say.  HTTP threads, after an open. */
 const char *pe_sampler_cpu_refusal(void);

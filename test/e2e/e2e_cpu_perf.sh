@@ -5,7 +5,8 @@
 # events); the timer engine (PROFEP_CPU_ENGINE=timer) sees nothing of threads
 # that block SIGPROF; threads that treat EINTR as fatal sleep through a 1000 Hz
 # profile; a descriptor limit too small for the events falls back to the timer
-# engine, saying why; 1,000 threads stay within the README's descriptor and
+# engine, saying why; event=cycles and the other counters answer 503 where the
+# machine has no PMU; 1,000 threads stay within the README's descriptor and
 # ring figures.  Each profile's comments name its engine.
 source test/e2e/lib.sh
 P=$BUILD/test
@@ -35,6 +36,17 @@ check "perf: the thread made after the start is sampled (late_work $late)" [ "${
 check "perf: stacks unwound from the copy reach worker ($worker of $((three + one)))" \
     awk -v w="${worker:-0}" -v t="$((three + one))" 'BEGIN { exit !(t > 0 && w >= 0.95 * t) }'
 check "perf: the engine is named" grep -q . <(comments $T/a.pb.gz | grep 'no signal')
+# hardware counters: 200 where a PMU exists, else 503 saying so (this VM: ENOENT)
+for ev in cycles instructions cache-misses branch-misses; do
+    st=$(pe_status "/profile?duration=1&event=$ev" -o $T/ev.txt)
+    if [ "$st" = 200 ]; then
+        check "event=$ev: sampled by perf events" grep -q "event=$ev" <(comments $T/ev.txt)
+    else
+        check "event=$ev: $st saying the machine has no such counter ($(cat $T/ev.txt))" \
+            grep -q "^503 .*no hardware performance counters" <(echo "$st $(cat $T/ev.txt)")
+    fi
+done
+check "event=bogus: 400" [ "$(pe_status '/debug/pprof/profile?seconds=1&event=bogus')" = 400 ]
 pe_stop
 
 # ---- SIGPROF blocked in every thread of the program
