@@ -8,6 +8,8 @@
  *              ticks) or into a stack-capture slot, nothing else.
  *   sampler.c  windows (CPU and wall-clock), the collector thread, thread and
  *              fork/exec hooks.
+ *   engine_perf.c  the CPU engine without a signal (engine_perf.h): perf
+ *              events, read and unwound by the collector.
  *   stacks.c   on-demand capture of every thread's stack (capture slots).
  *
  * Shared fields name their writer and reader.
