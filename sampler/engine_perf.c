@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -96,6 +97,36 @@ lift(int fd)
     return n;
 }
 
+/*
+ * Is fd still the kind of descriptor we made there ("perf_event", "eventfd")?
+ * Our descriptors are not in preload/fd.c's registry (a fixed table of a
+ * few, and these may be thousands), so a program's closefrom or close_range
+ * can close them and reuse the number; we never close or write to a number
+ * that is not ours any more.  Not proof (the program's own perf event or
+ * eventfd at that number would pass), which is rare enough.
+ */
+static int
+still_ours(int fd, const char *what)
+{
+    char path[64], link[64], want[48];
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    snprintf(want, sizeof(want), "anon_inode:[%s]", what);
+    n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0)
+        return 0; /* gone, or no /proc: leave it (a leak, never the program's file) */
+    link[n] = 0;
+    return !strcmp(link, want);
+}
+
+static void
+close_ours(int fd, const char *what)
+{
+    if (fd >= 0 && still_ours(fd, what))
+        close(fd);
+}
+
 static int
 tid_covered(pid_t tid)
 {
@@ -117,17 +148,16 @@ static void
 close_all(void)
 {
     for (int i = 0; i < nev; i++)
-        close(evfds[i]);
+        close_ours(evfds[i], "perf_event");
     nev = 0;
     for (int c = 0; c < ncpu; c++) {
         if (rings[c].meta)
             munmap(rings[c].meta, (ring_pages + 1) * (size_t)getpagesize());
-        close(rings[c].fd);
+        close_ours(rings[c].fd, "perf_event");
         rings[c].meta = NULL;
     }
     ncpu = 0;
-    if (kick_fd >= 0)
-        close(kick_fd);
+    close_ours(kick_fd, "eventfd");
     kick_fd = -1;
     if (covered)
         munmap(covered, TID_LIMIT / 8);
@@ -488,7 +518,7 @@ pe_perf_kick(void)
 
     /* under the lock: a descriptor closed meanwhile may be the program's by now */
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && write(kick_fd, &one, sizeof(one)) < 0) {
+    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && write(kick_fd, &one, sizeof(one)) < 0) {
         /* full: the collector is awake */
     }
     pthread_mutex_unlock(&plock);
@@ -500,7 +530,7 @@ pe_perf_kicked(void)
     uint64_t v;
 
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && read(kick_fd, &v, sizeof(v)) < 0) {
+    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && read(kick_fd, &v, sizeof(v)) < 0) {
         /* empty: the wake-up was a ring's */
     }
     pthread_mutex_unlock(&plock);
@@ -629,15 +659,14 @@ pe_perf_atfork_child(void)
         return;
     on = 0;
     for (int i = 0; i < nev; i++)
-        close(evfds[i]);
+        close_ours(evfds[i], "perf_event");
     nev = 0;
     for (int c = 0; c < ncpu; c++) {
-        close(rings[c].fd);
+        close_ours(rings[c].fd, "perf_event");
         rings[c].meta = NULL;
     }
     ncpu = 0;
-    if (kick_fd >= 0)
-        close(kick_fd);
+    close_ours(kick_fd, "eventfd");
     kick_fd = -1;
     covered = NULL; /* (a private mapping the child has a copy of: left) */
 }
