@@ -66,6 +66,7 @@ static int fd_budget;    /* descriptors we may hold */
 static int kick_fd = -1; /* eventfd: wakes the collector from its poll */
 static uint8_t *covered; /* bitmap by tid: a thread some event samples */
 static uint64_t st_samples, st_lost, st_deep, st_unseen;
+static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
 static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
 
@@ -336,7 +337,7 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
         pthread_mutex_unlock(&plock);
         return -EBUSY;
     }
-    st_samples = st_lost = st_deep = st_unseen = 0;
+    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
     st_fds_peak = st_rings_peak = 0;
     cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
     if (cpus < 1)
@@ -455,7 +456,7 @@ pe_perf_scan(void (*drain)(void))
 {
     pe_proc_tasks_t it;
     pid_t tid, *tids = NULL;
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, total;
 
     if (!pe_perf_on())
         return -1;
@@ -474,8 +475,19 @@ pe_perf_scan(void (*drain)(void))
         tids[n++] = tid;
     }
     pe_proc_tasks_close(&it);
+    total = n;
     drain();
     pthread_mutex_lock(&plock);
+    if (st_lost != lost_at_scan) {
+        /* records were lost, fork records maybe among them: a thread that
+           looks uncovered may have inherited its events; opening more would
+           sample it twice.  Its samples mark it in the meantime; the next
+           scan (in a second: -1 leaves the count check unsatisfied) opens
+           what is still uncovered. */
+        lost_at_scan = st_lost;
+        n = 0;
+        total = -1;
+    }
     for (int i = 0; on && i < n; i++) {
         if (tid_covered(tids[i]) || pe_threads_is_internal(tids[i]))
             continue;
@@ -486,7 +498,7 @@ pe_perf_scan(void (*drain)(void))
     }
     pthread_mutex_unlock(&plock);
     free(tids);
-    return n;
+    return total;
 }
 
 int
@@ -572,6 +584,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
         pe_threads_is_internal((pid_t)tid))
         return;
     st_samples++;
+    tid_mark((pid_t)tid, 1); /* sampled, so covered (its fork record may have been lost) */
     if (!(s = pe_ring_claim(out))) {
         pe_ring_drop(out, 1);
         return;

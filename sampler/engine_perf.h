@@ -68,7 +68,9 @@ int pe_perf_on(void);
 /* Collector: open events for application threads no event covers yet;
    drain() (which must call pe_perf_drain) runs between the listing of
    /proc/self/task and the opening, so inherited threads are known.  The
-   number of tasks listed, -1 when the engine is off or /proc unreadable. */
+   number of tasks listed, -1 when the engine is off, /proc unreadable, or
+   the opening was put off (samples were lost since the last scan: fork
+   records may be among them, so wait for the threads' own samples). */
 int pe_perf_scan(void (*drain)(void));
 /* Collector (wlock held): unwind every sample in the rings into `out`;
    the number of samples moved. */

@@ -38,7 +38,7 @@ check "perf: stacks unwound from the copy reach worker ($worker of $((three + on
 check "perf: the engine is named" grep -q . <(comments $T/a.pb.gz | grep 'no signal')
 # hardware counters: 200 where a PMU exists, else 503 saying so (this VM: ENOENT)
 for ev in cycles instructions cache-misses branch-misses; do
-    st=$(pe_status "/profile?duration=1&event=$ev" -o $T/ev.txt)
+    st=$(pe_fetch "/profile?duration=1&event=$ev" $T/ev.txt)
     if [ "$st" = 200 ]; then
         check "event=$ev: sampled by perf events" grep -q "event=$ev" <(comments $T/ev.txt)
     else
