@@ -33,9 +33,10 @@
 #include "../stack/unwind.h"
 #include "engine_perf.h"
 
-#define STACK_COPY 8192    /* bytes of user stack each sample carries */
-#define RING_PAGES 64      /* data pages a CPU (256 KiB: ~30 samples) */
-#define RING_PAGES_LEAST 4 /* one sample and a half */
+#define STACK_COPY 8192        /* bytes of user stack each sample carries */
+#define RING_PAGES 128         /* data pages a CPU (512 KiB: ~63 samples) */
+#define RINGS_BYTES (8u << 20) /* all the rings together at most (many CPUs: smaller rings) */
+#define RING_PAGES_LEAST 4     /* one sample and a half */
 #define CPUS_MAX 1024
 #define TID_LIMIT (1u << 22) /* the kernel's PID_MAX_LIMIT on 64-bit */
 #define FD_SHARE 4           /* our events take at most 1/FD_SHARE of RLIMIT_NOFILE */
@@ -396,6 +397,8 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
     }
     close(rc);
     pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    while (pages > RING_PAGES_LEAST && pages * (size_t)getpagesize() * (size_t)cpus > RINGS_BYTES)
+        pages /= 2;
     for (int c = 0; c < cpus; c++) {
         /* under RLIMIT_MEMLOCK / perf_event_mlock_kb: smaller rings (all alike) */
         while ((rc = ring_open(c, pages)) == -EPERM && ncpu == 0 && pages > RING_PAGES_LEAST)

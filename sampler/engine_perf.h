@@ -24,7 +24,8 @@
  *   bounds   descriptors: (threads at start) x (CPUs), at most a quarter
  *            of RLIMIT_NOFILE (the start refuses beyond, the timer engine
  *            then runs; later threads past it are counted, not sampled);
- *            rings: RING_BYTES a CPU (halved under ulimit -v, preload/aslimit.h).
+ *            rings: 512 KiB a CPU, 8 MiB in all at most (halved under
+ *            ulimit -v, preload/aslimit.h, and under the locked-memory limit).
  *
  * Locking: one mutex inside (HTTP threads start and stop, the collector
  * scans and drains).  The caller holds the sampler's window lock (wlock)

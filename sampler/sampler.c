@@ -553,7 +553,7 @@ collector_sleep(int64_t until)
     while (pe_perf_on()) {
         /* perf rings: poll them (POLLIN when one is half full) and the
            engine's kick descriptor (wake_collector) */
-        struct pollfd fds[65];
+        static struct pollfd fds[1025]; /* (collector only) every ring and the kick */
         int64_t left = until - pe_clock_ns(CLOCK_MONOTONIC);
         int n = pe_perf_pollfds(fds, (int)PE_ARRAY_SIZE(fds)), woke = 0;
 
@@ -914,17 +914,18 @@ engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf, si
         return;
     }
     pe_perf_stats(&st);
+    if (st.lost != w->perf0.lost || st.deep != w->perf0.deep || st.unseen != w->perf0.unseen)
+        snprintf(perf, plen,
+                 "perf: %llu samples lost by the kernel (ring full), %llu stacks deeper than the "
+                 "copy cut at its end, %llu threads not sampled (descriptor share used up)",
+                 (unsigned long long)(st.lost - w->perf0.lost),
+                 (unsigned long long)(st.deep - w->perf0.deep),
+                 (unsigned long long)(st.unseen - w->perf0.unseen));
     snprintf(engine, elen,
              "engine: perf (perf events, event=%s, no signal; stacks unwound from an %d KiB copy "
              "on the collector thread; at most %d descriptors and %d rings of %llu KiB)",
              pe_perf_event_name(cpu_event), 8, st.fds_peak, st.rings_peak,
              (unsigned long long)st.ring_kib);
-    snprintf(perf, plen,
-             "perf: %llu samples lost by the kernel (ring full), %llu stacks deeper than the "
-             "copy cut at its end, %llu threads not sampled (descriptor share used up)",
-             (unsigned long long)(st.lost - w->perf0.lost),
-             (unsigned long long)(st.deep - w->perf0.deep),
-             (unsigned long long)(st.unseen - w->perf0.unseen));
 }
 
 pe_prof_t *

@@ -113,8 +113,8 @@ limit=$((1001 * ncpu + ncpu + 1))
 echo "  1000 threads: $fds perf descriptors (threads x CPUs + CPUs + 1 = $limit; RLIMIT_NOFILE/4 = $((nofile / 4))), $maps rings, $ringkb KiB"
 check "1000 threads: descriptors within threads x CPUs + CPUs + 1" [ "$fds" -ge 1 -a "$fds" -le "$limit" ]
 check "1000 threads: descriptors within a quarter of RLIMIT_NOFILE" [ "$fds" -le $((nofile / 4)) ]
-check "1000 threads: one ring a CPU ($maps), 260 KiB each ($ringkb KiB in all)" \
-    [ "$maps" -ge 1 -a "$maps" -le "$ncpu" -a "$ringkb" -le $((260 * ncpu)) ]
+check "1000 threads: one ring a CPU ($maps), 516 KiB each at most ($ringkb KiB in all)" \
+    [ "$maps" -ge 1 -a "$maps" -le "$ncpu" -a "$ringkb" -le $((516 * ncpu)) ]
 check "1000 threads: sampled by perf events" grep -q 'engine: perf' <(comments $T/f.pb.gz)
 check "1000 threads: many_work seen" [ "$(count_cum $T/f.pb.gz many_work)" -ge 1 ]
 eventually 60 grep -q '^done' $PE_OUT
