@@ -6,8 +6,9 @@
 # that block SIGPROF; threads that treat EINTR as fatal sleep through a 1000 Hz
 # profile; a descriptor limit too small for the events falls back to the timer
 # engine, saying why; event=cycles and the other counters answer 503 where the
-# machine has no PMU; 1,000 threads stay within the README's descriptor and
-# ring figures.  Each profile's comments name its engine.
+# machine has no PMU; 1,000 threads alive at the start stay within the
+# README's descriptor and ring figures, and 1,000 made during a profile need
+# no descriptor of their own.  Each profile's comments name its engine.
 source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl
@@ -117,6 +118,25 @@ check "1000 threads: one ring a CPU ($maps), 516 KiB each at most ($ringkb KiB i
     [ "$maps" -ge 1 -a "$maps" -le "$ncpu" -a "$ringkb" -le $((516 * ncpu)) ]
 check "1000 threads: sampled by perf events" grep -q 'engine: perf' <(comments $T/f.pb.gz)
 check "1000 threads: many_work seen" [ "$(count_cum $T/f.pb.gz many_work)" -ge 1 ]
+eventually 60 grep -q '^done' $PE_OUT
+pe_stop
+
+# ---- 1,000 threads made while the profile runs: they inherit their creator's events
+pe_start $P/p_cpu_manythreads 1000 $T/go2 120 $T/make || exit 1
+eventually 30 grep -q '^waiting' $PE_OUT
+pe_get '/profile?duration=5&delay=0.001' -o $T/g.pb.gz &
+getter=$!
+sleep 1
+touch $T/make
+eventually 60 grep -q '^ready' $PE_OUT
+fds=$(ls -l /proc/$PE_PID/fd 2>/dev/null | grep -c 'perf_event')
+wait $getter
+touch $T/go2
+echo "  1000 threads made during the profile: $fds perf descriptors"
+check "threads made during the profile: no descriptor of their own ($fds <= 3 x $ncpu + 1)" \
+    [ "$fds" -le $((3 * ncpu + 1)) ]
+check "threads made during the profile: sampled ($(count_cum $T/g.pb.gz many_work) in many_work)" \
+    [ "$(count_cum $T/g.pb.gz many_work)" -ge 1 ]
 eventually 60 grep -q '^done' $PE_OUT
 pe_stop
 pe_finish

@@ -2,7 +2,8 @@
  * p_cpu_manythreads: argv[1] threads (default 1000, 64 KiB stacks) made at
  * once, each doing a little CPU work every 50 ms and sleeping between; prints
  * "ready" once all exist, then runs until the file argv[2] exists (at most
- * argv[3] seconds, default 60) and prints "done N".
+ * argv[3] seconds, default 60) and prints "done N".  With argv[4], a file:
+ * prints "waiting" and makes the threads only once that file exists.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +46,12 @@ main(int argc, char **argv)
     pthread_t *t = calloc((size_t)nt, sizeof(*t));
     pthread_attr_t a;
 
+    if (argc > 4) {
+        printf("waiting\n");
+        fflush(stdout);
+        for (double w = 0; w < limit && access(argv[4], F_OK) != 0; w += 0.05)
+            usleep(50000);
+    }
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 64 * 1024);
     for (int i = 0; i < nt; i++) {
