@@ -41,6 +41,7 @@
 #define TID_LIMIT (1u << 22) /* the kernel's PID_MAX_LIMIT on 64-bit */
 #define FD_SHARE 4           /* our events take at most 1/FD_SHARE of RLIMIT_NOFILE */
 #define FD_FLOOR 1024        /* where our event descriptors go, when the limit allows */
+#define EVENTS_MAX 65536     /* threads x CPUs at the start: kernel memory (~1 KiB an event) */
 
 /* x86-64's perf register numbers (asm/perf_regs.h) */
 #define REG_BP 6
@@ -70,6 +71,7 @@ static uint64_t st_samples, st_lost, st_deep, st_unseen;
 static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
 static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
+static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
 
 static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
                                                    "branch-misses"};
@@ -166,6 +168,39 @@ close_all(void)
     covered = NULL;
 }
 
+/*
+ * The CPUs a thread may run on: /sys/devices/system/cpu/online ("0-3,8"),
+ * or 0..CONF-1 without it.  Into cpu[], at most max; how many.
+ */
+static int
+online_cpus(int *cpu, int max)
+{
+    char buf[4096], *p = buf;
+    int n = 0, fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (got > 0) {
+        buf[got] = 0;
+        while (*p >= '0' && *p <= '9' && n < max) {
+            long lo = strtol(p, &p, 10), hi = lo;
+            if (*p == '-')
+                hi = strtol(p + 1, &p, 10);
+            for (long c = lo; c <= hi && n < max; c++)
+                cpu[n++] = (int)c;
+            if (*p == ',')
+                p++;
+        }
+    }
+    if (n == 0) {
+        long conf = sysconf(_SC_NPROCESSORS_CONF);
+        for (long c = 0; c < (conf > 0 ? conf : 1) && n < max; c++)
+            cpu[n++] = (int)c;
+    }
+    return n;
+}
+
 /* A ring on cpu, owned by a dummy event on the main thread.  0 or -errno. */
 static int
 ring_open(int cpu, size_t pages)
@@ -185,6 +220,8 @@ ring_open(int cpu, size_t pages)
     a.watermark = 1;
     a.wakeup_watermark = (uint32_t)(pages * psz / 2); /* poll: a ring half full */
     fd = perf_open(&a, getpid(), cpu, -1);
+    if (fd < 0 && errno == ESRCH) /* the main thread has exited: the calling thread (ours) */
+        fd = perf_open(&a, (pid_t)syscall(SYS_gettid), cpu, -1);
     if (fd < 0)
         return -errno;
     fd = lift(fd);
@@ -340,11 +377,7 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
     }
     st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
     st_fds_peak = st_rings_peak = 0;
-    cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
-    if (cpus < 1)
-        cpus = 1;
-    if (cpus > CPUS_MAX)
-        cpus = CPUS_MAX;
+    cpus = online_cpus(cpu_ids, CPUS_MAX);
     fd_budget = 1 << 20;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         fd_budget = (int)(rl.rlim_cur / FD_SHARE);
@@ -376,6 +409,11 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
         *why = "perf events: /proc/self/task lists no thread";
         goto err;
     }
+    if ((int64_t)n * cpus > EVENTS_MAX) {
+        rc = -E2BIG;
+        *why = "perf events: threads x CPUs is above 65,536 events (kernel memory)";
+        goto err;
+    }
     if ((int64_t)n * cpus + cpus > fd_budget) {
         rc = -EMFILE;
         *why = "perf events would need more descriptors (threads x CPUs) than a quarter of "
@@ -401,7 +439,8 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
         pages /= 2;
     for (int c = 0; c < cpus; c++) {
         /* under RLIMIT_MEMLOCK / perf_event_mlock_kb: smaller rings (all alike) */
-        while ((rc = ring_open(c, pages)) == -EPERM && ncpu == 0 && pages > RING_PAGES_LEAST)
+        while ((rc = ring_open(cpu_ids[c], pages)) == -EPERM && ncpu == 0 &&
+               pages > RING_PAGES_LEAST)
             pages /= 2;
         ring_pages = pages;
         if (rc < 0 && rc != -ENODEV && rc != -EINVAL) /* (an offline CPU: skipped) */
