@@ -125,6 +125,7 @@ static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: op
    (engine_perf.h) or the timers, why not perf, and the event sampled. */
 static int cpu_perf, cpu_event;
 static char cpu_why[256];
+static char cpu_refusal[256]; /* why the last CPU window did not open (under life) */
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -722,55 +723,60 @@ kind_index(const pe_kind_t *k)
  * PROFEP_CPU_ENGINE=perf.
  */
 static int
-cpu_pick(int64_t period, int ev)
+cpu_pick(int64_t period, int ev, int eng)
 {
     const char *why = NULL;
     int rc = 0;
 
     cpu_perf = 0;
     cpu_event = ev;
-    if (ev == PE_PERF_EV_CLOCK && pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER)
-        why = "PROFEP_CPU_ENGINE=timer";
-    else if (ev == PE_PERF_EV_CLOCK && pe_cfg.cpu_engine == PE_CPU_ENGINE_AUTO && pe_py_active())
+    if (eng < 0)
+        eng = pe_cfg.cpu_engine;
+    if (ev == PE_PERF_EV_CLOCK && eng == PE_CPU_ENGINE_TIMER)
+        why = pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER ? "PROFEP_CPU_ENGINE=timer"
+                                                       : "engine=timer was asked for";
+    else if (ev == PE_PERF_EV_CLOCK && eng == PE_CPU_ENGINE_AUTO && pe_py_active())
         why = "a CPython program: its frames are read in the interrupted thread, which only "
               "the signal can do";
     else if ((rc = pe_perf_start(period, ev, &why)) == 0)
         cpu_perf = 1;
     snprintf(cpu_why, sizeof(cpu_why), "%s", why ? why : "");
-    if (rc < 0 && (ev != PE_PERF_EV_CLOCK || pe_cfg.cpu_engine == PE_CPU_ENGINE_PERF))
+    if (rc < 0 && (ev != PE_PERF_EV_CLOCK || eng == PE_CPU_ENGINE_PERF)) {
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "%s", cpu_why);
         return rc == -ENOENT ? -ENOENT : -ENOTSUP;
+    }
     return 0;
 }
 
 const char *
 pe_sampler_cpu_refusal(void)
 {
-    return cpu_why;
+    return cpu_refusal;
 }
 
 static int open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev,
-                        pe_sampler_win_t **out, double *running_delay);
+                        int eng, pe_sampler_win_t **out, double *running_delay);
 
 int
 pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int capture,
                      pe_sampler_win_t **out, double *running_delay)
 {
-    return open_kind_ev(k, delay, max_frames, capture, PE_PERF_EV_CLOCK, out, running_delay);
+    return open_kind_ev(k, delay, max_frames, capture, PE_PERF_EV_CLOCK, -1, out, running_delay);
 }
 
 int
-pe_sampler_open_cpu(const char *event, double delay, int64_t max_frames, pe_sampler_win_t **out,
-                    double *running_delay)
+pe_sampler_open_cpu(const char *event, int engine, double delay, int64_t max_frames,
+                    pe_sampler_win_t **out, double *running_delay)
 {
     int ev = event && *event ? pe_perf_event_by_name(event) : PE_PERF_EV_CLOCK;
 
-    if (ev < 0)
+    if (ev < 0 || engine > PE_CPU_ENGINE_TIMER)
         return -EINVAL;
-    return open_kind_ev(&pe_kind_cpu, delay, max_frames, 0, ev, out, running_delay);
+    return open_kind_ev(&pe_kind_cpu, delay, max_frames, 0, ev, engine, out, running_delay);
 }
 
 static int
-open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev,
+open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev, int eng,
              pe_sampler_win_t **out, double *running_delay)
 {
     int kind = kind_index(k);
@@ -810,8 +816,15 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
         goto err_unlock;
     }
     if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != cpu_event) {
-        snprintf(cpu_why, sizeof(cpu_why), "a CPU profile of event=%s is running",
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile of event=%s is running",
                  pe_perf_event_name(cpu_event));
+        rc = -EXDEV;
+        goto err_unlock;
+    }
+    if (k == &pe_kind_cpu && nkind[kind] > 0 &&
+        ((eng == PE_CPU_ENGINE_PERF && !cpu_perf) || (eng == PE_CPU_ENGINE_TIMER && cpu_perf))) {
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile by the %s engine is running",
+                 cpu_perf ? "perf" : "timer");
         rc = -EXDEV;
         goto err_unlock;
     }
@@ -834,7 +847,7 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
         __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         started = 1;
     }
-    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = cpu_pick(want, ev)) < 0) {
+    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = cpu_pick(want, ev, eng)) < 0) {
         if (started) {
             __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
             pe_cpu_sig_release();

@@ -48,6 +48,13 @@ for ev in cycles instructions cache-misses branch-misses; do
     fi
 done
 check "event=bogus: 400" [ "$(pe_status '/debug/pprof/profile?seconds=1&event=bogus')" = 400 ]
+# engine= chooses for the session: timer here, and a request for the other engine meanwhile is 409
+pe_get '/profile_start?engine=timer' >/dev/null
+check "engine=perf while a timer session runs: 409" \
+    [ "$(pe_status '/profile?duration=1&engine=perf')" = 409 ]
+pe_get '/profile_stop' -o $T/t.pb.gz
+check "engine=timer: the timer engine, saying it was asked for" \
+    grep -q 'engine: timer.*engine=timer was asked for' <(comments $T/t.pb.gz)
 pe_stop
 
 # ---- SIGPROF blocked in every thread of the program
