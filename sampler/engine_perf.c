@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../preload/aslimit.h"
@@ -72,6 +73,17 @@ static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
 static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
 static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
+
+/* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
+   session wants them for its running threads (pe_perf_recent), under plock. */
+#define RECENT_SLOTS 256
+typedef struct recent_s {
+    pid_t tid;
+    int n;
+    uint64_t t; /* CLOCK_MONOTONIC ns of the sample */
+    uintptr_t pcs[PE_MAX_FRAMES];
+} recent_t;
+static recent_t *recent;
 
 static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
                                                    "branch-misses"};
@@ -163,6 +175,8 @@ close_all(void)
     ncpu = 0;
     close_ours(kick_fd, "eventfd");
     kick_fd = -1;
+    free(recent);
+    recent = NULL;
     if (covered)
         munmap(covered, TID_LIMIT / 8);
     covered = NULL;
@@ -217,6 +231,8 @@ ring_open(int cpu, size_t pages)
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     a.remove_on_exec = 1;
+    a.use_clockid = 1; /* as the sampling events: one clock a ring (SET_OUTPUT) */
+    a.clockid = CLOCK_MONOTONIC;
     a.watermark = 1;
     a.wakeup_watermark = (uint32_t)(pages * psz / 2); /* poll: a ring half full */
     fd = perf_open(&a, getpid(), cpu, -1);
@@ -311,6 +327,8 @@ attr_for(struct perf_event_attr *a, int ev, int64_t period, int user_only)
     a->inherit_thread = 1; /* threads only: a fork child is not ours to sample */
     a->remove_on_exec = 1;
     a->task = 1; /* PERF_RECORD_FORK/EXIT: which threads inherited */
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC; /* sample times comparable with ours (pe_perf_recent) */
 }
 
 /* ---- module API ------------------------------------------------------------------ */
@@ -595,7 +613,7 @@ static void
 sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
 {
     uint32_t pid, tid;
-    uint64_t abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
+    uint64_t t, abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
     const uint8_t *stack = NULL;
     pe_ring_slot_t *s;
     int n, how = 0;
@@ -609,7 +627,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     } while (0)
     TAKE(&pid, 4);
     TAKE(&tid, 4);
-    p += 8; /* time */
+    TAKE(&t, 8);
     TAKE(&abi, 8);
     if (abi != PERF_SAMPLE_REGS_ABI_NONE)
         TAKE(regs, sizeof(regs)); /* in bit order: bp, sp, ip */
@@ -640,6 +658,13 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     s->weight = 1;
     s->nframes = n;
     s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
+    if (recent) {
+        recent_t *r = &recent[tid % RECENT_SLOTS];
+        r->tid = (pid_t)tid;
+        r->t = t;
+        r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
+        memcpy(r->pcs, s->pcs, (size_t)r->n * sizeof(r->pcs[0]));
+    }
     pe_ring_publish(out, s);
 }
 
@@ -686,6 +711,36 @@ pe_perf_drain(pe_ring_t *out)
     before = st_samples - before;
     pthread_mutex_unlock(&plock);
     return (int)before;
+}
+
+void
+pe_perf_keep_recent(int yes)
+{
+    pthread_mutex_lock(&plock);
+    if (yes && on && !recent)
+        recent = calloc(RECENT_SLOTS, sizeof(*recent));
+    else if (!yes) {
+        free(recent);
+        recent = NULL;
+    }
+    pthread_mutex_unlock(&plock);
+}
+
+int
+pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&plock);
+    if (on && recent) {
+        const recent_t *r = &recent[(uint32_t)tid % RECENT_SLOTS];
+        if (r->tid == tid && r->t >= since && r->n > 0) {
+            n = r->n < max ? r->n : max;
+            memcpy(pcs, r->pcs, (size_t)n * sizeof(pcs[0]));
+        }
+    }
+    pthread_mutex_unlock(&plock);
+    return n;
 }
 
 void

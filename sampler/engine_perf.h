@@ -84,6 +84,16 @@ int pe_perf_pollfds(struct pollfd *fds, int max);
 void pe_perf_kick(void);
 void pe_perf_kicked(void);
 
+/*
+ * Wall-clock sessions: while kept (pe_perf_keep_recent(1), from a running
+ * engine; the engine's stop forgets them), each thread's last stack; then
+ * pe_perf_recent gives tid's last stack if it was sampled at or after
+ * `since` (CLOCK_MONOTONIC ns), else 0: a running thread's wall sample
+ * without a signal.  Collector (pe_perf_drain first, for fresh ones).
+ */
+void pe_perf_keep_recent(int yes);
+int pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max);
+
 /* Counters since the start (a window subtracts what it saw at its open). */
 typedef struct pe_perf_stats_s {
     uint64_t samples;         /* samples unwound */

@@ -91,6 +91,7 @@ struct pe_sampler_win_s {
     pe_perf_stats_t perf0;    /* the perf engine's counters at open */
     uint64_t ticks0;          /* wall_ticks at open */
     uint64_t quiet0;          /* wall_quiet at open */
+    uint64_t wperf0;          /* wall_perf at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
 };
@@ -120,6 +121,8 @@ static uint64_t wall_ticks; /* ticks sent (collector), read by close */
 /* Wall samples taken from /proc without a signal, and wall signals sent by
    reason (collector). */
 static uint64_t wall_quiet, wall_why[WHY_N];
+/* Wall samples of running threads taken from the perf engine's last samples (collector). */
+static uint64_t wall_perf;
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 /* The CPU session's engine (writer: cpu_pick, under life): perf events
    (engine_perf.h) or the timers, why not perf, and the event sampled. */
@@ -395,6 +398,34 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
 }
 
 /*
+ * A wall sample of a running thread from the perf engine's last sample of it
+ * (a CPU session by perf events runs beside): no signal.  1 when taken.
+ * Collector only.
+ */
+static int
+wall_perf_sample(pid_t tid, uint32_t weight, unsigned state, uint64_t since)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_ring_slot_t *s;
+    int n = pe_perf_recent(tid, since, pcs, PE_MAX_FRAMES);
+
+    if (n <= 0)
+        return 0;
+    __atomic_add_fetch(&wall_perf, 1, __ATOMIC_RELAXED);
+    if (!(s = pe_ring_claim(&pe_cpu_ring))) {
+        pe_ring_drop(&pe_cpu_ring, weight);
+        return 1;
+    }
+    memcpy(s->pcs, pcs, (size_t)n * sizeof(pcs[0]));
+    s->tid = tid;
+    s->weight = weight;
+    s->nframes = n;
+    s->flags = PE_RING_F_WALL | PE_RING_F_PERF | (state << PE_RING_STATE_SHIFT);
+    pe_ring_publish(&pe_cpu_ring, s);
+    return 1;
+}
+
+/*
  * One wall-clock tick: sample the next WALL_PER_TICK threads of the last scan
  * (all of them when there are fewer), each sample weighted by how many ticks
  * pass before that thread's turn comes again, times `periods`, the periods
@@ -409,9 +440,20 @@ wall_tick(uint32_t gen, int64_t periods)
     int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
+    uint64_t since = 0;
 
     if (weight > PE_SIGQ_WEIGHT_MAX)
         weight = PE_SIGQ_WEIGHT_MAX;
+    if (quiet && pe_perf_on()) {
+        /* perf events sample the running threads already: their last
+           stacks, fresh from the rings, stand for them (no signal) */
+        int64_t p = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
+        if (period_ns > p)
+            p = period_ns;
+        pe_perf_keep_recent(1);
+        pe_perf_drain(&pe_cpu_ring);
+        since = (uint64_t)(pe_clock_ns(CLOCK_MONOTONIC) - 2 * p);
+    }
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         unsigned st;
@@ -419,6 +461,8 @@ wall_tick(uint32_t gen, int64_t periods)
 
         if (quiet) {
             if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
+                continue;
+            if (since && wall_perf_sample(tid, (uint32_t)weight, st, since))
                 continue;
         } else {
             st = pe_proc_state_code_of(
@@ -877,6 +921,7 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
     w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
+    w->wperf0 = __atomic_load_n(&wall_perf, __ATOMIC_RELAXED);
     for (int i = 0; i < WHY_N; i++)
         w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
@@ -991,6 +1036,11 @@ pe_sampler_close(pe_sampler_win_t *w)
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
     if (w->kind == &pe_kind_cpu)
         engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
+    else if (__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) != w->wperf0)
+        snprintf(perf, sizeof(perf),
+                 "capture: %llu samples of running threads from the perf engine's last samples "
+                 "of them (a CPU profile by perf events ran beside; no signal)",
+                 (unsigned long long)(__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) - w->wperf0));
     for (pp = &windows; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
             *pp = w->next;
@@ -1182,6 +1232,7 @@ static void
 wall_stop(void)
 {
     __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+    pe_perf_keep_recent(0);
 }
 
 /* A wall sample's state at the sample, and how it was taken. */
@@ -1191,7 +1242,7 @@ wall_labels(uint32_t flags, pe_prof_label_t *l)
     l[0].key = "state";
     l[0].str = pe_proc_state_str(PE_RING_STATE(flags));
     l[1].key = "capture";
-    l[1].str = (flags & PE_RING_F_PROC) ? "proc" : "signal";
+    l[1].str = (flags & PE_RING_F_PROC) ? "proc" : (flags & PE_RING_F_PERF) ? "perf" : "signal";
     return 2;
 }
 

@@ -64,6 +64,14 @@ three=$(count_cum $T/b.pb.gz cpu_three_quarters); one=$(count_cum $T/b.pb.gz cpu
 pct=$(split_pct "${three:-0}" "${one:-0}")
 echo "  perf, SIGPROF blocked: three=$three one=$one ($pct%)"
 check "perf, SIGPROF blocked: sampled, the split within 3 points ($pct%)" near75 "$pct"
+# a wall-clock profile beside a perf CPU session: running threads from perf's samples, no signal
+pe_get '/profile_start' >/dev/null
+pe_get '/profile_wall?duration=3' -o $T/w.pb.gz
+pe_get '/profile_stop' -o /dev/null
+wp=$(count_cum $T/w.pb.gz cpu_three_quarters -tagfocus=capture=perf)
+check "wall beside perf, SIGPROF blocked: running workers seen from perf's samples ($wp)" \
+    [ "${wp:-0}" -ge 1 ]
+check "... and said so" grep -q "from the perf engine's last samples" <(comments $T/w.pb.gz)
 pe_stop
 
 PE_ENV="PROFEP_CPU_ENGINE=timer" pe_start $P/p_cpu_split 60 0.4 block || exit 1
