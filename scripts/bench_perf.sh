@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_perf.sh: the CPU engines side by side, in one run, measured, never pass/fail:
 # the 2-thread CPU-bound workload of bench_cpu (test/bench/bench_cpu.c "work")
-# with no library, with ours under the perf engine (PROFEP_CPU_ENGINE=perf),
+# with no library (twice: the A/A noise floor), with ours under the perf engine (PROFEP_CPU_ENGINE=perf),
 # ours under the timer engine (PROFEP_CPU_ENGINE=timer), and gperftools'
 # libprofiler.so, each at 100 and 1000 Hz, in RUNS rounds (order rotated).
 # Shown: the process CPU and wall ratios against the same round's no-library
@@ -35,7 +35,7 @@ one() {
     local k=$1 hz engine w c pf
     hz=${k//[a-z]/}; engine=${k//[0-9]/}
     case $engine in
-    none) read -r w c < <($B work $WAIT $ITERS) ;;
+    none | aa) read -r w c < <($B work $WAIT $ITERS) ;;
     gp) read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=$hz LD_PRELOAD=$GPERF \
         $B work $WAIT $ITERS 2>/dev/null) ;;
     *)
@@ -53,7 +53,7 @@ one() {
     esac
     echo "$w $c" >$T/$k.last
 }
-CONFIGS="none perf100 timer100${GPERF:+ gp100} perf1000 timer1000${GPERF:+ gp1000}"
+CONFIGS="none aa perf100 timer100${GPERF:+ gp100} perf1000 timer1000${GPERF:+ gp1000}"
 echo "== 2-thread CPU-bound workload: $RUNS rounds of: $CONFIGS (order rotated each round)"
 for i in $(seq $RUNS); do
     set -- $CONFIGS; n=$#
