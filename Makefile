@@ -6,6 +6,7 @@
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
 #   make fuzz-dwarf libFuzzer on the DWARF reader (symbols/dwarf.c)
+#   make fuzz-decode libFuzzer on the pprof decoder (proto/decode.c)
 #   make stress     the host under load and faults, with the figures
 # V=1 shows commands; WERROR=1 turns warnings into errors.
 
@@ -45,14 +46,17 @@ ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
 SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c proto/*.c sampler/*.c heap/*.c http/*.c))
+SRCS    += $(sort $(wildcard interpose/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h
 OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o
 # Files that define interposed entry points or the constructor stay out of the
 # archive the unit tests link against.
-HOOK_OBJS := $(filter $(BUILD)/preload/init.o %/hooks.o %_hooks.o,$(OBJS))
+HOOK_OBJS := $(filter $(BUILD)/preload/init.o $(BUILD)/preload/attach.o %/hooks.o %_hooks.o,$(OBJS))
 CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
 LIB     := $(BUILD)/libprofendpoints.so
+INJECT  := $(BUILD)/profep-inject
+INJECT_SRCS := $(sort $(wildcard inject/*.c)) inject/stub.S
 CORE_AR := $(BUILD)/libpe_core.a
 
 # TLS (PROFEP_TLS_CERT) with civetweb 1.15 and OpenSSL 3: two forwarding
@@ -63,7 +67,7 @@ TLS_SHIMS := $(if $(SSL3),$(BUILD)/libprofendpoints-ssl.so $(BUILD)/libprofendpo
 
 .PHONY: all test tests unit demo bench install clean format lint proto asan fuzz fuzz-demangle \
         fuzz-dwarf deps stress
-all: $(LIB) $(TLS_SHIMS)
+all: $(LIB) $(TLS_SHIMS) $(INJECT)
 
 $(BUILD)/libprofendpoints-ssl.so: http/tls/ssl_shim.c
 	@mkdir -p $(dir $@)
@@ -92,6 +96,13 @@ $(BUILD)/verify/sample.o: heap/sample.c | $(GEN_H)
 $(VFY_LIB): $(filter-out $(BUILD)/heap/sample.o,$(OBJS)) $(BUILD)/verify/sample.o preload/exports.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS)
+
+# The injector behind `profep attach/detach` (inject/, docs/ATTACH.md): a plain
+# program, x86-64 only; it shares the entry points' names with preload/attach.h.
+$(INJECT): $(INJECT_SRCS) $(wildcard inject/*.h) preload/attach.h preload/pe.h
+	@mkdir -p $(dir $@)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARNINGS) $(OPT) -I. $(CFLAGS) -o $@ $(INJECT_SRCS) $(LDFLAGS)
 
 $(CORE_AR): $(CORE_OBJS)
 	$(call msg,AR,$@)
@@ -155,13 +166,25 @@ $(BUILD)/test/p_%: test/progs/p_%.cc
 	$(call msg,CXXLD,$@)
 	$(Q)$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -o $@ $< -lpthread
 
-tests: $(LIB) $(TLS_SHIMS) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
+tests: $(LIB) $(TLS_SHIMS) $(INJECT) $(VFY_LIB) $(UNIT_BINS) $(PROG_BINS)
+
+# the attach tests' in-process stand-in for the injector (test/progs/attach_shim.c)
+$(BUILD)/test/libpe_attach_shim.so: test/progs/attach_shim.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -Wall -o $@ $< -ldl -lpthread
+# ... and a library loaded after an attach (test/progs/attach_plugin.c)
+$(BUILD)/test/libpe_attach_plugin.so: test/progs/attach_plugin.c
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) -shared -fPIC -O1 -g -fno-builtin -Wall -Wl,-z,now,-z,relro -o $@ $<
+tests: $(BUILD)/test/libpe_attach_shim.so $(BUILD)/test/libpe_attach_plugin.so
 
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
 # programs never run under ASan, which owns malloc itself.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-test: deps
+test: test-deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
 	$(Q)T="$(T)" test/run.sh $(BUILD) $(BUILD)-asan
@@ -220,6 +243,26 @@ fuzz-dwarf:
 	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_dwarf.log | tail -n 20; \
 	    echo "fuzz-dwarf: exit $$st, log $(BUILD)-fuzz/fuzz_dwarf.log"; exit $$st
 
+# libFuzzer on proto/decode.c (test/unit/fuzz_decode.c), the decoder of profiles other
+# processes send (pid=all): seeds are this build's own profiles (u_decode --seeds) plus
+# test/unit/corpus_decode/.  A crash leaves $(BUILD)-fuzz/crash-*: copy it into
+# test/unit/corpus_decode/ (build/test/u_decode replays it) and fix the decoder.
+.PHONY: fuzz-decode
+fuzz-decode:
+	$(Q)scripts/deps.sh fuzz
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/test/u_decode
+	$(Q)$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)-fuzz OPT="-O1 -g" \
+	    SAN="-fsanitize=address,undefined,fuzzer-no-link" $(BUILD)-fuzz/libpe_core.a
+	$(Q)clang -fsanitize=address,undefined,fuzzer -g -I. -o $(BUILD)-fuzz/fuzz_decode \
+	    test/unit/fuzz_decode.c $(BUILD)-fuzz/libpe_core.a $(TEST_LIBS)
+	$(Q)mkdir -p $(BUILD)-fuzz/corpus_decode && cp test/unit/corpus_decode/* $(BUILD)-fuzz/corpus_decode/
+	$(Q)$(BUILD)/test/u_decode --seeds $(BUILD)-fuzz/corpus_decode
+	$(Q)$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=1024 -artifact_prefix=$(BUILD)-fuzz/ -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus_decode >$(BUILD)-fuzz/fuzz_decode.log 2>&1; st=$$?; \
+	    grep -v '^#[0-9]' $(BUILD)-fuzz/fuzz_decode.log | tail -n 20; \
+	    echo "fuzz-decode: exit $$st, log $(BUILD)-fuzz/fuzz_decode.log"; exit $$st
+
 # The host program under load and faults, with the figures (docs/HARDENING.md):
 # 50 clients on every endpoint for 30 s, 100k threads, dlopen and fork+exec storms,
 # the program's own signal handlers, exit mid-profile, clients that hang up.  A few
@@ -239,11 +282,20 @@ bench: deps
 deps:
 	$(Q)scripts/deps.sh
 
-install: $(LIB) $(TLS_SHIMS)
+# Every extra package the suite's tests use, in one apt-get before the first test (the
+# tests' own deps.sh calls then find them installed instead of installing mid-suite).
+.PHONY: test-deps
+test-deps:
+	$(Q)scripts/deps.sh names browser node server tree fleet python
+
+install: $(LIB) $(TLS_SHIMS) $(INJECT)
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 755 $(LIB) $(TLS_SHIMS) $(DESTDIR)$(LIBDIR)/
+	@# ld.so's cache, so that LD_PRELOAD=libprofendpoints.so finds it by name from anywhere
+	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 scripts/profep $(DESTDIR)$(BINDIR)/profep
+	install -m 755 $(INJECT) $(DESTDIR)$(BINDIR)/profep-inject
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -26,6 +26,8 @@ static int available;
 static const char *reason = "heap profiling was not initialised";
 static uintptr_t self_lo, self_hi; /* our executable segment(s) */
 static int inited;
+static int tables_ok;                /* the tables are mapped (pe_heap_init got that far) */
+static const char *attach_note = ""; /* pe_heap_attach's, for the comments */
 
 void *
 pe_heap_map(size_t bytes)
@@ -168,6 +170,7 @@ pe_heap_init(int64_t rate_bytes)
         reason = "cannot map the heap profile tables";
         return err;
     }
+    tables_ok = 1;
     check_available();
     if (!available) {
         /* Said by the heap endpoints' 503 and the index page, not on stderr:
@@ -181,6 +184,58 @@ pe_heap_init(int64_t rate_bytes)
     __atomic_store_n(&pe_heap_gen, PE_HEAP_GEN_BOOT + 1, __ATOMIC_RELEASE);
     pe_tls.heap_countdown = 0;
     return 0;
+}
+
+/* ---- attach and detach (interpose/) ------------------------------------------------ */
+
+int
+pe_heap_attach(int64_t rate_bytes, const char *note)
+{
+    uint64_t entries;
+    int err, gen;
+
+    if (rate_bytes < 0)
+        rate_bytes = 0;
+    if (!inited)
+        (void)pe_heap_init(0); /* maps the tables; "not interposed" is what we fix here */
+    if (!tables_ok)
+        return -ENOMEM; /* reason says so */
+    /* Room for four times what the live table lists: probes stay short. */
+    for (entries = 1u << 14; entries < 4 * pe_heap_live_capacity() && entries < (1u << 22);)
+        entries <<= 1;
+    if ((err = pe_heap_side_init((uint32_t)entries)) < 0) {
+        reason = "cannot map the heap's side table";
+        return err;
+    }
+    pe_heap_side_clear();
+    /* The real functions as the attach resolved them (the program's own
+       malloc: libc's, or an allocator it linked). */
+    __atomic_store_n(&pe_heap_hot.real_malloc, pe_real.malloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&pe_heap_hot.real_free, pe_real.free, __ATOMIC_RELEASE);
+    attach_note = note ? note : "";
+    reason = NULL;
+    __atomic_store_n(&available, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pe_heap_rate_bytes, rate_bytes, __ATOMIC_RELAXED);
+    gen = __atomic_load_n(&pe_heap_gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, (gen < PE_HEAP_GEN_BOOT ? PE_HEAP_GEN_BOOT : gen) + 1,
+                     __ATOMIC_RELEASE);
+    return 0;
+}
+
+void
+pe_heap_detach(void)
+{
+    if (!pe_heap_hot.side_keys)
+        return;
+    __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+    pe_heap_side_drain_all();
+}
+
+const char *
+pe_heap_attach_note(void)
+{
+    return attach_note;
 }
 
 int
@@ -232,6 +287,22 @@ pe_heap_step_aside(void)
     __atomic_store_n(&pe_heap_allocs_on, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pe_heap_rate_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+}
+
+void
+pe_heap_rejoin(int64_t rate_bytes)
+{
+    if (!inited || !available)
+        return;
+    __atomic_store_n(&pe_heap_rate_bytes, rate_bytes > 0 ? rate_bytes : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_heap_gen, pe_heap_gen + 1, __ATOMIC_RELEASE);
+}
+
+void
+pe_heap_set_unavailable(const char *why)
+{
+    available = 0;
+    reason = why;
 }
 
 /* ---- read-out ------------------------------------------------------------------------ */

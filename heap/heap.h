@@ -65,11 +65,33 @@ int pe_heap_init(int64_t rate_bytes);
    (libunwind's, a new thread's gettid); blocks sampled before are freed as
    usual. */
 void pe_heap_step_aside(void);
+/* Undo pe_heap_step_aside at `rate_bytes` (a later `profep attach`, preload/attach.c). */
+void pe_heap_rejoin(int64_t rate_bytes);
+/* The reason the heap endpoints give from now on (attached
+   without the malloc interposers). */
+void pe_heap_set_unavailable(const char *why);
 
 /* Fork child: recording of allocations stops; heap sampling goes on when the
    child lives on as a tree member (lives), else stops (nothing could read
    its profile).  heap/ holds no lock a child could inherit. */
 void pe_heap_atfork_child(int lives);
+
+/*
+ * After an attach (interpose/: the program's relocation slots now lead to
+ * our hooks): sample with a mean of rate_bytes from now on, in the side
+ * table's way (side.c: a sampled block is the real allocator's block,
+ * untouched; nothing of ours reads a block we did not make).  Called before
+ * the first slot is redirected, on one thread.  `note` (static, kept) goes
+ * into every heap profile's comments, e.g. "since attach at TIME".  0 or
+ * -errno (then pe_heap_reason() says why).
+ */
+int pe_heap_attach(int64_t rate_bytes, const char *note);
+/* After the slots are put back (detach): sampling stops, and the samples
+   still listed are counted freed (their frees go to libc unseen from now:
+   a later attach starts its in-use view from nothing). */
+void pe_heap_detach(void);
+/* The note of the last attach, or "" (profile.c, views.c, the index page). */
+const char *pe_heap_attach_note(void);
 
 /* 1 when heap profiling works in this process; 0 with a reason otherwise
    (e.g. the program's malloc is not ours: it defines its own, or an allocator
@@ -95,9 +117,10 @@ int64_t pe_heap_rate(void);
  * pointers are never read below, and never tagged.
  */
 typedef struct pe_heap_hot_s {
-    uintptr_t key;     /* tag key: random, bit 63 set; 0 before the first tag */
-    uintptr_t key2;    /* second tag word's key */
-    int page_start_ok; /* glibc behind us: every block has a header below */
+    uintptr_t key;      /* tag key: random, bit 63 set; 0 before the first tag */
+    uintptr_t key2;     /* second tag word's key */
+    int page_start_ok;  /* glibc behind us: every block has a header below */
+    uint32_t side_mask; /* side.c's table size - 1 (with side_keys) */
     /* copies of pe_real.malloc and .free (until they are resolved: our
        functions that resolve them), so that the fast paths touch this one
        line of ours and no other */
@@ -108,6 +131,9 @@ typedef struct pe_heap_hot_s {
     int64_t rate_bytes; /* pe_heap_rate_bytes */
     int gen;            /* pe_heap_gen */
     int allocs_on;      /* pe_heap_allocs_on */
+    /* After an attach (pe_heap_attach): the side table's keys (side.c), and
+       the hooks never read below a block; NULL under LD_PRELOAD. */
+    uintptr_t *side_keys;
 } __attribute__((aligned(64))) pe_heap_hot_t;
 /* Read by every malloc and free, written a handful of times: a line of its
    own (the type's alignment pads it, so nothing written often shares it). */
@@ -217,6 +243,21 @@ PE_SIGSAFE void *pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t si
 PE_SIGSAFE void *pe_heap_realloc_slow(void *old, size_t size, int counted);
 /* free of a block pe_heap_maybe_tagged() flagged: the whole call. */
 PE_SIGSAFE void pe_heap_free_slow(void *p);
+/* After an attach: 1 when p (not NULL) may be a sample (side.c's table has
+   something where p's probe starts; an empty slot there means "not listed"),
+   without reading p's memory.  One multiply and one load of a line of ours. */
+PE_SIGSAFE static inline int
+pe_heap_side_maybe(const uintptr_t *keys, const void *p)
+{
+    uint32_t i = (uint32_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) >> 32);
+
+    return __atomic_load_n(&keys[i & pe_heap_hot.side_mask], __ATOMIC_ACQUIRE) != 0;
+}
+
+/* After an attach (pe_heap_hot.side_keys set): the whole free and realloc,
+   which look the block up in the side table and never read it. */
+PE_SIGSAFE void pe_heap_side_free(void *p);
+PE_SIGSAFE void *pe_heap_side_realloc(void *old, size_t size);
 /* malloc_usable_size of such a block. */
 PE_SIGSAFE size_t pe_heap_usable_slow(void *p);
 /* The same, resolving the real functions first: NULL when that worked (the
@@ -359,6 +400,8 @@ int pe_heap_hist_running(void);
 /* The history thread leaves for good (returns once it has left its loop, 5 s
    at most; the caller waits for its task to vanish); the history is kept. */
 void pe_heap_hist_stop(void);
+/* After pe_heap_hist_stop: pe_heap_hist_start may start it again (preload/attach.c). */
+void pe_heap_hist_rejoin(void);
 /* Change of the per-stack live totals since the checkpoint nearest to `ago`
    s before now (malloc'd *out, ascending stack; when it was taken in
    *taken_ns, CLOCK_REALTIME).  0, -ENOENT (no checkpoint yet) or -ENOMEM. */

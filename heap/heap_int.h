@@ -111,6 +111,24 @@ PE_SIGSAFE size_t pe_heap_tag_usable(pe_heap_tag_t *t, void *p);
 /* Bytes asked for a bootstrap pool block. */
 PE_SIGSAFE size_t pe_heap_pool_size(const void *p);
 
+/* ---- side.c: after an attach, samples by address -------------------------------- */
+
+/* Map the table (entries: a power of two) and publish it in the hot line. */
+int pe_heap_side_init(uint32_t entries);
+/* List sampled block p; 0 when there was no room (counted). */
+PE_SIGSAFE int pe_heap_side_insert(uintptr_t p, uint64_t size, uint64_t cnt_fx, uint32_t stack,
+                                   uint32_t slot);
+/* Unlist p and give what was kept: 1, or 0 when p is not listed (not ours). */
+PE_SIGSAFE int pe_heap_side_take(uintptr_t p, uint64_t *size, uint64_t *cnt_fx, uint32_t *stack,
+                                 uint32_t *slot);
+/* Unlist every entry, calling cb for each; returns how many. */
+int pe_heap_side_drain(void (*cb)(uintptr_t p, uint64_t size, uint64_t cnt_fx, uint32_t stack,
+                                  uint32_t slot));
+/* sample.c: every listed sample counted freed and unlisted (detach). */
+void pe_heap_side_drain_all(void);
+/* Forget everything (no hook may lead here yet). */
+void pe_heap_side_clear(void);
+
 /* ---- live.c ------------------------------------------------------------------- */
 
 /* Map a table of `slots` (power of two) entries. */

@@ -265,24 +265,22 @@ pe_heap_hist_start(void)
     return 0;
 }
 
-/* Until the thread clears *live as it leaves (5 s at most: a report or a
-   profile under way finishes first). */
-static void
-wait_left(const int *live)
-{
-    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 void
 pe_heap_hist_stop(void)
 {
     __atomic_store_n(&hist_stop, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&running, __ATOMIC_ACQUIRE))
         sem_post(&hist_wake);
-    wait_left(&hist_live);
+    pe_clock_wait_cleared(&hist_live, 5000);
+}
+
+void
+pe_heap_hist_rejoin(void)
+{
+    if (__atomic_load_n(&hist_live, __ATOMIC_ACQUIRE))
+        return; /* still leaving: it stays stopped */
+    __atomic_store_n(&hist_stop, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
 }
 
 int

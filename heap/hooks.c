@@ -6,6 +6,10 @@
  * a tagged block (heap.h) go to sample.c, which does the whole call.  errno
  * is left as the real call left it.  malloc_usable_size is interposed for
  * the tagged blocks only (their header sits in front of the caller's bytes).
+ * After an attach (the same functions, reached through the program's
+ * redirected relocation slots: interpose/) free, realloc and
+ * malloc_usable_size never read below a block: sample.c's side paths look
+ * samples up by address instead (heap.h, side.c).
  *
  * Signal-safe: as safe as the real allocator (glibc's is not, but programs
  * do it); nothing here adds a lock that could be held by this thread.
@@ -92,6 +96,16 @@ free_unusual(void *p)
 PE_EXPORT void
 free(void *p)
 {
+    /* After an attach: by address, never reading p's memory (side.c); an
+       empty slot where p's probe starts is the common answer, "not ours". */
+    const uintptr_t *keys = pe_heap_hot.side_keys;
+    if (PE_UNLIKELY(keys != NULL)) {
+        if (p && !pe_heap_side_maybe(keys, p))
+            pe_heap_hot.real_free(p);
+        else
+            pe_heap_side_free(p);
+        return;
+    }
     /* One test for NULL and a page start (where the word below may not be
        readable), one for the sign of that word (heap.h): a tag's is
        negative, glibc's chunk size never is. */
@@ -122,6 +136,8 @@ realloc_impl(void *old, size_t size)
 {
     if (old == NULL)
         return malloc(size);
+    if (PE_UNLIKELY(pe_heap_hot.side_keys != NULL))
+        return pe_heap_side_realloc(old, size);
     if (PE_UNLIKELY(!pe_real.realloc))
         pe_real_init();
     if (PE_UNLIKELY(pe_heap_maybe_tagged(old)))
@@ -156,7 +172,8 @@ malloc_usable_size(void *p)
 {
     if (p == NULL)
         return 0;
-    if (PE_UNLIKELY(pe_heap_maybe_tagged(p)))
+    /* (after an attach a sample is the real allocator's block as it is) */
+    if (pe_heap_hot.side_keys == NULL && PE_UNLIKELY(pe_heap_maybe_tagged(p)))
         return pe_heap_usable_slow(p);
     if (PE_UNLIKELY(!pe_real.malloc_usable_size))
         pe_real_init();

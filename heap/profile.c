@@ -94,6 +94,8 @@ pe_heap_profile(const pe_heap_rec_t *v, int n, const char *deftype, int64_t dura
         }
     }
     pe_heap_get_stats(&st);
+    if (*pe_heap_attach_note())
+        pe_prof_comment(p, "heap sampling %s", pe_heap_attach_note());
     if (st.dropped_live || st.stacks_full)
         pe_prof_comment(p,
                         "heap sampling: %" PRIu64 " samples, %" PRIu64 " not listed for the heap "
@@ -134,6 +136,8 @@ pe_heap_write_text(pe_sink_t *out, pe_heap_rec_t *v, int n)
                    "\n# stacks = %" PRIu64 " (%" PRIu64 " samples found the table full)\n",
                    pe_heap_rate(), st.samples, st.live, st.live_cap, st.dropped_live, st.stacks,
                    st.stacks_full);
+    if (*pe_heap_attach_note())
+        pe_sink_printf(out, "# %s\n", pe_heap_attach_note());
     return pe_prof_write_go_maps(out);
 }
 
@@ -154,6 +158,8 @@ pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t ove
                     "allocs_profile: every malloc-family call recorded with probability %g; "
                     "values scaled by %g",
                     prob, 1 / prob);
+    if (*pe_heap_attach_note())
+        pe_prof_comment(p, "allocs_profile %s", pe_heap_attach_note());
     for (int i = 0; i < n; i++) {
         int64_t vals[2] = {pe_round_i64((double)v[i].count / prob),
                            pe_round_i64((double)v[i].count * (double)v[i].size / prob)};

@@ -410,6 +410,120 @@ finish_allocs(int want, const void *p, uint32_t id, size_t size)
     __atomic_fetch_sub(&pe_heap_allocs_inflight, 1, __ATOMIC_SEQ_CST);
 }
 
+/* ---- after an attach: samples kept by address (side.c) ------------------------ */
+
+/* A block p of `size` bytes, the real call's own, was sampled: record it and
+   list it in the side table (where its free will find it). */
+static inline __attribute__((always_inline)) uint32_t
+side_record(void *p, size_t size, int64_t rate)
+{
+    uint64_t w = pe_heap_weight_fx(size, rate);
+    uint32_t id = take_stack(), slot;
+
+    pe_heap_stacks_account(id, 0, w, size);
+    slot = pe_heap_live_insert((uintptr_t)p, size, id, w);
+    if (!slot)
+        __atomic_fetch_add(&pe_heap_dropped_live, 1, __ATOMIC_RELAXED);
+    if (!pe_heap_side_insert((uintptr_t)p, size, w, id, slot)) {
+        /* no room: its free could not be seen, so it is not in use */
+        pe_heap_live_remove(slot, (uintptr_t)p);
+        pe_heap_stacks_account(id, 1, w, size);
+        return id;
+    }
+    PE_TRACE_ALLOC(0, size, pe_heap_bytes_fx(w, size) / PE_HEAP_BYTES_ONE, id);
+    return id;
+}
+
+/* A sample taken out of the side table is freed (or moved). */
+static void
+side_forget(uintptr_t p, uint64_t size, uint64_t cnt_fx, uint32_t stack, uint32_t slot)
+{
+    pe_heap_live_remove(slot, p);
+    pe_heap_stacks_account(stack, 1, cnt_fx, size);
+    PE_TRACE_ALLOC(1, size, pe_heap_bytes_fx(cnt_fx, size) / PE_HEAP_BYTES_ONE, 0);
+}
+
+void
+pe_heap_side_drain_all(void)
+{
+    pe_guard_enter();
+    (void)pe_heap_side_drain(side_forget);
+    pe_guard_exit();
+}
+
+/* The slow allocation after an attach: the real call, then the record. */
+static __attribute__((noinline)) void *
+side_alloc(pe_heap_kind_t kind, size_t align, size_t size)
+{
+    int64_t rate = 0;
+    int want = decide(size, &rate), err;
+    uint32_t id = PE_HEAP_NO_STACK;
+    void *p;
+
+    if (!want)
+        return plain_alloc(kind, align, size);
+    p = plain_alloc(kind, align, size);
+    err = errno;
+    pe_guard_enter();
+    if (p && (want & WANT_HEAP))
+        id = side_record(p, size, rate);
+    finish_allocs(want, p, id, size);
+    pe_guard_exit();
+    errno = err;
+    return p;
+}
+
+void
+pe_heap_side_free(void *p)
+{
+    uint64_t size, cnt;
+    uint32_t stack, slot;
+
+    /* Unlisted before the real free: once freed, its address may come back
+       to another thread's malloc and be listed again. */
+    if (p && pe_heap_side_take((uintptr_t)p, &size, &cnt, &stack, &slot)) {
+        int e = errno;
+        pe_guard_enter();
+        side_forget((uintptr_t)p, size, cnt, stack, slot);
+        pe_guard_exit();
+        errno = e;
+    }
+    pe_heap_hot.real_free(p);
+}
+
+void *
+pe_heap_side_realloc(void *old, size_t size)
+{
+    uint64_t osize = 0, ocnt = 0;
+    uint32_t ostack = 0, oslot = 0, id = PE_HEAP_NO_STACK;
+    int64_t rate = 0;
+    int had, want = 0, err;
+    void *p;
+
+    had = pe_heap_side_take((uintptr_t)old, &osize, &ocnt, &ostack, &oslot);
+    if (size && pe_heap_countdown(size))
+        want = decide(size, &rate);
+    p = pe_real.realloc(old, size);
+    err = errno;
+    pe_guard_enter();
+    if (!p && size) {
+        /* failed: old is as it was, listed again (or, with no room, let go) */
+        if (had && !pe_heap_side_insert((uintptr_t)old, osize, ocnt, ostack, oslot))
+            side_forget((uintptr_t)old, osize, ocnt, ostack, oslot);
+    } else {
+        if (had) /* freed or moved: the old sample ends (free + malloc, as before an attach) */
+            side_forget((uintptr_t)old, osize, ocnt, ostack, oslot);
+        if (p && (want & WANT_HEAP))
+            id = side_record(p, size, rate);
+    }
+    finish_allocs(want, p, id, size);
+    pe_guard_exit();
+    errno = err;
+    return p;
+}
+
+/* ---- the slow paths under LD_PRELOAD ------------------------------------------- */
+
 void *
 pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
 {
@@ -418,6 +532,9 @@ pe_heap_alloc_slow(pe_heap_kind_t kind, size_t align, size_t size)
     uint32_t id = PE_HEAP_NO_STACK;
     void *p = NULL;
 
+    /* After an attach first: our threads' allocator (own.c) tags blocks */
+    if (PE_UNLIKELY(pe_heap_hot.side_keys != NULL))
+        return side_alloc(kind, align, size);
     if (PE_UNLIKELY(pe_tls.internal) && pe_heap_own_on())
         return pe_heap_own_alloc(kind, align, size);
     if (PE_UNLIKELY(pe_heap_own_pending()) && !pe_tls.internal)

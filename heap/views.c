@@ -247,6 +247,8 @@ pe_heap_view_profile(const pe_heap_view_t *w)
     pe_prof_set_default_type(p, "inuse_space");
     pe_prof_set_time(p, w->time_ns, w->dur_ns);
     pe_prof_comment(p, "%s", w->comment);
+    if (*pe_heap_attach_note())
+        pe_prof_comment(p, "heap sampling %s", pe_heap_attach_note());
     for (int i = 0; i < w->n; i++) {
         int64_t vals[2] = {fx_round(v[i].cnt_fx, PE_HEAP_CNT_ONE),
                            fx_round(v[i].bytes_fx, PE_HEAP_BYTES_ONE)};

@@ -77,7 +77,10 @@ seconds_window(pe_req_t *r, const pe_http_recs_t *k, void **before, int *nbefore
         return pe_http_error(r, 503, "out of memory");
     }
     pe_http_sleep(r, seconds);
-    pe_http_long_end();
+    /* The slot stays taken until the answer is sent (pe_http_route gives it
+       back): an exit waits only for requests holding one, and this one still
+       has its profile to build and send (issue 38). */
+    r->long_held = 1;
     *dur_ns = (int64_t)(seconds * 1e9);
     return 0;
 }

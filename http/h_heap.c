@@ -59,7 +59,7 @@ heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline
     pe_heap_rec_t *v;
     pe_resp_t resp;
     int n, rc, debug;
-    int64_t dur;
+    int64_t dur, t0 = pe_clock_ns(CLOCK_MONOTONIC);
     pe_prof_t *p;
 
     if ((rc = heap_unavailable(r, 1)))
@@ -78,6 +78,7 @@ heap_common(pe_req_t *r, const char *deftype, const char *name, pe_http_baseline
     free(v);
     if (!p)
         return pe_http_error(r, 503, "out of memory building the heap profile");
+    pe_http_exit_note(p, t0); /* seconds=N cut short by the exit: names only */
     rc = pe_http_send_profile(r, p, name);
     pe_prof_free(p);
     return rc;

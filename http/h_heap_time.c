@@ -8,9 +8,12 @@
  * Signal-safe: no (HTTP worker threads).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "../heap/heap.h"
+#include "../preload/proc.h"
 #include "http_int.h"
 
 int
@@ -67,6 +70,18 @@ static int
 heap_by_age(pe_req_t *r, const pe_heap_age_t *f, const char *name, int debug)
 {
     pe_heap_view_t w;
+    pe_proc_stat_t st;
+    long long started;
+    char why[160];
+
+    /* min_age beyond the program's age: nothing can match, and an empty profile says so */
+    if (pe_proc_stat(0, 0, &st) == 0 && (started = pe_proc_started(st.starttime)) > 0 &&
+        f->min_s > (double)(time(NULL) - started)) {
+        snprintf(why, sizeof(why),
+                 "nothing can be older than min_age=%g s: the program has run for %lld s", f->min_s,
+                 (long long)(time(NULL) - started));
+        r->empty_why = why;
+    }
 
     if (pe_heap_view_age(&w, f) < 0)
         return pe_http_error(r, 503, "out of memory reading the live table");

@@ -17,6 +17,7 @@
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/proc.h"
+#include "../preload/threads.h"
 #include "../preload/tree.h"
 #include "../sampler/kind.h"
 #include "../sampler/sampler.h"
@@ -119,6 +120,57 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     default:
         return pe_http_error(r, 500, "%s profiling failed to start: %s", k->what, strerror(-rc));
     }
+}
+
+/* ---- wall coverage ---------------------------------------------------------------- */
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * A wall profile of more threads than its ticks could reach (at most a few
+ * per tick) says so: how many threads the program had (its registered
+ * threads, the most seen at the start or the end) and how many are in the
+ * profile, so that a reader knows the rest were never sampled rather than
+ * absent.  Nothing when every thread is in.
+ */
+static void
+wall_coverage(pe_prof_t *p, int threads)
+{
+    int n = pe_prof_nsamples(p), seen = 0;
+    int64_t *tids;
+
+    if (n <= 0 || threads <= 0 || !(tids = malloc((size_t)n * sizeof(*tids))))
+        return;
+    for (int i = 0; i < n; i++) {
+        pe_prof_sample_t s;
+
+        tids[i] = -1;
+        pe_prof_sample(p, i, &s);
+        for (int l = 0; l < s.nlabels; l++)
+            if (!strcmp(s.labels[l].key, "thread"))
+                tids[i] = s.labels[l].num;
+    }
+    qsort(tids, (size_t)n, sizeof(*tids), cmp_i64);
+    for (int i = 0; i < n; i++)
+        seen += tids[i] >= 0 && (i == 0 || tids[i] != tids[i - 1]);
+    free(tids);
+    if (seen < threads)
+        pe_prof_comment(p,
+                        "wall: %d of the program's %d threads are in this profile; the other %d "
+                        "were never sampled (each tick reaches a few threads: see the wall line)",
+                        seen, threads, threads - seen);
+}
+
+static int
+program_threads(void)
+{
+    return pe_threads_count(1 << 30);
 }
 
 /* ---- the launcher hint -------------------------------------------------------------- */
@@ -291,7 +343,7 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     pe_prof_t *p;
     tree_cpu_t tc = {0};
     int64_t t0;
-    int rc;
+    int rc, nthreads = 0;
 
     if ((rc = sampling_params(r, k, &n, &delay)) ||
         (rc = pe_param_number(r, secname, def, 0, pe_http_max_seconds(), &seconds)))
@@ -303,11 +355,17 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     t0 = pe_clock_ns(CLOCK_MONOTONIC);
     if (k->kind->flags & PE_KIND_F_ONCPU)
         tree_cpu_begin(&tc);
+    else
+        nthreads = program_threads();
     pe_http_sleep(r, seconds); /* at exit or hang-up: stop early, send what we have */
     p = pe_sampler_close(w);
+    pe_http_exit_note(p, t0); /* first: at exit jit_hint's resolve reads names only */
+    if (!(k->kind->flags & PE_KIND_F_ONCPU)) {
+        int now = program_threads();
+        wall_coverage(p, now > nthreads ? now : nthreads);
+    }
     tree_cpu_hint(&tc, p, (double)(pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     jit_hint(p);
-    pe_http_exit_note(p, t0);
     if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
         rc = pe_http_error(r, 503, "out of memory naming the fgprof profile");
     else
@@ -363,6 +421,8 @@ session_stop(pe_req_t *r, kind_t *k)
         return pe_http_error(r, 409, "no %s profile session is running; start one with %s", k->what,
                              k->start);
     p = pe_sampler_close(w);
+    if (!(k->kind->flags & PE_KIND_F_ONCPU))
+        wall_coverage(p, program_threads());
     jit_hint(p);
     rc = pe_http_send_profile(r, p, k->stem);
     pe_prof_free(p);

@@ -45,6 +45,10 @@ typedef struct pe_req_s {
     pe_sink_t *capture; /* when set (debug_engine), the body goes here, not to conn */
     int status;         /* status sent, 0 before */
     char errmsg[256];   /* error line when capture is set */
+    /* Why a profile sent for this request would be empty (a handler's note), or
+       NULL: pe_http_send_profile says it in X-Profep-Empty when it is. */
+    const char *empty_why;
+    int long_held; /* a long-request slot kept until the handler returns (baseline.c) */
 } pe_req_t;
 
 /*
@@ -77,6 +81,8 @@ void pe_http_shutdown(void);
  * signal handler.  1 when a server was stopped, else 0.
  */
 int pe_http_step_aside(void);
+/* Undo pe_http_step_aside once it has returned (a later `profep attach`). */
+void pe_http_rejoin(void);
 /* 1 once shutdown was requested. */
 int pe_http_stopping(void);
 /* Before a fork (prepare handler): waits while the server thread warms the

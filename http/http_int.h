@@ -68,8 +68,24 @@ extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
 /* What every endpoint takes besides its own (routes.c, h_tree.c). */
 #define PE_HTTP_GLOBAL_PARAMS "token pid"
-/* 0, or the 400 sent for a typo of one of route's parameters (routes.c). */
+/* 0, or the 400 sent for a typo of one of route's parameters or a value
+   none of them may hold (routes.c). */
 int pe_http_check_params(pe_req_t *r, const pe_route_t *route);
+
+/* param_table.c: what each parameter may hold, checked before the handler
+   runs.  0, or 400 after sending the line naming parameter, value and what
+   is allowed (the pe_param_* readers' lines). */
+int pe_http_check_values(pe_req_t *r, const pe_route_t *route);
+/* 1 when the table has a row for name on path (tests: every listed one has). */
+PE_TESTONLY int pe_http_param_known(const char *path, const char *name);
+/* What an absent parameter means on path ("10", "pprof; svg for a browser"),
+   for the index; NULL when nothing is worth saying.  buf may hold it. */
+const char *pe_http_param_default(const char *path, const char *name, char *buf, size_t len);
+/* The choices of format, groupby, names and granularity (NULL-terminated). */
+extern const char *const pe_http_formats[];
+extern const char *const pe_http_groupings[];
+extern const char *const pe_http_namings[];
+extern const char *const pe_http_granularities[];
 
 /* h_tree.c: a process tree through one address (preload/tree.h). */
 struct pe_tree_proc_s;

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "../preload/config.h"
 #include "http.h"
 
 static int
@@ -157,25 +158,14 @@ pe_param_number(pe_req_t *r, const char *name, double def, double min, double ma
 int
 pe_param_bool(pe_req_t *r, const char *name, int def, int *out)
 {
-    static const char *const yes[] = {"true", "1", "yes", "on"};
-    static const char *const no[] = {"false", "0", "no", "off"};
     const char *s = pe_param(r, name);
-    size_t i;
 
     if (!s) {
         *out = def;
         return 0;
     }
-    for (i = 0; i < PE_ARRAY_SIZE(yes); i++) {
-        if (!strcasecmp(s, yes[i])) {
-            *out = 1;
-            return 0;
-        }
-        if (!strcasecmp(s, no[i])) {
-            *out = 0;
-            return 0;
-        }
-    }
+    if (pe_cfg_parse_bool(s, out) == 0) /* the one list of yes and no words */
+        return 0;
     return pe_http_error(r, 400, "parameter %s=%.64s: must be true or false", name, s);
 }
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/init.h"
 #include "http_int.h"
 
 static const char *
@@ -113,6 +114,8 @@ pe_http_begin(pe_req_t *r, pe_resp_t *resp, const char *content_type, const char
     security_headers(r, content_type);
     if (filename)
         mg_printf(r->conn, "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
+    if (r->empty_why) /* our own words, one line (profep prints them) */
+        mg_printf(r->conn, "X-Profep-Empty: %s\r\n", r->empty_why);
     mg_printf(r->conn, "%sConnection: close\r\n\r\n",
               r->head ? "" : "Transfer-Encoding: chunked\r\n");
     return 0;
@@ -321,26 +324,32 @@ profile_end(pe_req_t *r, pe_resp_t *resp, int err)
 int
 pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
 {
-    static const char *const formats[] = {"pprof", "text", "folded", "svg", "tree", "flat", NULL};
-    static const char *const groupings[] = {"none", "thread", NULL};
-    static const char *const namings[] = {"short", "full", NULL};
-    static const char *const granularities[] = {"functions", "lines", NULL};
-    char filename[96], title[256];
+    char filename[96], title[256], note[64];
     pe_text_opts_t topts;
     pe_resp_t resp;
     double mincount, maxdepth;
     int st, fmt, pprof, group, vi, def, full, by_line;
 
+    /* attached to a running process: nothing before the attach is in it */
+    if (p && pe_init_attach_note(note, sizeof(note))[0])
+        pe_prof_comment(p, "%s: nothing before it is seen", note);
+
     if ((st = pe_param_bool(r, "pprof", 1, &pprof)) ||
-        (st = pe_param_enum(r, "names", namings, 0, &full)) ||
-        (st = pe_param_enum(r, "granularity", granularities, 0, &by_line)))
+        (st = pe_param_enum(r, "names", pe_http_namings, 0, &full)) ||
+        (st = pe_param_enum(r, "granularity", pe_http_granularities, 0, &by_line)))
         return st;
     /* names=full: parameters and template arguments in every view */
     if (pe_prof_set_full_names(p, full) < 0)
         return pe_http_error(r, 503, "%s: out of memory naming the profile", r->path);
     pe_prof_set_by_line(p, by_line);
+    /* an empty profile says why (profep prints it): the handler's reason, else ours */
+    if (pe_prof_nsamples(p) > 0)
+        r->empty_why = NULL;
+    else if (!r->empty_why)
+        r->empty_why = "no samples were recorded";
     def = !pprof ? FMT_TREE : !pe_param(r, "pprof") && browser(r) ? FMT_SVG : FMT_PPROF;
-    if ((st = pe_param_enum(r, "format", formats, def, &fmt)) || (st = sample_index(r, p, &vi)))
+    if ((st = pe_param_enum(r, "format", pe_http_formats, def, &fmt)) ||
+        (st = sample_index(r, p, &vi)))
         return st;
     if (fmt == FMT_FOLDED) {
         pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
@@ -353,7 +362,7 @@ pe_http_send_profile(pe_req_t *r, pe_prof_t *p, const char *name)
         return profile_end(r, &resp, pe_prof_write_svg(p, &resp.sink, vi, title));
     }
     if (fmt != FMT_PPROF) {
-        if ((st = pe_param_enum(r, "groupby", groupings, 0, &group)) ||
+        if ((st = pe_param_enum(r, "groupby", pe_http_groupings, 0, &group)) ||
             (st = pe_param_number(r, "mincount", 0, 0, 1e15, &mincount)) ||
             (st = pe_param_number(r, "maxdepth", 0, 0, 100000, &maxdepth)))
             return st;

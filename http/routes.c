@@ -15,6 +15,7 @@
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/init.h"
 #include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
 #include "../sampler/trace.h"
@@ -41,6 +42,8 @@ allocs_unavailable(void)
 static const char *
 mutex_unavailable(void)
 {
+    if (pe_init_no_interposers())
+        return pe_init_no_interposers();
     return pe_mutex_rate() <= 0 ? "lock contention profiling is off (PROFEP_MUTEX_RATE=0)" : NULL;
 }
 
@@ -179,11 +182,15 @@ int
 pe_http_check_params(pe_req_t *r, const pe_route_t *route)
 {
     char known[512];
+    int rc;
 
     if (!route->params)
         return 0;
     snprintf(known, sizeof(known), "%s %s", route->params, PE_HTTP_GLOBAL_PARAMS);
-    return pe_params_check(r, known, known_elsewhere);
+    if ((rc = pe_params_check(r, known, known_elsewhere)))
+        return rc;
+    /* every value, before any handler starts collecting (param_table.c) */
+    return pe_http_check_values(r, route);
 }
 
 /* Compare in time that depends only on the lengths, not on where they differ. */
@@ -258,7 +265,12 @@ pe_http_route(pe_req_t *r)
     r->head = bit == PE_M_HEAD;
     if ((status = pe_http_check_params(r, route)))
         return status;
-    return route->handler(r);
+    status = route->handler(r);
+    if (r->long_held) { /* held through the answer: an exit waits for it (server.c) */
+        r->long_held = 0;
+        pe_http_long_end();
+    }
+    return status;
 }
 
 /* The body of a POST, bounded: symbol lists and debug_engine requests are small. */

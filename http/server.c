@@ -149,17 +149,19 @@ sockaddr_port(const struct sockaddr_storage *ss)
 }
 
 /* civetweb does not tell which descriptor listens; find it by its port
-   (ours were moved near the top of the first 1024: preload/fd.h). */
+   (ours were moved near the top of the first 1024: preload/fd.h; after an
+   attach civetweb's socket() went straight to libc: any listener on our
+   port is ours, the port being just bound). */
 static int
 find_listen_fd(int port)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    int fd, acc;
+    int fd, acc, any = pe_init_attached_at() != 0;
 
     for (fd = 4095; fd >= 0; fd--) {
         len = sizeof(ss);
-        if (!pe_fd_is_ours(fd) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+        if ((!any && !pe_fd_is_ours(fd)) || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
             sockaddr_port(&ss) != port)
             continue;
         len = sizeof(acc);
@@ -358,6 +360,40 @@ pe_http_warm_unwinder(void)
     pthread_mutex_unlock(&warm_lock);
 }
 
+/*
+ * A tree member that became the root takes the root's address (preload/tree.h,
+ * succession): a socket bound there replaces, under the same descriptor
+ * number, the one civetweb listens on, which it then polls and accepts from
+ * (its master thread picks the new one up at its next poll, within 2 s).
+ */
+static int
+take_port(const char *host, int port)
+{
+    struct sockaddr_in sa;
+    int fd, one = 1, fl, err = 0;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (listen_fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -EINVAL; /* IPv4 literals only (no IPv6 in this civetweb) */
+    if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) /* ours: high, close-on-exec (fd.h) */
+        return -errno;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if ((fl = fcntl(listen_fd, F_GETFL)) >= 0)
+        (void)fcntl(fd, F_SETFL, fl); /* civetweb's listener's own mode */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0)
+        err = -errno;
+    else
+        err = pe_fd_replace(listen_fd, fd);
+    close(fd);
+    if (err)
+        return err;
+    defer_accept(listen_fd);
+    __atomic_store_n(&pe_http_port, port, __ATOMIC_RELAXED);
+    return 0;
+}
+
 int
 pe_http_listen(void)
 {
@@ -365,7 +401,7 @@ pe_http_listen(void)
     char ports[160];
     struct mg_callbacks cb;
     struct mg_server_port sp[4];
-    int n;
+    int n, again;
     const char *options[] = {
         "listening_ports",
         ports,
@@ -401,7 +437,10 @@ pe_http_listen(void)
     };
     const char *scheme = tls_cert[0] ? "https" : "http";
 
-    snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, pe_cfg.port, tls_cert[0] ? "s" : "");
+    /* A root that exec'd keeps the port its earlier image announced (tree.h) */
+    again = !member && !pe_cfg.port ? pe_tree_announced_port() : 0;
+    snprintf(ports, sizeof(ports), "%s:%d%s", pe_cfg.host, again ? again : pe_cfg.port,
+             tls_cert[0] ? "s" : "");
     if (member) {
         /* A member of a process tree (preload/tree.h): loopback only, a port
            of its own, plain HTTP (the root proxies to it), nothing printed. */
@@ -424,6 +463,10 @@ pe_http_listen(void)
     cb.init_thread = on_init_thread;
     mg_init_library(0);
     server_ctx = mg_start(&cb, NULL, options);
+    if (!server_ctx && again) { /* taken meanwhile: any port, as PROFEP_ADDR says */
+        snprintf(ports, sizeof(ports), "%s:0%s", pe_cfg.host, tls_cert[0] ? "s" : "");
+        server_ctx = mg_start(&cb, NULL, options);
+    }
     if (!server_ctx) {
         if (member)
             return -EADDRINUSE;
@@ -445,7 +488,8 @@ pe_http_listen(void)
     listen_fd = find_listen_fd(pe_http_port);
     defer_accept(listen_fd);
     if (member) {
-        pe_tree_served(pe_http_port); /* its port file, and registration with the root */
+        pe_tree_take_port = take_port; /* should the root go (preload/tree.h) */
+        pe_tree_served(pe_http_port);  /* its port file, and registration with the root */
         return 0;
     }
     write_port_file(pe_cfg.host, pe_http_port);
@@ -456,7 +500,12 @@ pe_http_listen(void)
         pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
                     "it can read this process's memory layout and stacks",
                     pe_cfg.host);
-    pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port, (int)getpid());
+    if (pe_http_port == pe_tree_announced_port()) /* an earlier image of this pid said so */
+        pe_log_debug("serving %s://%s:%d (pid %d) again after exec", scheme, pe_cfg.host,
+                     pe_http_port, (int)getpid());
+    else
+        pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port,
+                    (int)getpid());
     return 1;
 }
 
@@ -495,17 +544,6 @@ pe_http_start_after(int delay_ms, void (*phase)(void))
     return 0;
 }
 
-/* Until the thread clears *live as it leaves (5 s at most: a report or a
-   profile under way finishes first). */
-static void
-wait_left(const int *live)
-{
-    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 int
 pe_http_step_aside(void)
 {
@@ -523,7 +561,8 @@ pe_http_step_aside(void)
     fd = listen_fd;
     listen_fd = -1;
     pthread_mutex_unlock(&start_lock);
-    wait_left(&server_live); /* a thread not yet run would otherwise outlive the wait */
+    /* a thread not yet run would otherwise outlive the wait */
+    pe_clock_wait_cleared(&server_live, 5000);
     if (!ctx)
         return 0;
     /* civetweb's master polls its listener for up to 2 s between looks at
@@ -533,6 +572,14 @@ pe_http_step_aside(void)
     mg_stop(ctx); /* joins the master and every worker */
     __atomic_store_n(&pe_http_port, 0, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* After a detach (preload/attach.c): a later attach may start the server again. */
+void
+pe_http_rejoin(void)
+{
+    __atomic_store_n(&server_stopping, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&aside, 0, __ATOMIC_RELEASE);
 }
 
 /* How long the exit waits for profiles in flight to be sent (README "Exit"). */

@@ -200,14 +200,16 @@ ours_listed(void)
     return found;
 }
 
-static void
-pe_alone_step_aside(const char *why)
+/* why == NULL: `profep detach` (preload/attach.c), which prints its own
+   line.  1 when something of ours was running, 0 when there was nothing to stop. */
+static int
+step_aside(const char *why)
 {
     int saved = errno, stopped, listed = 1, was_active = pe_init_active();
     int64_t end, t0 = pe_clock_ns(CLOCK_MONOTONIC);
 
     if (__atomic_exchange_n(&aside, 1, __ATOMIC_ACQ_REL))
-        return;
+        return 0;
     pe_guard_enter(); /* our own calls below pass every interposer straight through */
     /* Dormant first: nothing samples, no heap or lock sample unwinds (libunwind
        makes system calls the program never makes), no server starts later. */
@@ -229,13 +231,35 @@ pe_alone_step_aside(const char *why)
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
-    if ((was_active || stopped) && !pe_tree_member())
+    if (why && (was_active || stopped) && !pe_tree_member())
         pe_log_info("pid %d (%s) %s: profiling stops in this process, %s (%lld ms)", (int)getpid(),
                     pe_cfg_progname(), why,
                     listed ? "a thread of ours is still there" : "our threads are gone",
                     (long long)((pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1000000));
     pe_guard_exit();
     errno = saved;
+    return was_active || stopped;
+}
+
+static void
+pe_alone_step_aside(const char *why)
+{
+    (void)step_aside(why);
+}
+
+int
+pe_alone_detach(void)
+{
+    return step_aside(NULL);
+}
+
+void
+pe_alone_rejoin(void)
+{
+    pe_http_rejoin();
+    pe_sampler_rejoin();
+    pe_heap_hist_rejoin();
+    __atomic_store_n(&aside, 0, __ATOMIC_RELEASE);
 }
 
 int

@@ -720,17 +720,38 @@ pe_cfg_raw(int i)
     return i >= 0 && i < pe_cfg_nrows && raw_set[i] ? raw_values[i] : NULL;
 }
 
+/* pe_cfg_load_settings: "NAME=value" lines read in place of the environment. */
+static const char *settings;
+static char setting_value[512];
+
+static const char *
+lookup(const char *name)
+{
+    size_t nl = strlen(name), len;
+
+    if (!settings)
+        return getenv(name);
+    for (const char *p = settings; *p; p += len + (p[len] == '\n')) {
+        len = strcspn(p, "\n");
+        if (len > nl && !memcmp(p, name, nl) && p[nl] == '=') {
+            snprintf(setting_value, sizeof(setting_value), "%.*s", (int)(len - nl - 1), p + nl + 1);
+            return setting_value;
+        }
+    }
+    return NULL;
+}
+
 static void
 load_row(int i)
 {
     const pe_cfg_row_t *row = &pe_cfg_rows[i];
     char *field = (char *)&pe_cfg + row->off;
-    const char *v = getenv(row->name);
+    const char *v = lookup(row->name);
     int rc = -ENOENT;
 
     raw_set[i] = v != NULL;
     if (v)
-        snprintf(raw_values[i], sizeof(raw_values[i]), "%s", v);
+        snprintf(raw_values[i], sizeof(raw_values[i]), "%.*s", (int)sizeof(raw_values[i]) - 1, v);
     if (v && (*v || !(row->flags & PE_CFG_EMPTY_UNSET)))
         rc = row->parse(row, v, field);
     if (rc == 0)
@@ -755,4 +776,20 @@ pe_cfg_load(void)
     /* A refusal stands whatever PROFEP_ADDR said (read after PROFEP_MATCH). */
     if (pe_cfg.refuse)
         pe_cfg.server_off = 1;
+    /* PROFEP_ADDR=off asked for no server, so nothing is said either, in any process
+       of the tree (stepping aside, a seccomp start): warnings only, unless PROFEP_LOG
+       asks for more. */
+    else if (pe_cfg.server_off && !getenv("PROFEP_LOG") && pe_cfg.log_level == PE_LOG_INFO) {
+        pe_cfg.log_level = PE_LOG_WARN;
+        pe_log_set_level(PE_LOG_WARN);
+    }
+}
+
+void
+pe_cfg_load_settings(const char *lines)
+{
+    memset(&pe_cfg, 0, sizeof(pe_cfg));
+    settings = lines;
+    pe_cfg_load();
+    settings = NULL;
 }

@@ -107,6 +107,10 @@ PE_TESTONLY const char *pe_cfg_doc_default(const pe_cfg_row_t *row);
  * per bad value.  Not thread-safe; the constructor calls it once.
  */
 void pe_cfg_load(void);
+/* The same from "NAME=value" lines instead of the environment, over the
+   defaults (preload/attach.c: the attach command's settings); no thread of
+   ours may be running. */
+void pe_cfg_load_settings(const char *lines);
 
 /*
  * The value row i had in the environment at load (truncated to 127 bytes), or
@@ -122,7 +126,7 @@ PE_TESTONLY int pe_cfg_parse_addr(const char *s, char *host, size_t hostlen, int
 PE_TESTONLY int pe_cfg_parse_size(const char *s, int64_t *out);   /* 524288, 512k, 1m, 1e6 */
 PE_TESTONLY int pe_cfg_parse_seconds(const char *s, double *out); /* > 0 */
 PE_TESTONLY int pe_cfg_parse_signal(const char *s, int *out);     /* USR1, SIGUSR1, 10 */
-PE_TESTONLY int pe_cfg_parse_bool(const char *s, int *out);       /* on/off/1/0/true/false/yes/no */
+int pe_cfg_parse_bool(const char *s, int *out); /* on/off/1/0/true/false/yes/no (params.c too) */
 /*
  * PROFEP_ALLOWED_HOSTS: entries separated by commas or spaces, each a name,
  * name:port, [v6]:port or "*"; written lowercase, comma-separated, into out.

@@ -71,5 +71,12 @@ void pe_event_spawn_end(void);
 int pe_alone_dormant_at_load(void);
 /* 1 once this process stepped aside (or started dormant under a filter). */
 int pe_alone_aside(void);
+/*
+ * `profep detach` (preload/attach.c): the same step aside, silent, from a
+ * thread of ours; 1 when something of ours was running, else 0.
+ * pe_alone_rejoin undoes it (each module's rejoin) for a later attach.
+ */
+int pe_alone_detach(void);
+void pe_alone_rejoin(void);
 
 #endif /* PE_EVENTS_H */

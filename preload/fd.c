@@ -83,8 +83,14 @@ PE_SIGSAFE int
 pe_fd_same_file(const pe_fd_slot_t *s, int fd)
 {
     struct stat st;
+    ino_t ino2;
 
-    return fstat(fd, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino;
+    if (fstat(fd, &st) < 0)
+        return 0;
+    if (st.st_dev == s->dev && st.st_ino == s->ino)
+        return 1;
+    ino2 = __atomic_load_n(&s->ino2, __ATOMIC_ACQUIRE); /* pe_fd_replace under way */
+    return ino2 && st.st_dev == s->dev2 && st.st_ino == ino2;
 }
 
 /* The slot our code knows as virt (live or dead), or NULL. */
@@ -147,6 +153,7 @@ enroll(int fd, int kind)
         pe_fd_slots[i].kind = kind;
         pe_fd_slots[i].dev = st.st_dev;
         pe_fd_slots[i].ino = st.st_ino;
+        pe_fd_slots[i].ino2 = 0;
         __atomic_store_n(&pe_fd_slots[i].virt, fd, __ATOMIC_RELAXED);
         __atomic_store_n(&pe_fd_slots[i].real, fd, __ATOMIC_RELAXED);
         if (!__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
@@ -228,20 +235,27 @@ pe_fd_high_base(void)
  * A close-on-exec copy of fd at the highest free number from `from` up to
  * the ceiling that no slot of ours knows by its old number, or -1.
  * F_DUPFD at k gives k when k is free, else the lowest free number above
- * it: from the top down, the first success is the highest free number (or,
- * with a limit above 1024 and 1023 taken, one above 1024).  Each failed
- * probe is one number in use at the top: a handful, 64 at most.
+ * it: from the top down, the first success below the ceiling is the highest
+ * free number.  With a limit above 1024 and 1023 taken, F_DUPFD at 1023
+ * answers 1024 or more: given back, and the next number down is tried (our
+ * descriptors stay below 1024, where select() can see them and the docs
+ * say).  Each failed probe is one number in use at the top: a handful, 64
+ * at most.
  */
 PE_SIGSAFE int
 pe_fd_dup_high(int fd, int from)
 {
-    int k, n, saved = errno; /* the failed probes are not the caller's business */
+    int k, n, saved = errno, ceil = fd_ceiling(); /* failed probes are not the caller's */
 
-    for (k = fd_ceiling() - 1; k >= from; k--) {
+    for (k = ceil - 1; k >= from; k--) {
         n = pe_fd_sys_fcntl(fd, F_DUPFD_CLOEXEC, k);
         if (n < 0) {
             if (errno != EMFILE && errno != EINVAL)
                 return -1;
+            continue;
+        }
+        if (n >= ceil) { /* [k, ceil) all taken */
+            pe_fd_sys_close(n);
             continue;
         }
         if (!pe_fd_by_virt(n)) {
@@ -300,6 +314,31 @@ pe_fd_atfork_child(void)
             pe_fd_sys_close(r);
         pe_fd_release(&pe_fd_slots[i]);
     }
+}
+
+int
+pe_fd_replace(int fd, int with)
+{
+    pe_fd_slot_t *s = pe_fd_by_virt(fd);
+    int (*dup3f)(int, int, int) = PE_FD_REAL(dup3);
+    struct stat st;
+    int real, rc;
+
+    if (!s || __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != S_LIVE || fstat(with, &st) < 0)
+        return -EBADF;
+    real = __atomic_load_n(&s->real, __ATOMIC_ACQUIRE);
+    /* Both identities are ours while the number changes file: a poll of
+       ours in between must not take it for one closed behind our back. */
+    s->dev2 = st.st_dev;
+    __atomic_store_n(&s->ino2, st.st_ino, __ATOMIC_RELEASE);
+    rc = dup3f ? dup3f(with, real, O_CLOEXEC) : (int)syscall(SYS_dup3, with, real, O_CLOEXEC);
+    if (rc >= 0) {
+        s->dev = st.st_dev;
+        __atomic_store_n(&s->ino, st.st_ino, __ATOMIC_RELEASE);
+    }
+    rc = rc < 0 ? -errno : 0;
+    __atomic_store_n(&s->ino2, 0, __ATOMIC_RELEASE);
+    return rc;
 }
 
 PE_SIGSAFE int

@@ -37,6 +37,14 @@ void pe_fd_note_stderr(void);
    threads go there only then, never into a file the program put in its place. */
 int pe_fd_stderr_same(void);
 
+/*
+ * Our code replaces our descriptor fd (the number it holds) by a copy of
+ * `with` (also ours), under the same number, close-on-exec: a tree member
+ * that becomes the root listens on the root's port where civetweb polls
+ * (http/server.c).  `with` stays open, the caller's to close.  0 or -errno.
+ */
+int pe_fd_replace(int fd, int with);
+
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);
 

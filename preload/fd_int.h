@@ -66,6 +66,8 @@ typedef struct pe_fd_slot_s {
     int real;  /* where the descriptor is: virt unless the program moved it; -1 dead */
     dev_t dev; /* identity at registration, to tell ours from a reused number */
     ino_t ino;
+    dev_t dev2; /* while pe_fd_replace runs: the identity it is giving it (ino2 != 0) */
+    ino_t ino2;
 } pe_fd_slot_t;
 
 extern pe_fd_slot_t pe_fd_slots[PE_FD_SLOTS];

@@ -1,6 +1,6 @@
 /*
  * hooks.c: the process-level interposers: pthread_create (thread registry,
- * thread-start event), dlopen/dlclose/dl_iterate_phdr (keep the loader out of
+ * thread-start event), dlopen/dlmopen/dlclose/dl_iterate_phdr (keep the loader out of
  * our signal handler), the exec family (execveat too), posix_spawn, system
  * and popen (their events: no profiling signal crosses them, a program's
  * SIG_IGN does), and sigaction/signal (our threads never change a
@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../interpose/interpose.h"
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../stack/unwind.h"
@@ -100,6 +101,37 @@ dlopen(const char *file, int mode)
     pe_tls.in_loader--;
     if (h && pe_init_active())
         pe_unwind_objects_changed();
+    if (h)
+        pe_interpose_loaded(); /* after an attach: its slots (and its dependencies') */
+    return h;
+}
+
+/* dlmopen: the same, for a new namespace (resolved on first use: only this
+   uses it).  An object there binds to its own namespace's libc; after an
+   attach its slots are walked but, bound to another definition than the
+   program's, left alone (interpose/got.c). */
+static void *(*real_dlmopen)(Lmid_t, const char *, int);
+
+PE_EXPORT void *
+dlmopen(Lmid_t ns, const char *file, int mode)
+{
+    void *(*real)(Lmid_t, const char *, int) = __atomic_load_n(&real_dlmopen, __ATOMIC_ACQUIRE);
+    void *h;
+
+    if (!real) {
+        pe_real_init();
+        real = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_NEXT, "dlmopen");
+        __atomic_store_n(&real_dlmopen, real, __ATOMIC_RELEASE);
+        if (!real)
+            return NULL;
+    }
+    pe_tls.in_loader++;
+    h = real(ns, file, mode);
+    pe_tls.in_loader--;
+    if (h && pe_init_active())
+        pe_unwind_objects_changed();
+    if (h)
+        pe_interpose_loaded();
     return h;
 }
 
@@ -117,6 +149,7 @@ dlclose(void *handle)
     if (pe_init_active())
         pe_unwind_objects_changed();
     pe_unwind_dlclose_end();
+    pe_interpose_unloaded(); /* after an attach: forget the slots of what left */
     return rc;
 }
 

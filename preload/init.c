@@ -20,6 +20,7 @@
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
 #include "../stack/unwind.h"
+#include "attach.h"
 #include "config.h"
 #include "events.h"
 #include "fd.h"
@@ -88,10 +89,19 @@ pe_init_second_phase(void)
         pe_init_go_dormant(); /* it said why (or stays silent as a tree member) */
         return;
     }
-    /* memory over time: the tree's root only (a member's is asked through it) */
-    if (served == 1 && pe_heap_hist_start() < 0 && pe_fd_stderr_same())
+    /* memory over time: the tree's root only (a member's is asked through it);
+       not after an attach without the heap's interposers (its pages say why) */
+    if (served == 1 && !pe_init_no_interposers() && pe_heap_hist_start() < 0 &&
+        pe_fd_stderr_same())
         pe_log_warn("cannot start the heap history thread; /heap_timeline, /heap_peak and "
                     "heap?since= answer 503");
+}
+
+/* The server now, with start-up's second phase (preload/attach.c). */
+int
+pe_init_serve_now(void)
+{
+    return pe_http_start_after(0, pe_init_second_phase);
 }
 
 __attribute__((constructor(101))) static void
@@ -99,6 +109,10 @@ pe_init(void)
 {
     const char *prog;
 
+    /* dlopen'ed by `profep attach`: profendpoints_attach starts us, with the
+       attach command's settings (attach.c). */
+    if (pe_attach_loading())
+        return;
     pe_real_init();
     pe_guard_enter();
     pe_cfg_load();

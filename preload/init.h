@@ -10,6 +10,9 @@
 #ifndef PE_INIT_H
 #define PE_INIT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "pe.h"
 
 PE_SIGSAFE int pe_init_active(void);
@@ -17,6 +20,22 @@ PE_SIGSAFE int pe_init_active(void);
 void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
+
+/*
+ * Attached to a running process (preload/attach.c): the wall-clock second of
+ * the attach (profiles say "since attach at TIME"), 0 when the library was
+ * loaded at start.  pe_init_no_interposers: NULL, or why the profiles the
+ * interposers feed (heap, allocs, mutex, block) cannot work: attached
+ * without them.
+ */
+int64_t pe_init_attached_at(void);
+const char *pe_init_no_interposers(void);
+void pe_init_set_attached(int64_t when, const char *no_interposers);
+/* "since attach at 2026-11-28 09:30:43 UTC" into buf, or "" when loaded at start. */
+const char *pe_init_attach_note(char *buf, size_t len);
+
+/* Start the server at once with start-up's second phase (preload/attach.c). */
+int pe_init_serve_now(void);
 
 /* Resolve the next definitions the interposers look up themselves (hooks.c); constructor. */
 void pe_hooks_resolve(void);

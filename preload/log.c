@@ -25,6 +25,23 @@ pe_log_set_level(enum pe_log_level level)
     log_level = level;
 }
 
+/* pe_log_capture: one thread's warnings go into a buffer instead. */
+static char *capture_buf;
+static size_t capture_len;
+static long capture_tid;
+
+void
+pe_log_capture(char *buf, size_t len)
+{
+    capture_buf = NULL;
+    if (buf && len) {
+        buf[0] = '\0';
+        capture_len = len;
+        capture_tid = gettid();
+        capture_buf = buf;
+    }
+}
+
 static void
 log_write(enum pe_log_level level, const char *fmt, va_list ap)
 {
@@ -32,6 +49,14 @@ log_write(enum pe_log_level level, const char *fmt, va_list ap)
     int saved_errno = errno;
     size_t n;
 
+    if (capture_buf && level <= PE_LOG_WARN && gettid() == capture_tid) {
+        n = strlen(capture_buf);
+        if (n && n + 2 < capture_len)
+            n += (size_t)snprintf(capture_buf + n, capture_len - n, "; ");
+        if (n + 1 < capture_len)
+            vsnprintf(capture_buf + n, capture_len - n, fmt, ap);
+        goto out;
+    }
     if (level > log_level || __atomic_sub_fetch(&log_budget, 1, __ATOMIC_RELAXED) < 0)
         goto out;
     n = (size_t)snprintf(line, sizeof(line), "profendpoints: ");

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -184,6 +185,47 @@ pe_proc_self_threads(void)
     return n;
 }
 
+/* The value after "\nKEY:" in a status file, hex (base 16) or decimal; -1 when absent. */
+static int
+status_field(const char *buf, const char *key, int base, unsigned long long *v)
+{
+    const char *p = buf;
+    size_t k = strlen(key);
+
+    for (; (p = strchr(p, '\n')); p++) {
+        if (strncmp(p + 1, key, k) || p[1 + k] != ':')
+            continue;
+        for (p += 2 + k; *p == ' ' || *p == '\t'; p++)
+            ;
+        *v = 0;
+        for (;; p++) {
+            int d = *p >= '0' && *p <= '9'                 ? *p - '0'
+                    : base == 16 && *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                                           : -1;
+            if (d < 0)
+                return 0;
+            *v = *v * (unsigned)base + (unsigned)d;
+        }
+    }
+    return -1;
+}
+
+int
+pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out)
+{
+    char buf[4096];
+    unsigned long long v;
+    int n = pe_proc_task_read(tid, "status", buf, sizeof(buf));
+
+    if (n < 0)
+        return n;
+    if (status_field(buf, "SigBlk", 16, &out->blocked) < 0 ||
+        status_field(buf, "SigPnd", 16, &out->pending) < 0)
+        return -EINVAL;
+    out->seccomp = status_field(buf, "Seccomp", 10, &v) == 0 ? (int)v : -1;
+    return 0;
+}
+
 long long
 pe_proc_btime(void)
 {
@@ -309,6 +351,174 @@ pe_proc_tasks_next(pe_proc_tasks_t *it)
 
 void
 pe_proc_tasks_close(pe_proc_tasks_t *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}
+
+int
+pe_proc_self_exe(char *buf, size_t len)
+{
+    ssize_t n = len ? readlink("/proc/self/exe", buf, len - 1) : -1;
+
+    if (n <= 0)
+        return n < 0 && len ? -errno : -ENOENT;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* ---- any file, line by line ------------------------------------------------------- */
+
+int
+pe_proc_lines_open(pe_proc_lines_t *it, const char *path)
+{
+    it->pos = it->end = it->skip = 0;
+    it->fd = open(path, O_RDONLY | O_CLOEXEC);
+    return it->fd < 0 ? -errno : 0;
+}
+
+char *
+pe_proc_lines_next(pe_proc_lines_t *it)
+{
+    const int cap = (int)sizeof(it->buf) - 1; /* room for the NUL of a last, unended line */
+
+    for (;;) {
+        char *line = it->buf + it->pos, *nl = NULL;
+        ssize_t n;
+
+        for (char *c = line; c < it->buf + it->end; c++) /* memchr is not on the safe list */
+            if (*c == '\n') {
+                nl = c;
+                break;
+            }
+
+        if (nl) {
+            *nl = '\0';
+            it->pos = (int)(nl + 1 - it->buf);
+            if (!it->skip)
+                return line;
+            it->skip = 0; /* that was a cut line's tail */
+            continue;
+        }
+        /* no whole line left: keep the partial one at the front and read on */
+        memmove(it->buf, line, (size_t)(it->end - it->pos));
+        it->end -= it->pos;
+        it->pos = 0;
+        if (it->end == cap) { /* a line longer than the buffer */
+            it->buf[cap] = '\0';
+            it->end = 0;
+            if (it->skip)
+                continue;
+            it->skip = 1;
+            return it->buf; /* read over only by the next call */
+        }
+        do
+            n = read(it->fd, it->buf + it->end, (size_t)(cap - it->end));
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) { /* the end: a last line without a newline still counts */
+            if (it->end == 0 || it->skip)
+                return NULL;
+            it->buf[it->end] = '\0';
+            it->pos = it->end;
+            return it->buf;
+        }
+        it->end += (int)n;
+    }
+}
+
+void
+pe_proc_lines_close(pe_proc_lines_t *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}
+
+/* ---- /proc/self/maps ---------------------------------------------------------------- */
+
+int
+pe_proc_maps_open(pe_proc_maps_t *it)
+{
+    it->pos = it->end = 0;
+    it->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    return it->fd < 0 ? -errno : 0;
+}
+
+/* Fill the buffer with what is left plus more; 0 at the end. */
+static int
+maps_fill(pe_proc_maps_t *it)
+{
+    ssize_t n;
+
+    if (it->pos > 0) {
+        memmove(it->buf, it->buf + it->pos, (size_t)(it->end - it->pos));
+        it->end -= it->pos;
+        it->pos = 0;
+    }
+    if (it->end >= (int)sizeof(it->buf))
+        return 0;
+    do
+        n = read(it->fd, it->buf + it->end, sizeof(it->buf) - (size_t)it->end);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return 0;
+    it->end += (int)n;
+    return 1;
+}
+
+static uintptr_t
+parse_hex(const char **s)
+{
+    uintptr_t v = 0;
+
+    for (;; (*s)++) {
+        char c = **s;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v << 4 | (uintptr_t)d;
+    }
+}
+
+int
+pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot)
+{
+    for (;;) {
+        char *nl = memchr(it->buf + it->pos, '\n', (size_t)(it->end - it->pos));
+        if (!nl) {
+            if (it->pos == 0 && it->end == (int)sizeof(it->buf)) {
+                /* a path longer than the buffer: keep the line's start
+                   (addresses, permissions), drop the rest of it */
+                do {
+                    it->end = 128;
+                    if (!maps_fill(it))
+                        return 0;
+                } while (!(nl = memchr(it->buf + 128, '\n', (size_t)(it->end - 128))));
+                memmove(it->buf + 127, nl, (size_t)(it->end - (nl - it->buf)));
+                it->end -= (int)(nl - (it->buf + 127));
+                continue;
+            }
+            if (!maps_fill(it))
+                return 0;
+            continue;
+        }
+        const char *s = it->buf + it->pos;
+        it->pos = (int)(nl - it->buf) + 1;
+        *lo = parse_hex(&s);
+        if (*s++ != '-')
+            continue;
+        *hi = parse_hex(&s);
+        if (*s++ != ' ' || nl - s < 4)
+            continue;
+        *prot = (s[0] == 'r' ? PROT_READ : 0) | (s[1] == 'w' ? PROT_WRITE : 0) |
+                (s[2] == 'x' ? PROT_EXEC : 0);
+        return 1;
+    }
+}
+
+void
+pe_proc_maps_close(pe_proc_maps_t *it)
 {
     if (it->fd >= 0)
         close(it->fd);

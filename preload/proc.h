@@ -1,7 +1,8 @@
 /*
  * proc.h: the one reader of /proc for every module: a process's or a
  * thread's stat fields, a thread's other files, the thread list of
- * /proc/self/task, the names of the state letters, and the boot time.
+ * /proc/self/task, any file line by line (/proc/self/maps), the names of
+ * the state letters, and the boot time.
  *
  * Nothing here allocates or locks: paths are formatted by hand into the
  * caller's stack, files are read with one open/read/close, directories with
@@ -16,6 +17,7 @@
 #define PE_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "pe.h"
@@ -53,6 +55,18 @@ PE_SIGSAFE int pe_proc_stat(pid_t pid, pid_t tid, pe_proc_stat_t *st);
  * thread's CPU time in the kernel, 6 ms a read at 30,000 threads.
  */
 PE_SIGSAFE long pe_proc_self_threads(void);
+/*
+ * A thread's signal mask and filter, from /proc/self/task/<tid>/status
+ * (readable by the process itself even when it is not dumpable): whether it
+ * blocks a signal, has one pending, runs under a seccomp filter.
+ */
+typedef struct pe_proc_sigs_s {
+    unsigned long long blocked; /* SigBlk: bit n-1 for signal n */
+    unsigned long long pending; /* SigPnd: the thread's own pending set */
+    int seccomp;                /* Seccomp: 0 none, 1 strict, 2 filter; -1 not shown */
+} pe_proc_sigs_t;
+/* Fill *out for tid.  0, -ESRCH when the thread is gone, -EINVAL when unparsable, or -errno. */
+PE_SIGSAFE int pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out);
 /* The parent of pid, or 0 when it is gone or unreadable. */
 PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
 
@@ -101,5 +115,55 @@ PE_NODISCARD PE_SIGSAFE int pe_proc_tasks_open(pe_proc_tasks_t *it);
 /* The next thread id, or 0 at the end (or on a read error). */
 PE_SIGSAFE pid_t pe_proc_tasks_next(pe_proc_tasks_t *it);
 PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
+
+/* The main program's path (/proc/self/exe's link) into buf[len]; its length, or -errno. */
+PE_SIGSAFE int pe_proc_self_exe(char *buf, size_t len);
+
+/*
+ * A file of /proc line by line (/proc/self/maps):
+ *     pe_proc_lines_t it;
+ *     char *line;
+ *     if (pe_proc_lines_open(&it, path) == 0) {
+ *         while ((line = pe_proc_lines_next(&it)) != NULL) ...
+ *         pe_proc_lines_close(&it);
+ *     }
+ * Each line comes without its newline, NUL-terminated, writable, valid until
+ * the next call.  The iterator lives on the caller's stack (8 KiB); a line
+ * longer than 8191 bytes comes cut to that and its tail is skipped.
+ */
+typedef struct pe_proc_lines_s {
+    int fd;
+    int pos, end; /* unread bytes: buf[pos, end) */
+    int skip;     /* the tail of a cut line is still to skip */
+    char buf[8192];
+} pe_proc_lines_t;
+
+PE_NODISCARD PE_SIGSAFE int pe_proc_lines_open(pe_proc_lines_t *it, const char *path);
+/* The next line, or NULL at the end (or on a read error). */
+PE_SIGSAFE char *pe_proc_lines_next(pe_proc_lines_t *it);
+PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
+/*
+ * The mappings of this process, from /proc/self/maps, one line at a time:
+ *     pe_proc_maps_t it;
+ *     if (pe_proc_maps_open(&it) == 0) {
+ *         while (pe_proc_maps_next(&it, &lo, &hi, &prot) > 0) ...
+ *         pe_proc_maps_close(&it);
+ *     }
+ * prot is PROT_READ | PROT_WRITE | PROT_EXEC as the line's r, w, x say.
+ * The iterator lives on the caller's stack (4 KiB); a long path is skipped
+ * to its line's end.  The kernel reads the list a page at a time: a mapping
+ * that changes meanwhile may be seen as it was or as it is.  Not for
+ * signal handlers (memchr).
+ */
+typedef struct pe_proc_maps_s {
+    int fd;
+    int pos, end;
+    char buf[4096];
+} pe_proc_maps_t;
+
+PE_NODISCARD int pe_proc_maps_open(pe_proc_maps_t *it);
+/* 1 with the next mapping, 0 at the end (or on a read error). */
+int pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot);
+void pe_proc_maps_close(pe_proc_maps_t *it);
 
 #endif /* PE_PROC_H */

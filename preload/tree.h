@@ -37,7 +37,21 @@ enum { PE_TREE_NONE, PE_TREE_ROOT, PE_TREE_FORK, PE_TREE_EXEC };
 
 /* Constructor, active process, after pe_cfg_load: role, and PROFEP_TREE for a root. */
 void pe_tree_init(void);
+/*
+ * A root whose pid an earlier image of the same program chain served as
+ * root (it exec'd: env, a shell, an interpreter): the port that image
+ * announced, to listen on again (with PROFEP_ADDR's port 0) and not announce
+ * twice; 0 otherwise.
+ */
+int pe_tree_announced_port(void);
 /* This process's role (PE_TREE_*). */
+/*
+ * After `profep attach --children` (preload/attach.c), instead of
+ * pe_tree_init: root (its pid and the key the injector drew) makes this
+ * process the tree's root (root == getpid()) or a member of it; root 0: no
+ * tree.  No thread of ours may be running.
+ */
+void pe_tree_init_attached(pid_t root, unsigned long long key);
 int pe_tree_role(void);
 /* 1 when this process serves as a member (loopback, ephemeral port, few workers). */
 int pe_tree_member(void);
@@ -71,6 +85,16 @@ int pe_tree_start_due(int long_wait);
  * and registers.
  */
 void pe_tree_served(int port);
+
+/*
+ * Succession: a member whose tree's root is gone becomes the root (the
+ * first to bind the tree's registry name) and takes the root's port with
+ * this hook, set by the server (http/server.c) before it serves: listen on
+ * host:port instead of the member's own port, 0 or -errno (then the member
+ * keeps its port and the root's port file names it).  Called on our
+ * watcher thread.
+ */
+extern int (*pe_tree_take_port)(const char *host, int port);
 
 /*
  * For good, when the process must be alone (alone_hooks.c): no server will

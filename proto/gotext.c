@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../preload/proc.h"
 #include "proto_int.h"
 
 /* ---- stacks ---------------------------------------------------------------------- */
@@ -77,25 +78,6 @@ put_pcs(pe_sink_t *out, const uintptr_t *pcs, int n)
     for (int f = 0; f < n; f++)
         pe_sink_printf(out, " %#" PRIxPTR, pcs[f]);
     pe_sink_put(out, "\n");
-}
-
-int
-pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n)
-{
-    pe_prof_vt_t vt = {"count", "count"};
-    pe_prof_sample_t sm;
-    pe_prof_t *p;
-
-    put_pcs(out, pcs, n);
-    /* Resolved as profiles are: readable names, lines, inlined calls. */
-    p = pe_prof_new(&vt, 1, NULL, 0);
-    if (p && n > 0 && pe_prof_add(p, pcs, n, 0, NULL, NULL, 0) == 0 && pe_prof_resolve(p, 0) == 0 &&
-        pe_prof_nsamples(p) == 1) {
-        pe_prof_sample(p, 0, &sm);
-        put_frames(out, &sm);
-    }
-    pe_prof_free(p);
-    return pe_sink_put(out, "\n");
 }
 
 /*
@@ -226,6 +208,8 @@ pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out)
         pe_sink_printf(
             out, "goroutine %lld [%s, thread \"%s\"]:\n", tid ? (long long)tid->num : -1LL,
             state && state->str ? state->str : "unknown", name && name->str ? name->str : "?");
+        if ((l = label(&sm, "unsampled")) && l->str)
+            pe_sink_printf(out, "# unsampled: %s\n", l->str);
         if ((l = label(&sm, "no_answer"))) {
             pe_sink_printf(out, "# no answer within the bound (%s)\n\n", l->str ? l->str : "?");
             continue;
@@ -287,15 +271,16 @@ pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
 int
 pe_prof_write_go_maps(pe_sink_t *out)
 {
-    char buf[4096];
-    ssize_t n;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    pe_proc_lines_t it;
+    const char *line;
 
-    if (fd < 0)
+    if (pe_proc_lines_open(&it, "/proc/self/maps") < 0)
         return out->err;
     pe_sink_put(out, "\nMAPPED_LIBRARIES:\n");
-    while ((n = read(fd, buf, sizeof(buf))) > 0 && !out->err)
-        pe_sink_write(out, buf, (size_t)n);
-    close(fd);
+    while (!out->err && (line = pe_proc_lines_next(&it)) != NULL) {
+        pe_sink_put(out, line);
+        pe_sink_put(out, "\n");
+    }
+    pe_proc_lines_close(&it);
     return out->err;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../preload/proc.h"
 #include "proto_int.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -57,27 +58,24 @@ pe_prof_maps_load(pe_prof_t *p)
 {
     pe_sym_obj_t *objs = NULL;
     const pe_sym_obj_t *obj;
-    size_t nobjs = 0, cap = 0;
+    size_t nobjs = 0;
     uintptr_t start, limit;
     uint64_t offset;
-    char *line = NULL, *path;
+    char *line, *path;
     pe_prof_map_t *m;
-    FILE *f = NULL;
+    pe_proc_lines_t it = {.fd = -1};
     uint32_t i;
     int err;
 
     err = pe_sym_objs_snapshot(&objs, &nobjs);
     if (err)
         return err;
-    f = fopen("/proc/self/maps", "re");
-    if (!f) {
-        err = -errno;
+    if ((err = pe_proc_lines_open(&it, "/proc/self/maps")) < 0)
         goto out;
-    }
     for (i = 0; i < p->nmaps; i++)
         p->maps[i].current = 0;
     p->ncur_maps = 0;
-    while (getline(&line, &cap, f) > 0) {
+    while ((line = pe_proc_lines_next(&it)) != NULL) {
         if (!maps_parse(line, &start, &limit, &offset, &path))
             continue;
         /* Entries seen before keep their index: locations point at them. */
@@ -128,9 +126,7 @@ pe_prof_maps_load(pe_prof_t *p)
         }
     }
 out:
-    free(line);
-    if (f)
-        fclose(f);
+    pe_proc_lines_close(&it);
     pe_sym_objs_free(objs, nobjs);
     return err;
 }

@@ -28,7 +28,8 @@ static int frame_names(pe_prof_t *p, pe_prof_loc_t *loc);
 /* Inlined frames kept per address: deeper chains keep their innermost end. */
 #define PE_PROF_MAX_INLINE 32
 /* Time one resolve may spend reading debug info before it goes on with names only. */
-#define DEBUG_TIME_NS (2 * 1000000000LL)
+#define DEBUG_CPU_NS                                                                               \
+    (2 * 1000000000LL) /* of our thread's CPU time: a busy machine does not stretch it */
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -166,12 +167,12 @@ str_hashfn(const pe_prof_t *p, uint32_t i)
 }
 
 const char *
-pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n)
+pe_prof_intern(pe_prof_t *p, const char *s)
 {
+    size_t n = strlen(s);
     uint32_t h, idx;
     char *copy;
 
-    n = strnlen(s, n);
     /* Keep the load factor under 1/2 so probes stay short. */
     if ((p->nstrs + 1) * 2 > p->str_hcap &&
         rehash(&p->str_hash, &p->str_hcap, p->str_hcap ? p->str_hcap * 2 : 1024, p->nstrs,
@@ -198,12 +199,6 @@ pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n)
     p->strs[p->nstrs++] = copy;
     p->str_hash[h] = p->nstrs;
     return copy;
-}
-
-const char *
-pe_prof_intern(pe_prof_t *p, const char *s)
-{
-    return pe_prof_intern_n(p, s, SIZE_MAX);
 }
 
 /* Intern an optional string: NULL stays NULL, failure sets *err. */
@@ -811,7 +806,7 @@ resolve_lines(pe_prof_t *p, pe_sym_batch_t *syms, pe_prof_loc_t *loc, int64_t *f
     if (n == -E2BIG && !p->lines_cut)
         p->lines_cut = "the debug info budget (PROFEP_DEBUG_MEM) was reached";
     else if (n == -ETIMEDOUT && !p->lines_cut)
-        p->lines_cut = "reading debug info took longer than its bound (2 s)";
+        p->lines_cut = "reading debug info took more than its bound (2 s of CPU time)";
     if (n <= 0)
         return 0;
     /* The function the code belongs to: the symbol table's name (it keeps
@@ -996,7 +991,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
         budget = as.rlim_cur < (1ULL << 30)            ? 0
                  : (uint64_t)budget > as.rlim_cur / 64 ? (int64_t)(as.rlim_cur / 64)
                                                        : budget;
-    pe_sym_lines_limits(syms, (size_t)budget, pe_clock_ns(CLOCK_MONOTONIC) + DEBUG_TIME_NS);
+    pe_sym_lines_limits(syms, (size_t)budget, DEBUG_CPU_NS);
     for (i = p->nresolved; i < p->nlocs; i++) {
         loc = p->locs[i];
         if (loc->resolved)

@@ -100,8 +100,12 @@ enc_mappings(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
         msg.file_offset = m->offset;
         msg.filename = pe_prof_stridx(m->path);
         msg.build_id = pe_prof_stridx(m->build_id);
-        /* Only claim names when every address got one; else pprof may fill in the rest. */
-        msg.has_functions = !p->no_names && m->nlocs > 0 && m->nnamed == m->nlocs;
+        /* Every address of it went through our symbolizer, which is also what
+           /debug/pprof/symbol answers from: an address without a name has none
+           to be found (a stripped object; pprof shows it as [object]).  Claim
+           the names, or pprof comes back for them, after a program that has
+           exited is gone (issue 38). */
+        msg.has_functions = !p->no_names && m->nlocs > 0;
         /* Lines read in process: pprof must not read the binary again (it
            would, for the few addresses without a name, and lose the rest). */
         if (!p->no_names && m->nlined > 0) {

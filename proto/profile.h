@@ -30,7 +30,7 @@ typedef struct pe_prof_vt_s {
 } pe_prof_vt_t;
 
 /* At most this many labels per sample (pprof's Sample.label is a fixed array here). */
-#define PE_PROF_MAX_LABELS 4
+#define PE_PROF_MAX_LABELS 5
 
 /* A label: string when str != NULL, else numeric `num` with optional `unit`. */
 typedef struct pe_prof_label_s {
@@ -235,13 +235,6 @@ int pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *out);
 void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
 
 /* ---- Go's legacy text (gotext.c) ---------------------------------------------- */
-
-/*
- * Go's text form of one stack, as in debug=1 heap and contention profiles:
- * " @ 0x.. 0x..\n", then "#\t0xPC\tname" per frame (PC = return address - 1),
- * then a blank line.  pcs are return addresses, leaf first.
- */
-int pe_prof_write_go_stack(pe_sink_t *out, const uintptr_t *pcs, int n);
 
 /*
  * debug=1 of a count profile (goroutine, threadcreate): "TITLE profile: total

@@ -146,8 +146,6 @@ const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);
 
 /* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
 const char *pe_prof_intern(pe_prof_t *p, const char *s);
-/* Intern the first n bytes of s. */
-const char *pe_prof_intern_n(pe_prof_t *p, const char *s, size_t n);
 
 static inline pe_prof_loc_t *
 pe_prof_loc_of(const pe_prof_frame_t *f)
@@ -168,6 +166,10 @@ int pe_prof_maps_load(pe_prof_t *p);
 uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
 
 /* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
+
+/* name without glibc's symbol versions ("memcpy@@GLIBC_2.14"), in buf, or
+   name itself when there is none or it does not fit (svg.c; the trace too). */
+const char *pe_prof_no_versions(const char *name, char *buf, size_t len);
 
 /*
  * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0

@@ -105,8 +105,8 @@ text_chars(const char *s)
  * end.  Writes into buf and returns it, or returns name itself when there is
  * nothing to drop or it does not fit.
  */
-static const char *
-no_versions(const char *name, char *buf, size_t len)
+const char *
+pe_prof_no_versions(const char *name, char *buf, size_t len)
 {
     const char *at = strchr(name, '@'), *s, *e;
     size_t o = 0;
@@ -130,6 +130,39 @@ no_versions(const char *name, char *buf, size_t len)
     }
     buf[o] = '\0';
     return buf;
+}
+
+/*
+ * Whether the first k characters of a name that does not fit say something:
+ * at least SVG_CUT_MIN of them after its leading qualifiers and underscores
+ * ("std::", "core::ptr::", "__"), so a small box shows "sleep_f.." or
+ * "std::sort.." but never "s..", "st.." or "std::__i.." (the tooltip and the
+ * search have the whole name).  The script's useful() is the same rule.
+ */
+#define SVG_CUT_MIN 4
+
+static int
+useful_cut(const char *name, size_t k)
+{
+    size_t i = 0, q = 0;
+
+    while (i < k) {
+        size_t w = 0;
+
+        while (i + w < k && (name[i + w] == '_' || (name[i + w] >= 'a' && name[i + w] <= 'z') ||
+                             (name[i + w] >= 'A' && name[i + w] <= 'Z') ||
+                             (name[i + w] >= '0' && name[i + w] <= '9')))
+            w++;
+        if (w > 0 && i + w + 1 == k && name[i + w] == ':') /* "std:" is all qualifier */
+            q = k;
+        if (w == 0 || i + w + 2 > k || name[i + w] != ':' || name[i + w + 1] != ':')
+            break;
+        i += w + 2;
+        q = i;
+    }
+    while (q < k && name[q] == '_')
+        q++;
+    return k - q >= SVG_CUT_MIN;
 }
 
 /* A value for people: seconds for nanoseconds, KiB.. for bytes, else "N type". */
@@ -233,7 +266,7 @@ frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t wid
         c->inlined |= fr->inlined;
     }
     /* the label: what makes the box, without symbol versions (the tooltip keeps them) */
-    name = no_versions(name, shown, sizeof(shown));
+    name = pe_prof_no_versions(name, shown, sizeof(shown));
     human(val, sizeof(val), width, c->vt);
     /* data-n: the label the script fits into the box again after a zoom. */
     if (!fr)
@@ -253,14 +286,12 @@ frame(svg_t *c, int level, const pe_prof_frame_t *fr, int64_t start, int64_t wid
                    val, pct, x, y, w, SVG_ROW - 1, r, g, b, x + 3, y + SVG_ROW - 4.5);
     /* The same fitting rule as the script's fit(). */
     fit = w > 6 ? (size_t)((w - 6) / SVG_CHAR_W) : 0;
-    if (fit >= 3) {
-        len = text_chars(name);
-        if (len <= fit) {
-            pe_sink_xml_str(o, name, len);
-        } else {
-            pe_sink_xml_str(o, name, fit - 2);
-            pe_sink_put(o, "..");
-        }
+    len = text_chars(name);
+    if (len <= fit)
+        pe_sink_xml_str(o, name, len);
+    else if (fit >= 3 && useful_cut(name, fit - 2)) {
+        pe_sink_xml_str(o, name, fit - 2);
+        pe_sink_put(o, "..");
     }
     pe_sink_put(o, "</text></g>\n");
 }
@@ -361,9 +392,13 @@ static const char svg_script[] =
     "  if (g.classList.contains('root')) rootFrame = f;\n"
     "  frames.push(f);\n"
     "}\n"
+    "function useful(s, k) {\n"
+    "  return k - /^(?:\\w+::)*(?:\\w+:$)?_*/.exec(s.slice(0, k))[0].length >= 4;\n"
+    "}\n"
     "function fit(f, w) {\n"
     "  var n = w > 6 ? Math.floor((w - 6) / CW) : 0, s = '';\n"
-    "  if (n >= 3) s = f.name.length <= n ? f.name : f.name.slice(0, n - 2) + '..';\n"
+    "  if (f.name.length <= n) s = f.name;\n"
+    "  else if (n >= 3 && useful(f.name, n - 2)) s = f.name.slice(0, n - 2) + '..';\n"
     "  if (f.l.textContent !== s) f.l.textContent = s;\n"
     "}\n"
     "/* a and b: start and width as shares of the root's width */\n"

@@ -10,7 +10,7 @@
  * it stayed on the stack.  E events repeat their B's name: speedscope matches
  * them by name and warns otherwise.  Frames are compared by shown name (not
  * by address), as a flame chart merges calls from several lines of one
- * function.
+ * function; a frame's name is that shown name alone (frame_event says why).
  *
  * Signal-safe: no.
  */
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto_int.h"
 #include "trace_json.h"
 
 static const char *const pe_tj_state_names[PE_TJ_NSTATES] = {
@@ -100,43 +101,59 @@ typedef struct tj_frame_s {
     const pe_prof_frame_t *f;
 } tj_frame_t;
 
+/* What a frame is called where no name is known: its object ("[libstdc++.so.6.0.30]"),
+   as the flame graph says, never a bare address. */
+static const char *
+frame_base(const pe_prof_frame_t *f)
+{
+    return f->anon ? f->anon : f->name;
+}
+
 static int
 frame_eq(const tj_frame_t *a, const tj_frame_t *b)
 {
     if (!a->f || !b->f)
         return a->f == b->f && !strcmp(a->name, b->name);
-    return a->f->inlined == b->f->inlined && !strcmp(a->f->name, b->f->name);
+    return a->f->inlined == b->f->inlined && !strcmp(frame_base(a->f), frame_base(b->f));
 }
 
+/*
+ * A frame's event: its name is the function as the flame graph shows it (no
+ * symbol version, " [inlined]" for an inlined call) and nothing else, since
+ * speedscope's trace-event importer names a frame by its name and args
+ * together (a frame with args reads `f {"at":"x.c:7"}`, and one function at
+ * two lines becomes two frames).  The source position goes in the category,
+ * which Perfetto UI and chrome://tracing show in a slice's details and
+ * speedscope ignores: "stack,x.c:7".
+ */
 static void
 frame_event(tj_out_t *o, const pe_tj_trace_t *t, int tid, const char *ph, int64_t ns,
             const tj_frame_t *fr)
 {
-    sep(o);
-    putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", ph, t->pid,
-         tid, us(t, ns), fr->f ? "stack" : "state");
-    put_str(o, fr->name);
-    /* args: the place and whether inlined (not the object file: speedscope prints a frame's
-       args beside its name, and a path there drowns the name) */
-    if (fr->f && (fr->f->line || fr->f->inlined)) {
-        const char *src = fr->f->src ? strrchr(fr->f->src, '/') : NULL;
-        char at[300];
+    char buf[512], name[600], cat[300];
+    const char *src;
 
-        put(o, ",\"args\":{");
-        if (fr->f->line) {
-            snprintf(at, sizeof(at), "%s:%u",
-                     src          ? src + 1
-                     : fr->f->src ? fr->f->src
-                                  : "?",
-                     (unsigned)fr->f->line);
-            put(o, "\"at\":");
-            put_str(o, at);
-            put(o, fr->f->inlined ? "," : "");
-        }
-        if (fr->f->inlined)
-            put(o, "\"inlined\":true");
+    sep(o);
+    if (!fr->f) {
+        putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"state\",\"name\":", ph,
+             t->pid, tid, us(t, ns));
+        put_str(o, fr->name);
         put(o, "}");
+        return;
     }
+    snprintf(name, sizeof(name), "%s%s", pe_prof_no_versions(frame_base(fr->f), buf, sizeof(buf)),
+             fr->f->inlined ? " [inlined]" : "");
+    src = fr->f->src ? strrchr(fr->f->src, '/') : NULL;
+    src = src ? src + 1 : fr->f->src;
+    if (fr->f->line && src)
+        snprintf(cat, sizeof(cat), "stack,%s:%u", src, (unsigned)fr->f->line);
+    else
+        snprintf(cat, sizeof(cat), "stack");
+    putf(o, "{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":", ph, t->pid, tid,
+         us(t, ns));
+    put_str(o, cat);
+    put(o, ",\"name\":");
+    put_str(o, name);
     put(o, "}");
 }
 
@@ -223,6 +240,7 @@ static void
 alloc_args(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_event_t *e)
 {
     pe_prof_sample_t s;
+    char buf[300];
 
     putf(o, ",\"args\":{\"bytes\":%lld,\"est_bytes\":%lld", (long long)e->bytes, (long long)e->est);
     if (e->kind == PE_TJ_EV_ALLOC && e->stack >= 0 && smap && smap[e->stack] >= 0) {
@@ -230,14 +248,15 @@ alloc_args(tj_out_t *o, pe_tj_trace_t *t, const int32_t *smap, const pe_tj_event
         put(o, ",\"stack\":[");
         for (int i = 0; i < s.nframes && i < TJ_ALLOC_FRAMES; i++) {
             const pe_prof_frame_t *f = s.frames[i];
-            const char *src = f->src ? strrchr(f->src, '/') : NULL;
+            const char *src = f->src ? strrchr(f->src, '/') : NULL,
+                       *name = pe_prof_no_versions(frame_base(f), buf, sizeof(buf));
             char at[400];
 
-            if (f->line)
-                snprintf(at, sizeof(at), "%s (%s:%u)", f->name, src ? src + 1 : f->src,
+            if (f->line && f->src)
+                snprintf(at, sizeof(at), "%s (%s:%u)", name, src ? src + 1 : f->src,
                          (unsigned)f->line);
             else
-                snprintf(at, sizeof(at), "%s", f->name);
+                snprintf(at, sizeof(at), "%s", name);
             put(o, i ? "," : "");
             put_str(o, at);
         }
@@ -457,7 +476,7 @@ write_other(tj_out_t *o, const pe_tj_trace_t *t)
         put(o, "true");
     put(o, ",\"note\":\"states and stacks are samples every delay s (a slice lasts until the "
            "thread's next sample); ticks space out when a capture of every thread would cost the "
-           "recorder more than 10%% of a CPU (slowed_ticks); lock and condition waits are the "
+           "recorder more than 10% of a CPU (slowed_ticks); lock and condition waits are the "
            "interposers' sampled events "
            "(1 in mutex_rate) with their measured durations; allocations are the heap sampler's "
            "samples (one every heap_rate bytes on average; est_bytes: the bytes each stands "

@@ -95,16 +95,14 @@ typedef struct pe_tj_trace_s {
  * Write t as {"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
  * {...}}: process and thread names (M), per thread one flame chart over time
  * of B/E pairs whose outermost frame is the state ("running", "futex wait",
- * ...) and whose inner frames are the stack (names, files, lines and inlined
- * frames as the profiles show them), per thread a second track "NAME waits"
- * with the lock and condition waits as X slices, thread start/exit, fork,
- * exec, exec failed and spawn as instant events on their thread, sampled
- * allocations ("alloc 4096 B", args bytes, est_bytes and the stack leaf
- * first as "name (file:line)", 8 frames at most) and frees of sampled blocks
- * as instants, a counter of the sampled bytes allocated and freed since the
- * start, our requests on their worker's track, and a counter of threads by
- * state.  Timestamps are microseconds from the trace's start.
- * Resolves t->stacks.  Returns 0, -ENOMEM or the sink's first error.
+ * ...) and whose inner frames are the stack (named as the flame graph names
+ * them, " [inlined]" for inlined calls; file:line in the category), per thread a second track "NAME
+ * waits" with the lock and condition waits as X slices, thread start/exit, fork, exec, exec failed
+ * and spawn as instant events on their thread, sampled allocations ("alloc 4096 B", args bytes,
+ * est_bytes and the stack leaf first as "name (file:line)", 8 frames at most) and frees of sampled
+ * blocks as instants, a counter of the sampled bytes allocated and freed since the start, our
+ * requests on their worker's track, and a counter of threads by state.  Timestamps are microseconds
+ * from the trace's start. Resolves t->stacks.  Returns 0, -ENOMEM or the sink's first error.
  */
 int pe_tj_write(pe_tj_trace_t *t, pe_sink_t *out);
 

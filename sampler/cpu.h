@@ -116,6 +116,9 @@ int pe_cpu_sig_acquire(void);
 int pe_cpu_sig_program_owns(void);
 /* The last profile ended: hand the signal back if the program asked for it. */
 void pe_cpu_sig_release(void);
+/* Give the signal back to the program for good (a step aside or a detach: no
+   timer left, no capture running). */
+void pe_cpu_sig_give_back(void);
 /* The program's stored disposition, for chaining from the handler. */
 PE_SIGSAFE void pe_cpu_sig_chain(int sig, siginfo_t *si, void *uc);
 /*

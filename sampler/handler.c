@@ -59,8 +59,11 @@ record(siginfo_t *si, void *uc, uint32_t weight, uint32_t flags)
     s->flags = flags;
     if (pe_unwind_cut)
         s->flags |= PE_RING_F_CUT;
-    if (n <= 1)
+    if (n <= 1) {
         s->flags |= PE_RING_F_TRUNCATED; /* counted per window by the drain */
+        if (pe_tls.in_unwind || pe_tls.in_loader)
+            s->flags |= PE_RING_F_TRUNC_OURS; /* where unwinding is unsafe */
+    }
     /* half full: wake the collector; sem_post is async-signal-safe: an atomic
        and, only with a waiter, one futex wake; once per half ring */
     if (pe_ring_publish(&pe_cpu_ring, s))

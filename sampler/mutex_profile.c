@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "../preload/init.h"
 #include "kind.h"
 #include "mutex.h"
 
@@ -129,6 +130,8 @@ recs_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
 static const char *
 mutex_unavailable(void)
 {
+    if (pe_init_no_interposers())
+        return pe_init_no_interposers();
     return pe_mutex_rate() > 0 ? NULL
                                : "lock contention profiling is off (PROFEP_MUTEX_RATE=0); "
                                  "set PROFEP_MUTEX_RATE=N to record 1 in N waits, e.g. 100";

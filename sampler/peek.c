@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
@@ -196,17 +197,6 @@ pe_peek_handon_end(int foreign, int token)
     pe_sigown_handon_end(&own, foreign, token);
 }
 
-/* Until the thread clears *live as it leaves (5 s at most: a report or a
-   profile under way finishes first). */
-static void
-wait_left(const int *live)
-{
-    for (int ms = 0; ms < 5000 && __atomic_load_n(live, __ATOMIC_ACQUIRE); ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 void
 pe_peek_step_aside(void)
 {
@@ -221,7 +211,7 @@ pe_peek_step_aside(void)
     pe_sigown_unlock(&own, &saved);
     __atomic_store_n(&peek_stop, 1, __ATOMIC_RELEASE);
     sem_post(&peek_sem);
-    wait_left(&peek_live);
+    pe_clock_wait_cleared(&peek_live, 5000);
 }
 
 void

@@ -36,6 +36,8 @@ typedef struct pe_ring_slot_s {
 
 #define PE_RING_F_TRUNCATED 1u /* unwinding was unsafe: leaf (or partial) only */
 #define PE_RING_F_CUT 64u      /* stack cut in JIT code (unwind.h: pe_unwind_cut) */
+/* With TRUNCATED: interrupted in the loader or in our own unwinding (account.h) */
+#define PE_RING_F_TRUNC_OURS 0x10000u
 
 typedef struct pe_ring_s {
     uint64_t head __attribute__((aligned(PE_CACHELINE)));    /* producers */

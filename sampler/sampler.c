@@ -52,6 +52,7 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "account.h"
 #include "cpu.h"
 #include "engine_perf.h"
 #include "kind.h"
@@ -94,6 +95,8 @@ struct pe_sampler_win_s {
     uint64_t wperf0;          /* wall_perf at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
+
+    uint64_t trunc_why[PE_TRUNC_N]; /* truncated, by what the leaf was (account.h) */
 };
 
 /*
@@ -502,7 +505,7 @@ drain(void)
         pe_prof_label_t labels[4];
         int64_t values[2];
         const pe_kind_t *k = kind_of(s->flags);
-        int n = s->nframes, nl = 2;
+        int n = s->nframes, nl = 2, tw = -1;
 
         if (n > PE_MAX_FRAMES)
             n = PE_MAX_FRAMES; /* keep the leaf end */
@@ -531,8 +534,13 @@ drain(void)
             w->nused += n;
             w->samples++;
             w->weight += s->weight;
-            if (s->flags & PE_RING_F_TRUNCATED)
+            if (s->flags & PE_RING_F_TRUNCATED) {
                 w->truncated += s->weight;
+                if (tw < 0) /* once per sample: what its leaf was (account.c) */
+                    tw = s->flags & PE_RING_F_TRUNC_OURS ? PE_TRUNC_OURS
+                                                         : pe_sampler_trunc_why(s->pcs[0]);
+                w->trunc_why[tw] += s->weight;
+            }
             if (s->flags & PE_RING_F_CUT)
                 w->cut += s->weight;
         }
@@ -1074,10 +1082,8 @@ pe_sampler_close(pe_sampler_win_t *w)
     if (w->oom)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
-        pe_prof_comment(p,
-                        "truncated: %llu samples kept with their leaf frame only "
-                        "(interrupted in the dynamic loader or in our unwinder)",
-                        (unsigned long long)w->truncated);
+        pe_sampler_trunc_comment(p, w->trunc_why);
+    pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
                         "cut: %llu samples whose stack stops where neither DWARF nor the "
@@ -1104,7 +1110,16 @@ pe_sampler_step_aside(void)
         __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         pe_cpu_sig_release();
     }
+    pe_cpu_sig_give_back(); /* the program's disposition, also between sessions */
     aside = 1;
+    pthread_mutex_unlock(&life);
+}
+
+void
+pe_sampler_rejoin(void)
+{
+    pthread_mutex_lock(&life);
+    aside = 0;
     pthread_mutex_unlock(&life);
 }
 

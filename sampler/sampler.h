@@ -31,6 +31,8 @@ int pe_sampler_init(void);
  * finished first; a window closed later returns what it had.
  */
 void pe_sampler_step_aside(void);
+/* Undo pe_sampler_step_aside (a later `profep attach`, preload/attach.c). */
+void pe_sampler_rejoin(void);
 
 /* ---- CPU profile windows (http/h_profile.c) -------------------------------------- */
 

@@ -36,6 +36,7 @@
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "../stack/unwind.h"
+#include "account.h"
 #include "cpu.h"
 #include "stacks.h"
 
@@ -517,8 +518,8 @@ pe_stacks_atfork_child(void)
 static int
 add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
 {
-    pe_prof_label_t l[4];
-    char note[160];
+    pe_prof_label_t l[5];
+    char note[160], why[160];
     int64_t one = 1;
     int nl = 0;
 
@@ -545,6 +546,10 @@ add_thread(pe_prof_t *p, const pe_stack_t *st, int with_tid)
     } else if (st->answered) {
         l[nl].key = "capture";
         l[nl++].str = st->method;
+    }
+    if (with_tid && pe_sampler_thread_unsampled(st->tid, why, sizeof(why))) {
+        l[nl].key = "unsampled"; /* what profiles cannot see of it (account.c) */
+        l[nl++].str = why;
     }
     if (!st->answered)
         return pe_prof_add_named(p, "[no answer]", &one, l, nl);
@@ -615,6 +620,18 @@ err:
 
 /* ---- text (the encoders are proto/'s) ----------------------------------------------- */
 
+/* debug=2's count of the threads profiles cannot see (account.c), when any. */
+static void
+stacks_unsampled_line(pe_sink_t *out)
+{
+    pe_unsampled_t u;
+
+    pe_sampler_unsampled(&u);
+    if (u.blocked)
+        pe_sink_printf(out, "unsampled: %d of %d threads block SIGPROF (marked below)\n\n",
+                       u.blocked, u.threads);
+}
+
 int
 pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
 {
@@ -631,6 +648,7 @@ pe_stacks_write_text(const pe_stacks_t *s, pe_sink_t *out, int debug)
                        "%d from /proc without a signal (%d unchanged), %d by signal\n\n",
                        s->n, (int)getpid(), s->noanswer, (double)s->wait_ns / 1e6, s->nproc,
                        s->nreused, s->nsignal);
+        stacks_unsampled_line(out);
         /* one sample per thread, in capture order (the tid label keeps them apart) */
         rc = pe_prof_write_go_threads(p, out);
     }

@@ -310,6 +310,21 @@ pe_cpu_sig_release(void)
     pe_sigown_unlock(&pe_cpu_sig, &saved);
 }
 
+void
+pe_cpu_sig_give_back(void)
+{
+    sigset_t saved;
+
+    pe_sigown_lock(&pe_cpu_sig, &saved);
+    /* kept between sessions otherwise (a late signal must find a handler):
+       here every timer is gone and no capture runs (pe_sampler_step_aside) */
+    if (pe_cpu_sig.owned && __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE) == 0) {
+        pe_sig_real_action(PE_SAMPLER_SIG, &prog_act[prog_cur], NULL);
+        __atomic_store_n(&pe_cpu_sig.owned, 0, __ATOMIC_RELEASE);
+    }
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
+}
+
 int
 pe_sampler_sigaction(int signum, const struct sigaction *act, struct sigaction *old)
 {

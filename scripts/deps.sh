@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
-# Usage: scripts/deps.sh [bench|fuzz|browser|node|server|fleet|python|tree]   (bench adds the baselines' packages
+# Usage: scripts/deps.sh [EXTRA...], each one of bench fuzz browser node server fleet python
+# tree names; several at once get one apt-get for them all (`make test` asks for every
+# extra its tests use, so none installs mid-suite).  (bench adds the baselines' packages
 # and redis for scripts/bench_real.sh and bench_fleet.sh;
 # browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
 # node: nodejs and npm, which test/e2e/e2e_snapshot_memlab.sh uses to fetch memlab and
@@ -13,19 +15,21 @@
 # (the truth for names, lines and inlined frames), libc's debug info and Go's pprof parser for
 # test/e2e/e2e_names.sh)
 set -eu
+want() { case " $extras " in *" $1 "*) return 0 ;; esac; return 1; }
+extras="$*"
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
       clang-format rustc libseccomp-dev"
-[ "${1:-}" = bench ] && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
-[ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-14-dev"
-[ "${1:-}" = server ] && pkgs="$pkgs redis-server redis-tools"
-[ "${1:-}" = tree ] && pkgs="$pkgs nginx-light postgresql-15"
-[ "${1:-}" = fleet ] && pkgs="$pkgs golang-github-google-pprof-dev"
-[ "${1:-}" = names ] && pkgs="$pkgs golang-github-google-pprof-dev clang llvm libc6-dbg binutils"
-[ "${1:-}" = python ] && pkgs="$pkgs python3.11-dev"
+want bench && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
+want fuzz && pkgs="$pkgs clang libclang-rt-14-dev"
+want server && pkgs="$pkgs redis-server redis-tools"
+want tree && pkgs="$pkgs nginx-light postgresql-15"
+want fleet && pkgs="$pkgs golang-github-google-pprof-dev"
+want names && pkgs="$pkgs golang-github-google-pprof-dev clang llvm libc6-dbg binutils"
+want python && pkgs="$pkgs python3.11-dev"
 # (a node and npm already on PATH, e.g. NodeSource's nodejs with its own npm, are kept)
-[ "${1:-}" = node ] && ! { command -v node && command -v npm; } >/dev/null && pkgs="$pkgs nodejs npm"
-[ "${1:-}" = browser ] &&
+want node && ! { command -v node && command -v npm; } >/dev/null && pkgs="$pkgs nodejs npm"
+want browser &&
     pkgs="$pkgs chromium fonts-dejavu-core libxml2-utils"
 missing=
 for p in $pkgs; do

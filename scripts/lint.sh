@@ -29,7 +29,7 @@ for f in malloc free calloc realloc reallocarray malloc_usable_size posix_memali
     roots="$roots malloc:heap/hooks.c:$f"
 done
 # signal-safety(7) (POSIX.1-2008 TC2 and later, string functions included)...
-safe="getpid write read open close fstat _exit errno sigaction sigprocmask pthread_sigmask
+safe="getpid write read open close fstat readlink _exit errno sigaction sigprocmask pthread_sigmask
       sigemptyset sigfillset sigaddset sem_post syscall clock_gettime
       memcpy memmove memset memcmp strlen strcmp strncmp strchr strrchr strstr"
 # ...the system calls glibc wraps without locks or allocation...

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../symbols/bytes.h"
 #include "cfi.h"
 
 /* ---- the rule word ------------------------------------------------------------- */
@@ -53,72 +54,6 @@ static uint64_t rules_read;
 
 /* ---- reading the tables ---------------------------------------------------------- */
 
-/* A bounded reader over one CIE or FDE; ok drops to 0 on any overrun. */
-typedef struct rd_s {
-    const uint8_t *p, *end;
-    int ok;
-} rd_t;
-
-static inline int
-rd_room(rd_t *r, size_t n)
-{
-    if (!r->ok || (size_t)(r->end - r->p) < n) {
-        r->ok = 0;
-        return 0;
-    }
-    return 1;
-}
-
-static uint64_t
-rd_fixed(rd_t *r, size_t n)
-{
-    uint64_t v = 0;
-
-    if (!rd_room(r, n))
-        return 0;
-    memcpy(&v, r->p, n); /* little-endian */
-    r->p += n;
-    return v;
-}
-
-static uint64_t
-rd_uleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    while (rd_room(r, 1)) {
-        uint8_t b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            return v;
-    }
-    return 0;
-}
-
-static int64_t
-rd_sleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b = 0;
-
-    while (rd_room(r, 1)) {
-        b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80)) {
-            if (shift < 64 && (b & 0x40))
-                v |= ~0ull << shift;
-            return (int64_t)v;
-        }
-    }
-    return 0;
-}
-
 /* DW_EH_PE_* */
 #define PE_OMIT 0xff
 #define PE_PCREL 0x10
@@ -127,7 +62,7 @@ rd_sleb(rd_t *r)
    applications (datarel, textrel, funcrel, aligned) fail.  The indirect bit
    is ignored: callers only skip such pointers (the personality). */
 static uintptr_t
-rd_encoded(rd_t *r, uint8_t enc)
+rd_encoded(pe_rd_t *r, uint8_t enc)
 {
     uintptr_t at = (uintptr_t)r->p;
     uint64_t v;
@@ -135,15 +70,15 @@ rd_encoded(rd_t *r, uint8_t enc)
     if (enc == PE_OMIT)
         return 0;
     switch (enc & 0x0f) {
-    case 0x00: v = rd_fixed(r, 8); break;
-    case 0x01: v = rd_uleb(r); break;
-    case 0x02: v = rd_fixed(r, 2); break;
-    case 0x03: v = rd_fixed(r, 4); break;
-    case 0x04: v = rd_fixed(r, 8); break;
-    case 0x09: v = (uint64_t)rd_sleb(r); break;
-    case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2); break;
-    case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4); break;
-    case 0x0c: v = rd_fixed(r, 8); break;
+    case 0x00: v = pe_rd_fixed(r, 8); break;
+    case 0x01: v = pe_rd_uleb(r); break;
+    case 0x02: v = pe_rd_fixed(r, 2); break;
+    case 0x03: v = pe_rd_fixed(r, 4); break;
+    case 0x04: v = pe_rd_fixed(r, 8); break;
+    case 0x09: v = (uint64_t)pe_rd_sleb(r); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)pe_rd_fixed(r, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)pe_rd_fixed(r, 4); break;
+    case 0x0c: v = pe_rd_fixed(r, 8); break;
     default: r->ok = 0; return 0;
     }
     switch (enc & 0x70) {
@@ -234,7 +169,7 @@ advance(prog_t *pr, uint64_t delta)
 /* Run instructions [r) until the location would pass the target or they
    end.  1 = done, 0 = something unknown or malformed. */
 static int
-run(prog_t *pr, rd_t *r)
+run(prog_t *pr, pe_rd_t *r)
 {
     int64_t da = pr->cie->data_align;
 
@@ -248,7 +183,7 @@ run(prog_t *pr, rd_t *r)
                 return 1;
             continue;
         case 0x80: /* offset */
-            set_rule(pr, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(r) * da);
+            set_rule(pr, op & 0x3f, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
             continue;
         case 0xc0: /* restore */ restore_rule(pr, op & 0x3f); continue;
         }
@@ -262,27 +197,27 @@ run(prog_t *pr, rd_t *r)
             break;
         }
         case 0x02:
-            if (!advance(pr, rd_fixed(r, 1)))
+            if (!advance(pr, pe_rd_fixed(r, 1)))
                 return r->ok;
             break;
         case 0x03:
-            if (!advance(pr, rd_fixed(r, 2)))
+            if (!advance(pr, pe_rd_fixed(r, 2)))
                 return r->ok;
             break;
         case 0x04:
-            if (!advance(pr, rd_fixed(r, 4)))
+            if (!advance(pr, pe_rd_fixed(r, 4)))
                 return r->ok;
             break;
         case 0x05: /* offset_extended */
-            reg = rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, (int64_t)rd_uleb(r) * da);
+            reg = pe_rd_uleb(r);
+            set_rule(pr, reg, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
             break;
-        case 0x06: restore_rule(pr, rd_uleb(r)); break;
-        case 0x07: set_rule(pr, rd_uleb(r), R_UNDEF, 0); break;
-        case 0x08: set_rule(pr, rd_uleb(r), R_SAME, 0); break;
+        case 0x06: restore_rule(pr, pe_rd_uleb(r)); break;
+        case 0x07: set_rule(pr, pe_rd_uleb(r), R_UNDEF, 0); break;
+        case 0x08: set_rule(pr, pe_rd_uleb(r), R_SAME, 0); break;
         case 0x09: /* register */
-            reg = rd_uleb(r);
-            (void)rd_uleb(r);
+            reg = pe_rd_uleb(r);
+            (void)pe_rd_uleb(r);
             set_rule(pr, reg, R_OTHER, 0);
             break;
         case 0x0a: /* remember_state */
@@ -296,48 +231,48 @@ run(prog_t *pr, rd_t *r)
             pr->st = pr->saved[--pr->nsaved];
             break;
         case 0x0c: /* def_cfa */
-            pr->st.cfa_reg = (int)rd_uleb(r);
-            pr->st.cfa_off = (int64_t)rd_uleb(r);
+            pr->st.cfa_reg = (int)pe_rd_uleb(r);
+            pr->st.cfa_off = (int64_t)pe_rd_uleb(r);
             break;
-        case 0x0d: pr->st.cfa_reg = (int)rd_uleb(r); break;
-        case 0x0e: pr->st.cfa_off = (int64_t)rd_uleb(r); break;
+        case 0x0d: pr->st.cfa_reg = (int)pe_rd_uleb(r); break;
+        case 0x0e: pr->st.cfa_off = (int64_t)pe_rd_uleb(r); break;
         case 0x0f: /* def_cfa_expression */
-            len = rd_uleb(r);
-            if (rd_room(r, len))
+            len = pe_rd_uleb(r);
+            if (pe_rd_room(r, len))
                 r->p += len;
             pr->st.cfa_reg = -1;
             break;
         case 0x10: /* expression */
         case 0x16: /* val_expression */
-            reg = rd_uleb(r);
-            len = rd_uleb(r);
-            if (rd_room(r, len))
+            reg = pe_rd_uleb(r);
+            len = pe_rd_uleb(r);
+            if (pe_rd_room(r, len))
                 r->p += len;
             set_rule(pr, reg, R_OTHER, 0);
             break;
         case 0x11: /* offset_extended_sf */
-            reg = rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, rd_sleb(r) * da);
+            reg = pe_rd_uleb(r);
+            set_rule(pr, reg, R_OFFSET, pe_rd_sleb(r) * da);
             break;
         case 0x12: /* def_cfa_sf */
-            pr->st.cfa_reg = (int)rd_uleb(r);
-            pr->st.cfa_off = rd_sleb(r) * da;
+            pr->st.cfa_reg = (int)pe_rd_uleb(r);
+            pr->st.cfa_off = pe_rd_sleb(r) * da;
             break;
-        case 0x13: pr->st.cfa_off = rd_sleb(r) * da; break; /* def_cfa_offset_sf */
-        case 0x14:                                          /* val_offset */
-            reg = rd_uleb(r);
-            (void)rd_uleb(r);
+        case 0x13: pr->st.cfa_off = pe_rd_sleb(r) * da; break; /* def_cfa_offset_sf */
+        case 0x14:                                             /* val_offset */
+            reg = pe_rd_uleb(r);
+            (void)pe_rd_uleb(r);
             set_rule(pr, reg, R_OTHER, 0);
             break;
         case 0x15: /* val_offset_sf */
-            reg = rd_uleb(r);
-            (void)rd_sleb(r);
+            reg = pe_rd_uleb(r);
+            (void)pe_rd_sleb(r);
             set_rule(pr, reg, R_OTHER, 0);
             break;
-        case 0x2e: (void)rd_uleb(r); break; /* GNU_args_size */
-        case 0x2f:                          /* GNU_negative_offset_extended */
-            reg = rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, -(int64_t)rd_uleb(r) * da);
+        case 0x2e: (void)pe_rd_uleb(r); break; /* GNU_args_size */
+        case 0x2f:                             /* GNU_negative_offset_extended */
+            reg = pe_rd_uleb(r);
+            set_rule(pr, reg, R_OFFSET, -(int64_t)pe_rd_uleb(r) * da);
             break;
         default: return 0;
         }
@@ -357,45 +292,45 @@ static int
 parse_cie(const pe_cfi_tables_t *t, uintptr_t at, cie_t *c)
 {
     const uint8_t *cie = (const uint8_t *)at;
-    rd_t r = {cie, cie + 4, 1};
+    pe_rd_t r = {cie, cie + 4, 1};
     const char *aug;
     uint64_t len;
     uint8_t version;
 
     if (!inside(t, at, 4))
         return 0;
-    len = rd_fixed(&r, 4);
+    len = pe_rd_fixed(&r, 4);
     if (len == 0 || len == 0xffffffffu || !inside(t, at, 4 + len))
         return 0;
     r.end = cie + 4 + len;
-    if (rd_fixed(&r, 4) != 0) /* CIE id */
+    if (pe_rd_fixed(&r, 4) != 0) /* CIE id */
         return 0;
-    version = (uint8_t)rd_fixed(&r, 1);
+    version = (uint8_t)pe_rd_fixed(&r, 1);
     if (version != 1 && version != 3)
         return 0;
     aug = (const char *)r.p;
-    while (rd_room(&r, 1) && *r.p)
+    while (pe_rd_room(&r, 1) && *r.p)
         r.p++;
-    if (!rd_room(&r, 1))
+    if (!pe_rd_room(&r, 1))
         return 0;
     r.p++;
-    c->code_align = rd_uleb(&r);
-    c->data_align = rd_sleb(&r);
-    if ((version == 1 ? rd_fixed(&r, 1) : rd_uleb(&r)) != REG_RA)
+    c->code_align = pe_rd_uleb(&r);
+    c->data_align = pe_rd_sleb(&r);
+    if ((version == 1 ? pe_rd_fixed(&r, 1) : pe_rd_uleb(&r)) != REG_RA)
         return 0;
     c->fde_enc = 0; /* absptr */
     c->has_aug_data = aug[0] == 'z';
     if (c->has_aug_data) {
-        uint64_t alen = rd_uleb(&r);
+        uint64_t alen = pe_rd_uleb(&r);
         const uint8_t *data_end;
-        if (!rd_room(&r, alen))
+        if (!pe_rd_room(&r, alen))
             return 0;
         data_end = r.p + alen;
         for (const char *a = aug + 1; *a; a++) {
             switch (*a) {
-            case 'R': c->fde_enc = (uint8_t)rd_fixed(&r, 1); break;
-            case 'P': (void)rd_encoded(&r, (uint8_t)rd_fixed(&r, 1)); break;
-            case 'L': (void)rd_fixed(&r, 1); break;
+            case 'R': c->fde_enc = (uint8_t)pe_rd_fixed(&r, 1); break;
+            case 'P': (void)rd_encoded(&r, (uint8_t)pe_rd_fixed(&r, 1)); break;
+            case 'L': (void)pe_rd_fixed(&r, 1); break;
             default: return 0; /* 'S' (a signal frame) and anything unknown */
             }
         }
@@ -416,7 +351,7 @@ static uintptr_t
 find_fde(const pe_cfi_tables_t *t, uintptr_t at)
 {
     const uint8_t *hdr = t->hdr;
-    rd_t r = {hdr + 4, (const uint8_t *)t->hi, 1};
+    pe_rd_t r = {hdr + 4, (const uint8_t *)t->hi, 1};
     const int32_t *tab;
     int64_t rel = (int64_t)(at - (uintptr_t)hdr);
     uint64_t count, lo = 0, hi;
@@ -425,7 +360,7 @@ find_fde(const pe_cfi_tables_t *t, uintptr_t at)
     if (!inside(t, (uintptr_t)hdr, 4) || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
         return 0;
     (void)rd_encoded(&r, hdr[1]); /* eh_frame_ptr: not needed */
-    count = rd_fixed(&r, 4);
+    count = pe_rd_fixed(&r, 4);
     if (!r.ok || count == 0 || !inside(t, (uintptr_t)r.p, count * 8))
         return 0;
     tab = (const int32_t *)r.p;
@@ -452,14 +387,14 @@ rule_from_tables(const pe_cfi_tables_t *t, uintptr_t pc)
     const uint8_t *fde;
     prog_t pr;
     cie_t cie;
-    rd_t r;
+    pe_rd_t r;
 
     if (!(fde_at = find_fde(t, at)) || !inside(t, fde_at, 8))
         return give_up;
     fde = (const uint8_t *)fde_at;
-    r = (rd_t){fde, fde + 8, 1};
-    len = rd_fixed(&r, 4);
-    cie_off = rd_fixed(&r, 4);
+    r = (pe_rd_t){fde, fde + 8, 1};
+    len = pe_rd_fixed(&r, 4);
+    cie_off = pe_rd_fixed(&r, 4);
     if (len < 4 || len == 0xffffffffu || cie_off == 0 || !inside(t, fde_at, 4 + len))
         return give_up;
     if (!parse_cie(t, fde_at + 4 - cie_off, &cie))
@@ -468,8 +403,8 @@ rule_from_tables(const pe_cfi_tables_t *t, uintptr_t pc)
     start = rd_encoded(&r, cie.fde_enc);
     range = rd_encoded(&r, cie.fde_enc & 0x0f);
     if (cie.has_aug_data) {
-        uint64_t alen = rd_uleb(&r);
-        if (rd_room(&r, alen))
+        uint64_t alen = pe_rd_uleb(&r);
+        if (pe_rd_room(&r, alen))
             r.p += alen;
     }
     if (!r.ok || at < start || at - start >= range)
@@ -482,7 +417,7 @@ rule_from_tables(const pe_cfi_tables_t *t, uintptr_t pc)
     pr.target = at;
     pr.cie = &cie;
     {
-        rd_t ci = {cie.insns, cie.end, 1};
+        pe_rd_t ci = {cie.insns, cie.end, 1};
         if (!run(&pr, &ci))
             return give_up;
     }

@@ -15,7 +15,7 @@
  * The answers follow llvm-symbolizer's rules (LLVM 14, DWARFContext and
  * DWARFDebugLine) so the two agree.
  *
- * Every read goes through a bounded reader (rd_t) that fails closed; counts
+ * Every read goes through a bounded reader (pe_rd_t) that fails closed; counts
  * from the file are capped by the bytes that could hold them, reference
  * chains are cut after a few hops, and each allocation is charged to a
  * global budget, so hostile input costs at most the budget and one pass.
@@ -24,18 +24,17 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
+#include "bytes.h"
 #include "dwarf.h"
+#include "elf.h"
 
 /* ---- DWARF constants (DWARF 5, section 7) ------------------------------------ */
 
@@ -143,123 +142,6 @@ static const char *const sec_names[S_N] = {"info",     "abbrev",      "line", "s
 #define MAX_RANGES 65536  /* ranges in one list */
 #define MAX_UNITS 2000000 /* units in one .debug_info */
 #define DEFAULT_BUDGET ((size_t)512 << 20)
-
-/* ---- bounded reader ------------------------------------------------------------ */
-
-/* A reader over [p, end); ok drops to 0 on the first overrun and then every
-   read returns 0, so callers check ok once after a batch of reads. */
-typedef struct rd_s {
-    const uint8_t *p, *end;
-    int ok;
-} rd_t;
-/* Room for n more bytes?  If not, the reader fails for good. */
-
-static inline int
-rd_room(rd_t *r, uint64_t n)
-{
-    if (!r->ok || (uint64_t)(r->end - r->p) < n) {
-        r->ok = 0;
-        return 0;
-    }
-    return 1;
-}
-
-static inline uint64_t
-rd_fixed(rd_t *r, unsigned n)
-{
-    uint64_t v = 0;
-
-    if (!rd_room(r, n))
-        return 0;
-    memcpy(&v, r->p, n > 8 ? 8 : n); /* little-endian host and file */
-    r->p += n;
-    return v;
-}
-
-static inline uint8_t
-rd_u8(rd_t *r)
-{
-    if (!rd_room(r, 1))
-        return 0;
-    return *r->p++;
-}
-/* LEB128 (DWARF 5, 7.6).  Bits past 64 are dropped rather than shifted out of range; a
-   run of continuation bytes ends at the reader's end. */
-
-static inline uint64_t
-rd_uleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    while (rd_room(r, 1)) {
-        uint8_t b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            return v;
-    }
-    return 0;
-}
-
-static inline int64_t
-rd_sleb(rd_t *r)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    while (rd_room(r, 1)) {
-        uint8_t b = *r->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80)) {
-            if (shift < 64 && (b & 0x40))
-                v |= ~0ull << shift;
-            return (int64_t)v;
-        }
-    }
-    return 0;
-}
-
-static inline void
-rd_skip(rd_t *r, uint64_t n)
-{
-    if (rd_room(r, n))
-        r->p += n;
-}
-
-/* A NUL-terminated string at the cursor, or NULL (and !ok) if unterminated. */
-static const char *
-rd_cstr(rd_t *r)
-{
-    const uint8_t *z;
-
-    if (!r->ok)
-        return NULL;
-    z = memchr(r->p, 0, (size_t)(r->end - r->p));
-    if (!z) {
-        r->ok = 0;
-        return NULL;
-    }
-    const char *s = (const char *)r->p;
-    r->p = z + 1;
-    return s;
-}
-/* A reader from off to the end of [base, base + size); failed already when off is past it. */
-
-static rd_t
-rd_at(const uint8_t *base, size_t size, uint64_t off)
-{
-    rd_t r = {base + size, base + size, 0};
-
-    if (base && off <= size) {
-        r.p = base + off;
-        r.ok = 1;
-    }
-    return r;
-}
 
 /* ---- data ------------------------------------------------------------------------ */
 
@@ -387,8 +269,7 @@ struct pe_dw_obj_s {
     char *key;
     int usable;
     uint64_t used; /* LRU tick */
-    const uint8_t *map;
-    size_t map_size;
+    pe_elf_t elf;  /* the file the DWARF is read from, mapped */
     rawsec_t raw[S_N];
     sec_t sec[S_N];
     uint8_t *dec[S_N];
@@ -476,155 +357,53 @@ dw_grow(pe_dw_obj_t *o, void **arr, size_t *cap, size_t need, size_t elt)
     *cap = ncap;
     return 0;
 }
-/* Has the lookup deadline (absolute, CLOCK_MONOTONIC) passed?  A clock read: callers
-   ask every few thousand steps, not per step. */
+/*
+ * The time bound is on our own work: this thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), which a busy machine does not stretch as it
+ * stretches the wall clock.  It is checked before each lookup, where stopping
+ * loses nothing: every table built so far stays for the next profile.  A single
+ * table that alone runs HARD_EXTRA_NS past the deadline (a pathological file) is
+ * cut, and its unit (or object) is not tried again, so the cost is paid once.
+ * A clock read: callers ask every few thousand steps, not per step.
+ */
+#define HARD_EXTRA_NS (10 * 1000000000LL)
 
-static int
-past_deadline(void)
+static int64_t
+cpu_now(void)
 {
     struct timespec ts;
 
-    if (!deadline)
-        return 0;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec >= deadline;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- ELF ------------------------------------------------------------------------------ */
-/* A regular file mapped read-only; only the pages we touch are ever read. */
-
-static const uint8_t *
-map_file(const char *path, size_t *size, struct stat *st)
-{
-    void *img;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
-        return NULL;
-    }
-    img = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (img == MAP_FAILED)
-        return NULL;
-    *size = (size_t)st->st_size;
-    return img;
-}
-
-/* Section headers of an ELF64 little-endian x86_64 image, all in bounds, or NULL. */
-static const Elf64_Shdr *
-elf_sections(const uint8_t *img, size_t size, size_t *nsec, const char **shstr, size_t *shstr_n)
-{
-    Elf64_Ehdr eh;
-    const Elf64_Shdr *sh;
-    size_t n, strndx;
-
-    if (size < sizeof(eh))
-        return NULL;
-    memcpy(&eh, img, sizeof(eh));
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        eh.e_shoff == 0 || eh.e_shoff > size || (size - eh.e_shoff) < sizeof(Elf64_Shdr) ||
-        eh.e_shoff % 8 != 0)
-        return NULL;
-    sh = (const Elf64_Shdr *)(img + eh.e_shoff);
-    /* Past SHN_LORESERVE sections the real count and string index live in section 0. */
-    n = eh.e_shnum ? eh.e_shnum : sh[0].sh_size;
-    if (n == 0 || n > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
-        return NULL;
-    strndx = eh.e_shstrndx == SHN_XINDEX ? sh[0].sh_link : eh.e_shstrndx;
-    *shstr = NULL;
-    *shstr_n = 0;
-    if (strndx < n && sh[strndx].sh_type != SHT_NOBITS && sh[strndx].sh_offset <= size &&
-        sh[strndx].sh_size <= size - sh[strndx].sh_offset) {
-        *shstr = (const char *)img + sh[strndx].sh_offset;
-        *shstr_n = sh[strndx].sh_size;
-    }
-    *nsec = n;
-    return sh;
-}
-/* The section has bytes in the file and they lie inside it. */
-
+/* Before a lookup: has the deadline passed? */
 static int
-sec_ok(const Elf64_Shdr *s, size_t size)
+past_deadline(void)
 {
-    return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
-}
-/* Its name, or "" when the name is not a terminated string inside .shstrtab. */
-
-static const char *
-sec_name(const Elf64_Shdr *s, const char *shstr, size_t shstr_n)
-{
-    if (!shstr || s->sh_name >= shstr_n || !memchr(shstr + s->sh_name, 0, shstr_n - s->sh_name))
-        return "";
-    return shstr + s->sh_name;
+    return deadline && cpu_now() >= deadline;
 }
 
-/* The section called `name`, or NULL. */
-static const Elf64_Shdr *
-elf_find(const uint8_t *img, size_t size, const char *name)
-{
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i;
-
-    sh = elf_sections(img, size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++)
-        if (sec_ok(&sh[i], size) && strcmp(sec_name(&sh[i], shstr, shstr_n), name) == 0)
-            return &sh[i];
-    return NULL;
-}
-
-/* The image's GNU build id as lowercase hex; 1 if found. */
+/* Inside a table's build: has it run so far past the deadline that it is cut? */
 static int
-elf_build_id(const uint8_t *img, size_t size, char *hex, size_t hexlen)
+past_hard_bound(void)
 {
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i;
-
-    sh = elf_sections(img, size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++) {
-        rd_t r;
-
-        if (sh[i].sh_type != SHT_NOTE || !sec_ok(&sh[i], size))
-            continue;
-        r = rd_at(img + sh[i].sh_offset, sh[i].sh_size, 0);
-        while (r.ok && r.p < r.end) {
-            uint64_t nsz = rd_fixed(&r, 4), dsz = rd_fixed(&r, 4), type = rd_fixed(&r, 4);
-            const uint8_t *nm = r.p, *desc;
-
-            rd_skip(&r, (nsz + 3) & ~3ull);
-            desc = r.p;
-            rd_skip(&r, (dsz + 3) & ~3ull);
-            if (!r.ok)
-                break;
-            if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(nm, "GNU", 4) == 0 && dsz > 0 &&
-                dsz * 2 < hexlen) {
-                size_t k;
-
-                for (k = 0; k < dsz; k++)
-                    snprintf(hex + 2 * k, 3, "%02x", desc[k]);
-                return 1;
-            }
-        }
-    }
-    return 0;
+    return deadline && cpu_now() >= deadline + HARD_EXTRA_NS;
 }
 
-/* Record where each DWARF section sits (.debug_X or the legacy .zdebug_X). */
-static int
-find_dwarf_sections(pe_dw_obj_t *o)
-{
-    const Elf64_Shdr *sh;
-    const char *shstr;
-    size_t n, shstr_n, i, k;
+/* ---- ELF (elf.c) ------------------------------------------------------------------ */
 
-    sh = elf_sections(o->map, o->map_size, &n, &shstr, &shstr_n);
-    for (i = 0; sh && i < n; i++) {
-        const char *nm = sec_name(&sh[i], shstr, shstr_n);
+/* Record where each DWARF section of e sits (.debug_X or the legacy .zdebug_X); 1 when it
+   has the two every lookup needs.  (A pe_elf_want_fn: the debug-file search asks it.) */
+static int
+find_dwarf_sections(void *arg, const pe_elf_t *e)
+{
+    pe_dw_obj_t *o = arg;
+    size_t i, k;
+
+    memset(o->raw, 0, sizeof(o->raw));
+    for (i = 0; i < e->nsec; i++) {
+        const char *nm = pe_elf_sec_name(e, &e->sh[i]);
         int z;
 
         if (strncmp(nm, ".debug_", 7) == 0)
@@ -633,14 +412,14 @@ find_dwarf_sections(pe_dw_obj_t *o)
             nm += 8, z = 1;
         else
             continue;
-        if (!sec_ok(&sh[i], o->map_size))
+        if (!pe_elf_sec_ok(e, &e->sh[i]))
             continue;
         for (k = 0; k < S_N; k++) {
             if (strcmp(nm, sec_names[k]) != 0 || o->raw[k].kind)
                 continue;
-            o->raw[k].off = sh[i].sh_offset;
-            o->raw[k].size = sh[i].sh_size;
-            o->raw[k].kind = z ? 3 : (sh[i].sh_flags & SHF_COMPRESSED) ? 2 : 1;
+            o->raw[k].off = e->sh[i].sh_offset;
+            o->raw[k].size = e->sh[i].sh_size;
+            o->raw[k].kind = z ? 3 : (e->sh[i].sh_flags & SHF_COMPRESSED) ? 2 : 1;
         }
     }
     return o->raw[S_INFO].kind && o->raw[S_INFO].size > 0 && o->raw[S_ABBREV].kind;
@@ -651,7 +430,7 @@ static int
 load_section(pe_dw_obj_t *o, int k)
 {
     const rawsec_t *rs = &o->raw[k];
-    const uint8_t *src = o->map + rs->off;
+    const uint8_t *src = o->elf.img + rs->off;
     uint64_t out_size, in_size;
     uLongf got;
     uint8_t *buf;
@@ -772,7 +551,7 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
 {
     size_t i, capa = 0, caps = 0, nspecs = 0;
     abt_t *t;
-    rd_t r;
+    pe_rd_t r;
 
     uint32_t shape =
         cu->addr_size | (uint32_t)cu->off_size << 8 | (uint32_t)(cu->version <= 2) << 16;
@@ -804,11 +583,11 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
     memset(t, 0, sizeof(*t));
     t->off = cu->abbrev_off;
     t->shape = shape;
-    r = rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
+    r = pe_rd_at(o->sec[S_ABBREV].p, o->sec[S_ABBREV].n, cu->abbrev_off);
     start = r.p;
     while (r.ok) {
         abbrev_t *a;
-        uint64_t code = rd_uleb(&r);
+        uint64_t code = pe_rd_uleb(&r);
 
         if (code == 0 || !r.ok)
             break;
@@ -816,20 +595,20 @@ abt_get(pe_dw_obj_t *o, const cu_t *cu, int *err)
             goto err_free;
         a = &t->abbrevs[t->nabbrevs];
         a->code = code;
-        a->tag = (uint16_t)rd_uleb(&r);
-        a->children = rd_u8(&r);
+        a->tag = (uint16_t)pe_rd_uleb(&r);
+        a->children = pe_rd_u8(&r);
         a->first = (uint32_t)nspecs;
         a->n = 0;
         a->fixed = 0;
         for (;;) {
-            uint64_t at = rd_uleb(&r), form = rd_uleb(&r);
+            uint64_t at = pe_rd_uleb(&r), form = pe_rd_uleb(&r);
             int64_t ic = 0;
             int fs;
 
             if (!r.ok || (at == 0 && form == 0))
                 break;
             if (form == DW_FORM_implicit_const)
-                ic = rd_sleb(&r);
+                ic = pe_rd_sleb(&r);
             if ((*err = dw_grow(o, (void **)&t->specs, &caps, nspecs + 1, sizeof(aspec_t))))
                 goto err_free;
             t->specs[nspecs].at = (uint16_t)(at > 0xffff ? 0 : at);
@@ -892,7 +671,7 @@ typedef struct val_s {
 
 /* Read one attribute value of `form`; only what later code needs is kept. */
 static void
-read_form(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, unsigned form, int64_t implicit, val_t *v)
+read_form(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, unsigned form, int64_t implicit, val_t *v)
 {
     int hops = 0;
 
@@ -902,40 +681,40 @@ again:
     switch (form) {
     case DW_FORM_addr:
         v->cls = V_ADDR;
-        v->u = rd_fixed(r, cu->addr_size);
+        v->u = pe_rd_fixed(r, cu->addr_size);
         break;
     case DW_FORM_data1:
     case DW_FORM_data2:
     case DW_FORM_data4:
     case DW_FORM_data8:
         v->cls = V_CONST;
-        v->u = rd_fixed(r, form == DW_FORM_data1   ? 1
-                           : form == DW_FORM_data2 ? 2
-                           : form == DW_FORM_data4 ? 4
-                                                   : 8);
+        v->u = pe_rd_fixed(r, form == DW_FORM_data1   ? 1
+                              : form == DW_FORM_data2 ? 2
+                              : form == DW_FORM_data4 ? 4
+                                                      : 8);
         break;
-    case DW_FORM_data16: rd_skip(r, 16); break;
+    case DW_FORM_data16: pe_rd_skip(r, 16); break;
     case DW_FORM_sdata:
         v->cls = V_CONST;
-        v->u = (uint64_t)rd_sleb(r);
+        v->u = (uint64_t)pe_rd_sleb(r);
         break;
     case DW_FORM_udata:
         v->cls = V_CONST;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_implicit_const:
         v->cls = V_CONST;
         v->u = (uint64_t)implicit;
         break;
-    case DW_FORM_flag: rd_skip(r, 1); break;
+    case DW_FORM_flag: pe_rd_skip(r, 1); break;
     case DW_FORM_flag_present: break;
     case DW_FORM_string:
-        v->s = rd_cstr(r);
+        v->s = pe_rd_cstr(r);
         v->cls = v->s ? V_STR : V_OTHER;
         break;
     case DW_FORM_strp:
     case DW_FORM_line_strp: {
-        uint64_t off = rd_fixed(r, cu->off_size);
+        uint64_t off = pe_rd_fixed(r, cu->off_size);
         const sec_t *s = &o->sec[form == DW_FORM_strp ? S_STR : S_LINE_STR];
 
         if (r->ok && s->p && off < s->n && memchr(s->p + off, 0, s->n - off)) {
@@ -947,67 +726,67 @@ again:
     case DW_FORM_strx:
     case DW_FORM_GNU_str_index:
         v->cls = V_STRX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_strx1:
     case DW_FORM_strx2:
     case DW_FORM_strx3:
     case DW_FORM_strx4:
         v->cls = V_STRX;
-        v->u = rd_fixed(r, form - DW_FORM_strx1 + 1);
+        v->u = pe_rd_fixed(r, form - DW_FORM_strx1 + 1);
         break;
     case DW_FORM_addrx:
     case DW_FORM_GNU_addr_index:
         v->cls = V_ADDRX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
     case DW_FORM_addrx1:
     case DW_FORM_addrx2:
     case DW_FORM_addrx3:
     case DW_FORM_addrx4:
         v->cls = V_ADDRX;
-        v->u = rd_fixed(r, form - DW_FORM_addrx1 + 1);
+        v->u = pe_rd_fixed(r, form - DW_FORM_addrx1 + 1);
         break;
     case DW_FORM_ref1:
     case DW_FORM_ref2:
     case DW_FORM_ref4:
     case DW_FORM_ref8:
         v->cls = V_REF;
-        v->u = cu->off + rd_fixed(r, form == DW_FORM_ref1   ? 1
-                                     : form == DW_FORM_ref2 ? 2
-                                     : form == DW_FORM_ref4 ? 4
-                                                            : 8);
+        v->u = cu->off + pe_rd_fixed(r, form == DW_FORM_ref1   ? 1
+                                        : form == DW_FORM_ref2 ? 2
+                                        : form == DW_FORM_ref4 ? 4
+                                                               : 8);
         break;
     case DW_FORM_ref_udata:
         v->cls = V_REF;
-        v->u = cu->off + rd_uleb(r);
+        v->u = cu->off + pe_rd_uleb(r);
         break;
     case DW_FORM_ref_addr:
         v->cls = V_REF;
-        v->u = rd_fixed(r, cu->version <= 2 ? cu->addr_size : cu->off_size);
+        v->u = pe_rd_fixed(r, cu->version <= 2 ? cu->addr_size : cu->off_size);
         break;
     case DW_FORM_ref_sig8:
-    case DW_FORM_ref_sup8: rd_skip(r, 8); break;
-    case DW_FORM_ref_sup4: rd_skip(r, 4); break;
+    case DW_FORM_ref_sup8: pe_rd_skip(r, 8); break;
+    case DW_FORM_ref_sup4: pe_rd_skip(r, 4); break;
     case DW_FORM_sec_offset:
         v->cls = V_SECOFF;
-        v->u = rd_fixed(r, cu->off_size);
+        v->u = pe_rd_fixed(r, cu->off_size);
         break;
     case DW_FORM_strp_sup:
     case DW_FORM_GNU_ref_alt:
-    case DW_FORM_GNU_strp_alt: rd_skip(r, cu->off_size); break;
+    case DW_FORM_GNU_strp_alt: pe_rd_skip(r, cu->off_size); break;
     case DW_FORM_rnglistx:
         v->cls = V_RNGLISTX;
-        v->u = rd_uleb(r);
+        v->u = pe_rd_uleb(r);
         break;
-    case DW_FORM_loclistx: rd_uleb(r); break;
-    case DW_FORM_block1: rd_skip(r, rd_u8(r)); break;
-    case DW_FORM_block2: rd_skip(r, rd_fixed(r, 2)); break;
-    case DW_FORM_block4: rd_skip(r, rd_fixed(r, 4)); break;
+    case DW_FORM_loclistx: pe_rd_uleb(r); break;
+    case DW_FORM_block1: pe_rd_skip(r, pe_rd_u8(r)); break;
+    case DW_FORM_block2: pe_rd_skip(r, pe_rd_fixed(r, 2)); break;
+    case DW_FORM_block4: pe_rd_skip(r, pe_rd_fixed(r, 4)); break;
     case DW_FORM_block:
-    case DW_FORM_exprloc: rd_skip(r, rd_uleb(r)); break;
+    case DW_FORM_exprloc: pe_rd_skip(r, pe_rd_uleb(r)); break;
     case DW_FORM_indirect:
-        form = (unsigned)rd_uleb(r);
+        form = (unsigned)pe_rd_uleb(r);
         if (++hops < 4 && form != DW_FORM_implicit_const)
             goto again;
         r->ok = 0;
@@ -1024,15 +803,15 @@ str_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v)
 {
     const sec_t *so = &o->sec[S_STR_OFF], *s = &o->sec[S_STR];
     uint64_t at, off;
-    rd_t r;
+    pe_rd_t r;
 
     if (v->cls == V_STR)
         return v->s;
     if (v->cls != V_STRX || v->u > (UINT64_MAX - cu->str_off_base) / 8)
         return NULL;
     at = cu->str_off_base + v->u * cu->off_size;
-    r = rd_at(so->p, so->n, at);
-    off = rd_fixed(&r, cu->off_size);
+    r = pe_rd_at(so->p, so->n, at);
+    off = pe_rd_fixed(&r, cu->off_size);
     if (!r.ok || !s->p || off >= s->n || !memchr(s->p + off, 0, s->n - off))
         return NULL;
     return (const char *)s->p + off;
@@ -1043,7 +822,7 @@ static int
 addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
 {
     const sec_t *sa = &o->sec[S_ADDR];
-    rd_t r;
+    pe_rd_t r;
 
     if (v->cls == V_ADDR || v->cls == V_CONST) {
         *out = v->u;
@@ -1051,8 +830,8 @@ addr_of(pe_dw_obj_t *o, const cu_t *cu, const val_t *v, uint64_t *out)
     }
     if (v->cls != V_ADDRX || v->u > (UINT64_MAX - cu->addr_base) / 8)
         return 0;
-    r = rd_at(sa->p, sa->n, cu->addr_base + v->u * cu->addr_size);
-    *out = rd_fixed(&r, cu->addr_size);
+    r = pe_rd_at(sa->p, sa->n, cu->addr_base + v->u * cu->addr_size);
+    *out = pe_rd_fixed(&r, cu->addr_size);
     return r.ok;
 }
 /* Entry idx of the unit's .debug_addr table. */
@@ -1077,9 +856,9 @@ typedef struct die_s {
 /* Read the DIE at r (in cu), all attributes when `full`, else only for
    subroutines (others are skipped whole when their size is fixed).  0 on success. */
 static int
-read_die(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, die_t *d, int full)
+read_die(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, die_t *d, int full)
 {
-    uint64_t code = rd_uleb(r);
+    uint64_t code = pe_rd_uleb(r);
     const aspec_t *sp;
     uint32_t i;
 
@@ -1093,7 +872,7 @@ read_die(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, die_t *d, int full)
         return -EINVAL;
     if (!full && d->ab->tag != DW_TAG_subprogram && d->ab->tag != DW_TAG_inlined_subroutine &&
         d->ab->fixed >= 0) {
-        rd_skip(r, (uint64_t)d->ab->fixed);
+        pe_rd_skip(r, (uint64_t)d->ab->fixed);
         return r->ok ? 0 : -EINVAL;
     }
     memset(&d->name, 0, sizeof(*d) - offsetof(die_t, name));
@@ -1150,14 +929,92 @@ cu_of_offset(pe_dw_obj_t *o, uint64_t off)
 
 typedef int (*range_fn)(void *arg, uint64_t lo, uint64_t hi);
 
+/* A DWARF 2-4 range list in .debug_ranges at off: (begin, end) pairs from the base,
+   a base-address entry, a (0, 0) end. */
+static int
+ranges_v4(pe_dw_obj_t *o, const cu_t *cu, uint64_t off, range_fn fn, void *arg)
+{
+    const sec_t *s = &o->sec[S_RANGES];
+    uint64_t base = cu->base, all = cu->addr_size == 4 ? 0xffffffffull : ~0ull;
+    pe_rd_t r = pe_rd_at(s->p, s->n, off);
+    int n = 0, err;
+
+    while (r.ok && n++ < MAX_RANGES) {
+        uint64_t a = pe_rd_fixed(&r, cu->addr_size), b = pe_rd_fixed(&r, cu->addr_size);
+
+        if (!r.ok || (a == 0 && b == 0))
+            break;
+        if (a == all) {
+            base = b;
+            continue;
+        }
+        if (a < b && (err = fn(arg, base + a, base + b)) < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* A DWARF 5 range list in .debug_rnglists at off (DW_RLE_* entries, 2.17.3). */
+static int
+rnglist_v5(pe_dw_obj_t *o, const cu_t *cu, uint64_t off, range_fn fn, void *arg)
+{
+    const sec_t *s = &o->sec[S_RNGLISTS];
+    uint64_t base = cu->base;
+    pe_rd_t r = pe_rd_at(s->p, s->n, off);
+    int n = 0, err;
+
+    while (r.ok && n++ < MAX_RANGES) {
+        uint8_t kind = pe_rd_u8(&r);
+        uint64_t a = 0, b = 0;
+        int have = 1;
+
+        switch (kind) {
+        case 0: return 0; /* DW_RLE_end_of_list */
+        case 1:           /* base_addressx */
+            have = 0;
+            if (!addrx(o, cu, pe_rd_uleb(&r), &base))
+                return 0;
+            break;
+        case 2: /* startx_endx */
+            if (!addrx(o, cu, pe_rd_uleb(&r), &a) || !addrx(o, cu, pe_rd_uleb(&r), &b))
+                have = 0;
+            break;
+        case 3: /* startx_length */
+            if (!addrx(o, cu, pe_rd_uleb(&r), &a))
+                have = 0;
+            b = a + pe_rd_uleb(&r);
+            break;
+        case 4: /* offset_pair */
+            a = base + pe_rd_uleb(&r);
+            b = base + pe_rd_uleb(&r);
+            break;
+        case 5: /* base_address */
+            have = 0;
+            base = pe_rd_fixed(&r, cu->addr_size);
+            break;
+        case 6: /* start_end */
+            a = pe_rd_fixed(&r, cu->addr_size);
+            b = pe_rd_fixed(&r, cu->addr_size);
+            break;
+        case 7: /* start_length */
+            a = pe_rd_fixed(&r, cu->addr_size);
+            b = a + pe_rd_uleb(&r);
+            break;
+        default: return 0;
+        }
+        if (r.ok && have && a < b && (err = fn(arg, a, b)) < 0)
+            return err;
+    }
+    return 0;
+}
+
 /* Call fn for each range of a DIE (low/high pc or DW_AT_ranges); -errno from fn stops. */
 static int
 die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *arg)
 {
-    uint64_t lo, hi, base = cu->base;
-    int n = 0, err;
+    uint64_t lo, hi, off;
 
-    if (d->ranges.cls == V_NONE) {
+    if (d->ranges.cls == V_NONE) { /* low_pc and high_pc */
         if (d->low.cls == V_NONE || d->high.cls == V_NONE || !addr_of(o, cu, &d->low, &lo))
             return 0;
         if (d->high.cls == V_CONST)
@@ -1166,91 +1023,25 @@ die_ranges(pe_dw_obj_t *o, const cu_t *cu, const die_t *d, range_fn fn, void *ar
             return 0;
         return lo < hi ? fn(arg, lo, hi) : 0;
     }
-    if (cu->version < 5) {
-        const sec_t *s = &o->sec[S_RANGES];
-        uint64_t off = d->ranges.u;
-        rd_t r;
+    if (cu->version < 5)
+        return d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST
+                   ? ranges_v4(o, cu, d->ranges.u, fn, arg)
+                   : 0;
+    if (d->ranges.cls == V_RNGLISTX) { /* an index into the unit's offsets table */
+        pe_rd_t t = pe_rd_at(o->sec[S_RNGLISTS].p, o->sec[S_RNGLISTS].n,
+                             cu->rnglists_base + d->ranges.u * cu->off_size);
 
-        if (d->ranges.cls != V_SECOFF && d->ranges.cls != V_CONST)
+        if (d->ranges.u > UINT32_MAX)
             return 0;
-        r = rd_at(s->p, s->n, off);
-        while (r.ok && n++ < MAX_RANGES) {
-            uint64_t a = rd_fixed(&r, cu->addr_size), b = rd_fixed(&r, cu->addr_size);
-            uint64_t all = cu->addr_size == 4 ? 0xffffffffull : ~0ull;
-
-            if (!r.ok || (a == 0 && b == 0))
-                break;
-            if (a == all) {
-                base = b;
-                continue;
-            }
-            if (a < b && (err = fn(arg, base + a, base + b)) < 0)
-                return err;
-        }
-        return 0;
+        off = cu->rnglists_base + pe_rd_fixed(&t, cu->off_size);
+        if (!t.ok)
+            return 0;
+    } else if (d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST) {
+        off = d->ranges.u;
     } else {
-        const sec_t *s = &o->sec[S_RNGLISTS];
-        uint64_t off;
-        rd_t r;
-
-        if (d->ranges.cls == V_RNGLISTX) {
-            rd_t t = rd_at(s->p, s->n, cu->rnglists_base + d->ranges.u * cu->off_size);
-
-            if (d->ranges.u > UINT32_MAX)
-                return 0;
-            off = cu->rnglists_base + rd_fixed(&t, cu->off_size);
-            if (!t.ok)
-                return 0;
-        } else if (d->ranges.cls == V_SECOFF || d->ranges.cls == V_CONST) {
-            off = d->ranges.u;
-        } else {
-            return 0;
-        }
-        r = rd_at(s->p, s->n, off);
-        while (r.ok && n++ < MAX_RANGES) {
-            uint8_t kind = rd_u8(&r);
-            uint64_t a = 0, b = 0;
-            int have = 1;
-
-            switch (kind) {
-            case 0: return 0; /* DW_RLE_end_of_list */
-            case 1:           /* base_addressx */
-                have = 0;
-                if (!addrx(o, cu, rd_uleb(&r), &base))
-                    return 0;
-                break;
-            case 2: /* startx_endx */
-                if (!addrx(o, cu, rd_uleb(&r), &a) || !addrx(o, cu, rd_uleb(&r), &b))
-                    have = 0;
-                break;
-            case 3: /* startx_length */
-                if (!addrx(o, cu, rd_uleb(&r), &a))
-                    have = 0;
-                b = a + rd_uleb(&r);
-                break;
-            case 4: /* offset_pair */
-                a = base + rd_uleb(&r);
-                b = base + rd_uleb(&r);
-                break;
-            case 5: /* base_address */
-                have = 0;
-                base = rd_fixed(&r, cu->addr_size);
-                break;
-            case 6: /* start_end */
-                a = rd_fixed(&r, cu->addr_size);
-                b = rd_fixed(&r, cu->addr_size);
-                break;
-            case 7: /* start_length */
-                a = rd_fixed(&r, cu->addr_size);
-                b = a + rd_uleb(&r);
-                break;
-            default: return 0;
-            }
-            if (r.ok && have && a < b && (err = fn(arg, a, b)) < 0)
-                return err;
-        }
         return 0;
     }
+    return rnglist_v5(o, cu, off, fn, arg);
 }
 
 /* ---- units and the CU index ------------------------------------------------------------ */
@@ -1290,27 +1081,27 @@ add_cur(void *arg, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Read every unit header and unit DIE; collect the units' ranges. */
+/* The unit headers of .debug_info into o->cus (the units we read: compile, partial and
+   skeleton units of DWARF 2-5 with 4- or 8-byte addresses).  0, -EINVAL when there is
+   none, or -E2BIG. */
 static int
-read_units(pe_dw_obj_t *o)
+read_unit_headers(pe_dw_obj_t *o)
 {
     const sec_t *si = &o->sec[S_INFO];
-    size_t capcus = 0, i;
+    size_t capcus = 0;
     uint64_t off = 0;
-    uint8_t *in_aranges = NULL;
-    cur_arg_t ca = {o, 0, 0};
-    int err = 0;
+    int err;
 
     while (off + 11 <= si->n && o->ncus < MAX_UNITS) {
-        rd_t r = rd_at(si->p, si->n, off);
-        uint64_t len = rd_fixed(&r, 4);
+        pe_rd_t r = pe_rd_at(si->p, si->n, off);
+        uint64_t len = pe_rd_fixed(&r, 4);
         cu_t cu;
 
         memset(&cu, 0, sizeof(cu));
         cu.off = off;
         cu.off_size = 4;
         if (len == 0xffffffff) {
-            len = rd_fixed(&r, 8);
+            len = pe_rd_fixed(&r, 8);
             cu.off_size = 8;
         } else if (len >= 0xfffffff0) {
             break;
@@ -1319,19 +1110,19 @@ read_units(pe_dw_obj_t *o)
             break;
         cu.end = (uint64_t)(r.p - si->p) + len;
         r.end = r.p + len;
-        cu.version = (uint8_t)rd_fixed(&r, 2);
+        cu.version = (uint8_t)pe_rd_fixed(&r, 2);
         if (cu.version >= 5) {
-            cu.unit_type = rd_u8(&r);
-            cu.addr_size = rd_u8(&r);
-            cu.abbrev_off = rd_fixed(&r, cu.off_size);
+            cu.unit_type = pe_rd_u8(&r);
+            cu.addr_size = pe_rd_u8(&r);
+            cu.abbrev_off = pe_rd_fixed(&r, cu.off_size);
             if (cu.unit_type == 4 || cu.unit_type == 5)
-                rd_skip(&r, 8);
+                pe_rd_skip(&r, 8);
             else if (cu.unit_type == 2 || cu.unit_type == 6)
-                rd_skip(&r, 8 + cu.off_size);
+                pe_rd_skip(&r, 8 + cu.off_size);
         } else {
             cu.unit_type = 1;
-            cu.abbrev_off = rd_fixed(&r, cu.off_size);
-            cu.addr_size = rd_u8(&r);
+            cu.abbrev_off = pe_rd_fixed(&r, cu.off_size);
+            cu.addr_size = pe_rd_u8(&r);
         }
         off = cu.end;
         if (!r.ok || cu.version < 2 || cu.version > 5 || (cu.addr_size != 4 && cu.addr_size != 8) ||
@@ -1342,101 +1133,129 @@ read_units(pe_dw_obj_t *o)
             return err;
         o->cus[o->ncus++] = cu;
     }
-    if (o->ncus == 0)
-        return -EINVAL;
-    err = 0;
+    return o->ncus ? 0 : -EINVAL;
+}
+
+/* .debug_aranges (GCC writes it; clang does not by default): its ranges into the CU index,
+   and in_aranges[i] set for each unit it covers.  0 or -E2BIG. */
+static int
+read_aranges(pe_dw_obj_t *o, uint8_t *in_aranges, cur_arg_t *ca)
+{
+    const sec_t *sa = &o->sec[S_ARANGES];
+    uint64_t aoff = 0;
+    int err;
+
+    while (sa->p && aoff + 16 <= sa->n) {
+        pe_rd_t r = pe_rd_at(sa->p, sa->n, aoff);
+        uint64_t set = aoff, len = pe_rd_fixed(&r, 4), cuoff;
+        unsigned osz = 4, asz, ssz;
+        cu_t *cu;
+
+        if (len == 0xffffffff) {
+            len = pe_rd_fixed(&r, 8);
+            osz = 8;
+        }
+        if (!r.ok || len > (uint64_t)(r.end - r.p) || len < 4)
+            break;
+        aoff = (uint64_t)(r.p - sa->p) + len;
+        r.end = r.p + len;
+        pe_rd_fixed(&r, 2);
+        cuoff = pe_rd_fixed(&r, osz);
+        asz = pe_rd_u8(&r);
+        ssz = pe_rd_u8(&r);
+        cu = cu_of_offset(o, cuoff);
+        if (!r.ok || !cu || cu->off != cuoff || asz != 8 || ssz != 0)
+            continue;
+        /* tuples start at a multiple of twice the address size */
+        pe_rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
+        ca->cu = (uint32_t)(cu - o->cus);
+        in_aranges[ca->cu] = 1;
+        while (r.ok) {
+            uint64_t a = pe_rd_fixed(&r, 8), l = pe_rd_fixed(&r, 8);
+
+            if (!r.ok || (a == 0 && l == 0))
+                break;
+            if (l && a + l > a && (err = add_cur(ca, a, a + l)))
+                return err;
+        }
+    }
+    return 0;
+}
+
+/* Unit i's DIE: its bases, line table offset and comp_dir, and (when .debug_aranges did not
+   cover it) its ranges into the CU index.  A unit that cannot be read is marked broken;
+   0, or -E2BIG. */
+static int
+read_unit_die(pe_dw_obj_t *o, size_t i, int ranges, cur_arg_t *ca)
+{
+    cu_t *cu = &o->cus[i];
+    pe_rd_t r = pe_rd_at(o->sec[S_INFO].p, cu->end, cu->die_off);
+    die_t d;
+    int err = 0;
+
+    cu->abt = abt_get(o, cu, &err);
+    if (!cu->abt) {
+        if (err == -E2BIG)
+            return err;
+        cu->broken = 1;
+        return 0;
+    }
+    if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab ||
+        (d.ab->tag != DW_TAG_compile_unit && d.ab->tag != DW_TAG_partial_unit &&
+         d.ab->tag != DW_TAG_skeleton_unit)) {
+        cu->broken = 1;
+        return 0;
+    }
+    if (d.str_off_base.cls == V_SECOFF || d.str_off_base.cls == V_CONST)
+        cu->str_off_base = d.str_off_base.u;
+    else if (cu->version >= 5)
+        cu->str_off_base = cu->off_size == 8 ? 16 : 8; /* past the first contribution's header */
+    if (d.addr_base.cls == V_SECOFF || d.addr_base.cls == V_CONST)
+        cu->addr_base = d.addr_base.u;
+    if (d.rnglists_base.cls == V_SECOFF || d.rnglists_base.cls == V_CONST)
+        cu->rnglists_base = d.rnglists_base.u;
+    else if (d.gnu_ranges_base.cls == V_SECOFF || d.gnu_ranges_base.cls == V_CONST)
+        cu->rnglists_base = d.gnu_ranges_base.u;
+    if (d.low.cls != V_NONE)
+        addr_of(o, cu, &d.low, &cu->base);
+    if (d.stmt_list.cls == V_SECOFF || d.stmt_list.cls == V_CONST) {
+        cu->stmt_list = d.stmt_list.u;
+        cu->has_stmt = 1;
+    }
+    cu->comp_dir = str_of(o, cu, &d.comp_dir);
+    if (!ranges)
+        return 0;
+    ca->cu = (uint32_t)i;
+    err = die_ranges(o, cu, &d, add_cur, ca);
+    return err < 0 ? err : 0;
+}
+
+/* Read every unit header and unit DIE; collect the units' ranges into the CU index, sorted
+   by start, each entry with the largest end up to it (cu_of_pc's bound on looking back). */
+static int
+read_units(pe_dw_obj_t *o)
+{
+    uint8_t *in_aranges;
+    cur_arg_t ca = {o, 0, 0};
+    size_t i;
+    int err;
+
+    if ((err = read_unit_headers(o)) < 0)
+        return err;
     in_aranges = dw_alloc(o, o->ncus, &err);
     if (!in_aranges)
         return err;
     memset(in_aranges, 0, o->ncus);
-    /* .debug_aranges (GCC writes it; clang does not by default) */
-    if (o->sec[S_ARANGES].p) {
-        const sec_t *sa = &o->sec[S_ARANGES];
-        uint64_t aoff = 0;
-
-        while (aoff + 16 <= sa->n) {
-            rd_t r = rd_at(sa->p, sa->n, aoff);
-            uint64_t set = aoff, len = rd_fixed(&r, 4), cuoff;
-            unsigned osz = 4, asz, ssz;
-            cu_t *cu;
-
-            if (len == 0xffffffff) {
-                len = rd_fixed(&r, 8);
-                osz = 8;
-            }
-            if (!r.ok || len > (uint64_t)(r.end - r.p) || len < 4)
-                break;
-            aoff = (uint64_t)(r.p - sa->p) + len;
-            r.end = r.p + len;
-            rd_fixed(&r, 2);
-            cuoff = rd_fixed(&r, osz);
-            asz = rd_u8(&r);
-            ssz = rd_u8(&r);
-            cu = cu_of_offset(o, cuoff);
-            if (!r.ok || !cu || cu->off != cuoff || asz != 8 || ssz != 0)
-                continue;
-            /* tuples start at a multiple of twice the address size */
-            rd_skip(&r, (16 - (uint64_t)(r.p - (sa->p + set)) % 16) % 16);
-            ca.cu = (uint32_t)(cu - o->cus);
-            in_aranges[ca.cu] = 1;
-            while (r.ok) {
-                uint64_t a = rd_fixed(&r, 8), l = rd_fixed(&r, 8);
-
-                if (!r.ok || (a == 0 && l == 0))
-                    break;
-                if (l && a + l > a && (err = add_cur(&ca, a, a + l)))
-                    goto out;
-            }
-        }
-    }
+    if ((err = read_aranges(o, in_aranges, &ca)) < 0)
+        goto out;
     for (i = 0; i < o->ncus; i++) {
-        cu_t *cu = &o->cus[i];
-        rd_t r = rd_at(si->p, cu->end, cu->die_off);
-        die_t d;
-
-        if (i % 1024 == 1023 && past_deadline()) {
+        if (i % 1024 == 1023 && past_hard_bound()) {
             err = -ETIMEDOUT;
             goto out;
         }
-
-        cu->abt = abt_get(o, cu, &err);
-        if (!cu->abt) {
-            if (err == -E2BIG)
-                goto out;
-            cu->broken = 1;
-            continue;
-        }
-        if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab ||
-            (d.ab->tag != DW_TAG_compile_unit && d.ab->tag != DW_TAG_partial_unit &&
-             d.ab->tag != DW_TAG_skeleton_unit)) {
-            cu->broken = 1;
-            continue;
-        }
-        if (d.str_off_base.cls == V_SECOFF || d.str_off_base.cls == V_CONST)
-            cu->str_off_base = d.str_off_base.u;
-        else if (cu->version >= 5)
-            cu->str_off_base =
-                cu->off_size == 8 ? 16 : 8; /* past the first contribution's header */
-        if (d.addr_base.cls == V_SECOFF || d.addr_base.cls == V_CONST)
-            cu->addr_base = d.addr_base.u;
-        if (d.rnglists_base.cls == V_SECOFF || d.rnglists_base.cls == V_CONST)
-            cu->rnglists_base = d.rnglists_base.u;
-        else if (d.gnu_ranges_base.cls == V_SECOFF || d.gnu_ranges_base.cls == V_CONST)
-            cu->rnglists_base = d.gnu_ranges_base.u;
-        if (d.low.cls != V_NONE)
-            addr_of(o, cu, &d.low, &cu->base);
-        if (d.stmt_list.cls == V_SECOFF || d.stmt_list.cls == V_CONST) {
-            cu->stmt_list = d.stmt_list.u;
-            cu->has_stmt = 1;
-        }
-        cu->comp_dir = str_of(o, cu, &d.comp_dir);
-        if (!in_aranges[i]) {
-            ca.cu = (uint32_t)i;
-            if ((err = die_ranges(o, cu, &d, add_cur, &ca)) < 0)
-                goto out;
-        }
+        if ((err = read_unit_die(o, i, !in_aranges[i], &ca)) < 0)
+            goto out;
     }
-    err = 0;
     if (o->ncur > 1)
         qsort(o->cur, o->ncur, sizeof(cur_t), cur_cmp);
     for (i = 0; i < o->ncur; i++)
@@ -1528,7 +1347,7 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
 {
     const sec_t *si = &o->sec[S_INFO];
     uint32_t stack[MAX_DEPTH + 1];
-    rd_t r = rd_at(si->p, cu->end, cu->die_off);
+    pe_rd_t r = pe_rd_at(si->p, cu->end, cu->die_off);
     int depth = 0, err = 0;
     unsigned count = 0;
     fns_t *f;
@@ -1544,7 +1363,7 @@ build_fns(pe_dw_obj_t *o, cu_t *cu)
         uint32_t me = NONE;
         die_t d;
 
-        if (++count % 4096 == 0 && past_deadline()) {
+        if (++count % 4096 == 0 && past_hard_bound()) {
             err = -ETIMEDOUT;
             goto err_free;
         }
@@ -1658,19 +1477,19 @@ lines_free(pe_dw_obj_t *o, lines_t *l)
 
 /* DWARF 5 directory / file entries: their format, then the entries. */
 static int
-read_entries(pe_dw_obj_t *o, const cu_t *cu, rd_t *r, int files, lines_t *l)
+read_entries(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, int files, lines_t *l)
 {
     uint64_t fmt[32][2], count, i;
-    unsigned nfmt = rd_u8(r), k;
+    unsigned nfmt = pe_rd_u8(r), k;
     int err = 0;
 
     if (nfmt > 32)
         return -EINVAL;
     for (k = 0; k < nfmt; k++) {
-        fmt[k][0] = rd_uleb(r);
-        fmt[k][1] = rd_uleb(r);
+        fmt[k][0] = pe_rd_uleb(r);
+        fmt[k][1] = pe_rd_uleb(r);
     }
-    count = rd_uleb(r);
+    count = pe_rd_uleb(r);
     /* each entry takes at least a byte unless it has no fields */
     if (!r->ok || (count && (nfmt == 0 || count > (uint64_t)(r->end - r->p))))
         return -EINVAL;
@@ -1736,18 +1555,217 @@ add_row(pe_dw_obj_t *o, lines_t *l, uint64_t addr, uint64_t file, uint64_t line,
     return 0;
 }
 
+/* What a line program's header says about running it. */
+typedef struct line_hdr_s {
+    uint8_t std_len[256]; /* operands of each standard opcode */
+    uint8_t min_inst, line_range, opcode_base;
+    int8_t line_base;
+    unsigned addr_size;
+} line_hdr_t;
+
+/* DWARF 2-4 include directories and file names, each list NUL-ended (two passes over
+   each: count, then fill).  0 or -E2BIG. */
+static int
+read_v4_entries(pe_dw_obj_t *o, pe_rd_t *h, lines_t *l)
+{
+    const uint8_t *save = h->p;
+    size_t n = 0, i;
+    int err = 0;
+
+    while (h->ok && h->p < h->end && *h->p)
+        pe_rd_cstr(h), n++;
+    h->p = save;
+    l->dirs = dw_alloc(o, (n ? n : 1) * sizeof(char *), &err);
+    if (!l->dirs)
+        return err;
+    for (i = 0; i < n; i++)
+        l->dirs[i] = pe_rd_cstr(h);
+    l->ndirs = n;
+    pe_rd_u8(h);
+    save = h->p;
+    n = 0;
+    while (h->ok && h->p < h->end && *h->p) {
+        pe_rd_cstr(h);
+        pe_rd_uleb(h), pe_rd_uleb(h), pe_rd_uleb(h);
+        n++;
+    }
+    h->p = save;
+    l->files = dw_alloc(o, (n ? n : 1) * sizeof(lfile_t), &err);
+    if (!l->files)
+        return err;
+    memset(l->files, 0, (n ? n : 1) * sizeof(lfile_t));
+    for (i = 0; i < n && h->ok; i++) {
+        l->files[i].name = pe_rd_cstr(h);
+        l->files[i].dir = pe_rd_uleb(h);
+        pe_rd_uleb(h), pe_rd_uleb(h);
+    }
+    l->nfiles = h->ok ? n : 0;
+    return 0;
+}
+
+/* The unit's line program header at r (left at the program, r->end at its end), its
+   directories and files into l.  1 to run the program, 0 when there is none we can read,
+   or -E2BIG. */
+static int
+read_line_header(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, lines_t *l, line_hdr_t *lh)
+{
+    uint64_t len, hdr_len, i;
+    unsigned osz = 4;
+    const uint8_t *prog;
+    pe_rd_t h;
+    int err;
+
+    len = pe_rd_fixed(r, 4);
+    if (len == 0xffffffff) {
+        len = pe_rd_fixed(r, 8);
+        osz = 8;
+    }
+    if (!r->ok || len > (uint64_t)(r->end - r->p))
+        return 0;
+    r->end = r->p + len;
+    l->version = (int)pe_rd_fixed(r, 2);
+    if (l->version < 2 || l->version > 5)
+        return 0;
+    lh->addr_size = cu->addr_size;
+    if (l->version >= 5) {
+        lh->addr_size = pe_rd_u8(r);
+        pe_rd_u8(r); /* segment selector size */
+    }
+    hdr_len = pe_rd_fixed(r, osz);
+    if (!r->ok || hdr_len > (uint64_t)(r->end - r->p))
+        return 0;
+    prog = r->p + hdr_len;
+    h = *r;
+    h.end = prog;
+    lh->min_inst = pe_rd_u8(&h);
+    if (l->version >= 4)
+        pe_rd_u8(&h); /* maximum_operations_per_instruction: 1 on the machines we read */
+    pe_rd_u8(&h);     /* default_is_stmt: lookups use every row, as LLVM does */
+    lh->line_base = (int8_t)pe_rd_u8(&h);
+    lh->line_range = pe_rd_u8(&h);
+    lh->opcode_base = pe_rd_u8(&h);
+    if (!h.ok || lh->line_range == 0 || lh->opcode_base == 0)
+        return 0;
+    memset(lh->std_len, 0, sizeof(lh->std_len));
+    for (i = 1; i < lh->opcode_base; i++)
+        lh->std_len[i] = pe_rd_u8(&h);
+    if (l->version >= 5) {
+        if ((err = read_entries(o, cu, &h, 0, l)) == -E2BIG ||
+            (err = read_entries(o, cu, &h, 1, l)) == -E2BIG)
+            return err;
+    } else if ((err = read_v4_entries(o, &h, l)) < 0) {
+        return err;
+    }
+    r->p = prog;
+    return 1;
+}
+
+/* An end_sequence row was just added at addr: keep the rows from seq_first as a sequence
+   (LLVM keeps one with rows and a non-empty range), or drop them.  0 or -E2BIG. */
+static int
+end_sequence(pe_dw_obj_t *o, lines_t *l, size_t seq_first, uint64_t addr)
+{
+    size_t n = l->nrows - seq_first;
+    seq_t *s;
+    int err;
+
+    if (n < 2 || l->rows[seq_first].addr >= addr) {
+        l->nrows = seq_first;
+        return 0;
+    }
+    if ((err = dw_grow(o, (void **)&l->seqs, &l->capseqs, l->nseqs + 1, sizeof(seq_t))))
+        return err;
+    s = &l->seqs[l->nseqs++];
+    s->lo = l->rows[seq_first].addr;
+    s->hi = addr;
+    s->first = (uint32_t)seq_first;
+    s->n = (uint32_t)n;
+    return 0;
+}
+
+/* Run the line program in r (DWARF 5, 6.2.5) into l's rows and sequences.  0, -E2BIG or
+   -ETIMEDOUT. */
+static int
+run_line_program(pe_dw_obj_t *o, lines_t *l, pe_rd_t *r, const line_hdr_t *lh)
+{
+    uint64_t addr = 0, file = 1, line = 1, col = 0, i;
+    size_t seq_first = l->nrows;
+    unsigned count = 0;
+    int err;
+
+    while (r->ok && r->p < r->end) {
+        uint8_t op = pe_rd_u8(r);
+        int emit = 0, end = 0;
+
+        if (++count % 65536 == 0 && past_hard_bound())
+            return -ETIMEDOUT;
+        if (op >= lh->opcode_base) { /* a special opcode: advance both, emit a row */
+            unsigned adj = op - lh->opcode_base;
+
+            addr += (uint64_t)(adj / lh->line_range) * lh->min_inst;
+            line += (uint64_t)(int64_t)(lh->line_base + (int)(adj % lh->line_range));
+            emit = 1;
+        } else if (op == 0) { /* an extended opcode */
+            uint64_t elen = pe_rd_uleb(r);
+            const uint8_t *next;
+            uint8_t sub;
+
+            if (!pe_rd_room(r, elen) || elen == 0)
+                break;
+            next = r->p + elen;
+            sub = pe_rd_u8(r);
+            if (sub == 1) { /* DW_LNE_end_sequence */
+                emit = end = 1;
+            } else if (sub == 2) { /* DW_LNE_set_address */
+                addr = pe_rd_fixed(r, elen - 1 <= 8 ? (unsigned)(elen - 1) : lh->addr_size);
+            }
+            r->p = next;
+        } else {
+            switch (op) {
+            case 1: emit = 1; break;                             /* copy */
+            case 2: addr += pe_rd_uleb(r) * lh->min_inst; break; /* advance_pc */
+            case 3: line += (uint64_t)pe_rd_sleb(r); break;      /* advance_line */
+            case 4: file = pe_rd_uleb(r); break;                 /* set_file */
+            case 5: col = pe_rd_uleb(r); break;                  /* set_column */
+            case 8:                                              /* const_add_pc */
+                addr += (uint64_t)((255 - lh->opcode_base) / lh->line_range) * lh->min_inst;
+                break;
+            case 9: addr += pe_rd_fixed(r, 2); break; /* fixed_advance_pc */
+            case 6:
+            case 7:
+            case 10:
+            case 11: break;
+            default:
+                for (i = 0; i < lh->std_len[op]; i++)
+                    pe_rd_uleb(r);
+                break;
+            }
+        }
+        if (!emit)
+            continue;
+        if ((err = add_row(o, l, addr, file, line, col)))
+            return err;
+        if (end) {
+            if ((err = end_sequence(o, l, seq_first, addr)))
+                return err;
+            seq_first = l->nrows;
+            addr = 0, file = 1, line = 1, col = 0;
+        }
+        if (l->nrows >= UINT32_MAX / 2)
+            return -E2BIG;
+    }
+    l->nrows = seq_first; /* a last sequence without its end is dropped */
+    return 0;
+}
+
 /* Decode the unit's line program (DWARF 5, section 6.2) into sequences of rows. */
 static int
 build_lines(pe_dw_obj_t *o, cu_t *cu)
 {
     const sec_t *sl = &o->sec[S_LINE];
-    uint64_t len, hdr_len, i;
-    uint8_t std_len[256], min_inst, max_ops, line_range, opcode_base;
-    int8_t line_base;
-    unsigned osz = 4, addr_size = cu->addr_size, count = 0;
-    const uint8_t *prog;
+    pe_rd_t r = pe_rd_at(sl->p, sl->n, cu->stmt_list);
+    line_hdr_t lh;
     lines_t *l;
-    rd_t r = rd_at(sl->p, sl->n, cu->stmt_list), h;
     int err = 0;
 
     l = dw_alloc(o, sizeof(*l), &err);
@@ -1755,162 +1773,10 @@ build_lines(pe_dw_obj_t *o, cu_t *cu)
         return err;
     memset(l, 0, sizeof(*l));
     cu->lines = l;
-    if (!cu->has_stmt)
-        return 0;
-    len = rd_fixed(&r, 4);
-    if (len == 0xffffffff) {
-        len = rd_fixed(&r, 8);
-        osz = 8;
-    }
-    if (!r.ok || len > (uint64_t)(r.end - r.p))
-        return 0;
-    r.end = r.p + len;
-    l->version = (int)rd_fixed(&r, 2);
-    if (l->version < 2 || l->version > 5)
-        return 0;
-    if (l->version >= 5) {
-        addr_size = rd_u8(&r);
-        rd_u8(&r); /* segment selector size */
-    }
-    hdr_len = rd_fixed(&r, osz);
-    if (!r.ok || hdr_len > (uint64_t)(r.end - r.p))
-        return 0;
-    prog = r.p + hdr_len;
-    h = r;
-    h.end = prog;
-    min_inst = rd_u8(&h);
-    max_ops = l->version >= 4 ? rd_u8(&h) : 1;
-    (void)max_ops;
-    rd_u8(&h); /* default_is_stmt: lookups use every row, as LLVM does */
-    line_base = (int8_t)rd_u8(&h);
-    line_range = rd_u8(&h);
-    opcode_base = rd_u8(&h);
-    if (!h.ok || line_range == 0 || opcode_base == 0)
-        return 0;
-    memset(std_len, 0, sizeof(std_len));
-    for (i = 1; i < opcode_base; i++)
-        std_len[i] = rd_u8(&h);
-    if (l->version >= 5) {
-        if ((err = read_entries(o, cu, &h, 0, l)) == -E2BIG ||
-            (err = read_entries(o, cu, &h, 1, l)) == -E2BIG)
-            return err;
-        err = 0;
-    } else {
-        const uint8_t *save = h.p;
-        size_t n = 0;
-
-        /* two passes over each list: count, then fill */
-        while (h.ok && h.p < h.end && *h.p)
-            rd_cstr(&h), n++;
-        h.p = save;
-        l->dirs = dw_alloc(o, (n ? n : 1) * sizeof(char *), &err);
-        if (!l->dirs)
-            return err;
-        for (i = 0; i < n; i++)
-            l->dirs[i] = rd_cstr(&h);
-        l->ndirs = n;
-        rd_u8(&h);
-        save = h.p;
-        n = 0;
-        while (h.ok && h.p < h.end && *h.p) {
-            rd_cstr(&h);
-            rd_uleb(&h), rd_uleb(&h), rd_uleb(&h);
-            n++;
-        }
-        h.p = save;
-        l->files = dw_alloc(o, (n ? n : 1) * sizeof(lfile_t), &err);
-        if (!l->files)
-            return err;
-        memset(l->files, 0, (n ? n : 1) * sizeof(lfile_t));
-        for (i = 0; i < n && h.ok; i++) {
-            l->files[i].name = rd_cstr(&h);
-            l->files[i].dir = rd_uleb(&h);
-            rd_uleb(&h), rd_uleb(&h);
-        }
-        l->nfiles = h.ok ? n : 0;
-    }
-    /* the program */
-    r.p = prog;
-    {
-        uint64_t addr = 0, file = 1, line = 1, col = 0;
-        size_t seq_first = l->nrows;
-
-        while (r.ok && r.p < r.end) {
-            uint8_t op = rd_u8(&r);
-            int emit = 0, end = 0;
-
-            if (++count % 65536 == 0 && past_deadline())
-                return -ETIMEDOUT;
-            if (op >= opcode_base) {
-                unsigned adj = op - opcode_base;
-
-                addr += (uint64_t)(adj / line_range) * min_inst;
-                line += (uint64_t)(int64_t)(line_base + (int)(adj % line_range));
-                emit = 1;
-            } else if (op == 0) {
-                uint64_t elen = rd_uleb(&r);
-                const uint8_t *next;
-                uint8_t sub;
-
-                if (!rd_room(&r, elen) || elen == 0)
-                    break;
-                next = r.p + elen;
-                sub = rd_u8(&r);
-                if (sub == 1) { /* DW_LNE_end_sequence */
-                    emit = end = 1;
-                } else if (sub == 2) { /* DW_LNE_set_address */
-                    addr = rd_fixed(&r, elen - 1 <= 8 ? (unsigned)(elen - 1) : addr_size);
-                }
-                r.p = next;
-            } else {
-                switch (op) {
-                case 1: emit = 1; break;                       /* copy */
-                case 2: addr += rd_uleb(&r) * min_inst; break; /* advance_pc */
-                case 3: line += (uint64_t)rd_sleb(&r); break;  /* advance_line */
-                case 4: file = rd_uleb(&r); break;             /* set_file */
-                case 5: col = rd_uleb(&r); break;              /* set_column */
-                case 8: addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst; break;
-                case 9: addr += rd_fixed(&r, 2); break; /* fixed_advance_pc */
-                case 6:
-                case 7:
-                case 10:
-                case 11: break;
-                default:
-                    for (i = 0; i < std_len[op]; i++)
-                        rd_uleb(&r);
-                    break;
-                }
-            }
-            if (!emit)
-                continue;
-            if ((err = add_row(o, l, addr, file, line, col)))
-                return err;
-            if (end) {
-                size_t n = l->nrows - seq_first;
-
-                /* LLVM keeps a sequence when it has rows and a non-empty range */
-                if (n >= 2 && l->rows[seq_first].addr < addr) {
-                    seq_t *s;
-
-                    if ((err = dw_grow(o, (void **)&l->seqs, &l->capseqs, l->nseqs + 1,
-                                       sizeof(seq_t))))
-                        return err;
-                    s = &l->seqs[l->nseqs++];
-                    s->lo = l->rows[seq_first].addr;
-                    s->hi = addr;
-                    s->first = (uint32_t)seq_first;
-                    s->n = (uint32_t)n;
-                } else {
-                    l->nrows = seq_first;
-                }
-                seq_first = l->nrows;
-                addr = 0, file = 1, line = 1, col = 0;
-            }
-            if (l->nrows >= UINT32_MAX / 2)
-                return -E2BIG;
-        }
-        l->nrows = seq_first; /* a last sequence without its end is dropped */
-    }
+    if (!cu->has_stmt || (err = read_line_header(o, cu, &r, l, &lh)) <= 0)
+        return err;
+    if ((err = run_line_program(o, l, &r, &lh)) < 0)
+        return err;
     if (l->nseqs > 1)
         qsort(l->seqs, l->nseqs, sizeof(seq_t), seq_cmp);
     return 0;
@@ -2040,13 +1906,13 @@ find_name(pe_dw_obj_t *o, uint64_t die, int linkage)
         uint64_t off = work[--nwork];
         cu_t *cu = cu_of_offset(o, off);
         const val_t *refs[2];
-        rd_t r;
+        pe_rd_t r;
         die_t d;
         int j;
 
         if (!cu || !cu->abt || off < cu->die_off)
             continue;
-        r = rd_at(o->sec[S_INFO].p, cu->end, off);
+        r = pe_rd_at(o->sec[S_INFO].p, cu->end, off);
         if (read_die(o, cu, &r, &d, 1) < 0 || !d.ab)
             continue;
         if (linkage && d.linkage.cls != V_NONE)
@@ -2135,7 +2001,7 @@ obj_load(pe_dw_obj_t *o)
         }
     }
     err = read_units(o);
-    if (err == -EINVAL) {
+    if (err == -EINVAL || err == -ETIMEDOUT) { /* a file that costs that much: once only */
         o->broken = 1;
         goto err_unload;
     }
@@ -2166,129 +2032,23 @@ enforce_budget(pe_dw_obj_t *keep)
     }
 }
 
-/* 1 if the file at `path` has DWARF, and is the right file: when want_id is set and the
-   file has a build id they must match; otherwise, for a debuglink candidate (check_crc),
-   the CRC32 of the whole file must be the one the link names.  Leaves it mapped in o. */
-static int
-try_file(pe_dw_obj_t *o, const char *path, const char *want_id, int check_crc, uint32_t crc)
-{
-    struct stat st;
-    size_t size;
-    const uint8_t *img = map_file(path, &size, &st);
-    char id[128];
-
-    if (!img)
-        return 0;
-    o->map = img;
-    o->map_size = size;
-    memset(o->raw, 0, sizeof(o->raw));
-    if (want_id && want_id[0] && elf_build_id(img, size, id, sizeof(id))) {
-        if (strcmp(id, want_id) != 0)
-            goto no;
-    } else if (check_crc) {
-        uLong c = crc32(0L, Z_NULL, 0);
-        size_t off = 0;
-
-        while (off < size) {
-            size_t n = size - off > (1u << 30) ? (1u << 30) : size - off;
-
-            c = crc32(c, img + off, (uInt)n);
-            off += n;
-        }
-        if ((uint32_t)c != crc)
-            goto no;
-    }
-    if (find_dwarf_sections(o))
-        return 1;
-no:
-    munmap((void *)img, size);
-    o->map = NULL;
-    o->map_size = 0;
-    return 0;
-}
-
-/* buf = a b c d; -1 if it does not fit (buf may be a) */
-static int
-join(char *buf, size_t cap, const char *a, const char *b, const char *c, const char *d)
-{
-    size_t la = strlen(a), lb = strlen(b), lc = strlen(c), ld = strlen(d);
-
-    if (la + lb + lc + ld >= cap)
-        return -1;
-    memmove(buf, a, la);
-    memcpy(buf + la, b, lb);
-    memcpy(buf + la + lb, c, lc);
-    memcpy(buf + la + lb + lc, d, ld + 1);
-    return 0;
-}
-/* Map into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h); o->map
-   stays NULL when there is none. */
-
+/* Open into o the first file holding DWARF, in pe_dw_open's search order (dwarf.h): the
+   object itself, else its separate debug file (elf.c's one search); o->elf.img stays NULL
+   when there is none. */
 static void
 find_dwarf(pe_dw_obj_t *o, const char *path, const char *build_id, const char *debug_dir)
 {
-    char cand[4096], dir[4096], link[256];
-    const Elf64_Shdr *dl;
-    struct stat st;
-    const uint8_t *img;
-    const char *slash;
-    size_t size, dlen;
-    uint32_t crc;
+    pe_elf_t e;
 
-    if (try_file(o, path, NULL, 0, 0))
-        return;
-    if (build_id && strlen(build_id) > 2 && debug_dir) {
-        int n = snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, build_id,
-                         build_id + 2);
-
-        if (n > 0 && (size_t)n < sizeof(cand) && try_file(o, cand, build_id, 0, 0))
-            return;
-    }
-    img = map_file(path, &size, &st);
-    if (!img)
-        return;
-    dl = elf_find(img, size, ".gnu_debuglink");
-    if (!dl || dl->sh_size < 8) {
-        munmap((void *)img, size);
-        return;
-    }
-    {
-        const char *nm = (const char *)img + dl->sh_offset;
-        const char *z = memchr(nm, 0, dl->sh_size);
-        size_t nlen, crc_off;
-
-        if (!z || (nlen = (size_t)(z - nm)) == 0 || nlen >= sizeof(link) || memchr(nm, '/', nlen)) {
-            munmap((void *)img, size);
+    if (pe_elf_open(&e, path) == 0) {
+        if (find_dwarf_sections(o, &e)) {
+            o->elf = e;
             return;
         }
-        memcpy(link, nm, nlen + 1);
-        crc_off = (nlen + 4) & ~(size_t)3;
-        if (crc_off + 4 > dl->sh_size) {
-            munmap((void *)img, size);
-            return;
-        }
-        memcpy(&crc, nm + crc_off, 4);
+        pe_elf_close(&e);
     }
-    munmap((void *)img, size);
-    slash = strrchr(path, '/');
-    dlen = slash ? (size_t)(slash - path) : 1;
-    if (dlen >= sizeof(dir))
-        return;
-    if (slash)
-        memcpy(dir, path, dlen);
-    else
-        dir[0] = '.';
-    dir[dlen] = '\0';
-    /* beside the object (unless that is the object), in .debug/ there, under debug_dir */
-    if (join(cand, sizeof(cand), dir, "/", "", link) == 0 && strcmp(cand, path) != 0 &&
-        try_file(o, cand, build_id, 1, crc))
-        return;
-    if (join(cand, sizeof(cand), dir, "/.debug/", "", link) == 0 &&
-        try_file(o, cand, build_id, 1, crc))
-        return;
-    if (debug_dir && join(cand, sizeof(cand), debug_dir, dir[0] == '/' ? "" : "/", dir, "") == 0 &&
-        join(cand, sizeof(cand), cand, "/", link, "") == 0)
-        try_file(o, cand, build_id, 1, crc);
+    if (pe_elf_debug_file(path, build_id, debug_dir, find_dwarf_sections, o, &e))
+        o->elf = e;
 }
 
 /* ---- API ----------------------------------------------------------------------------------- */
@@ -2326,7 +2086,7 @@ pe_dw_open(const char *path, const char *build_id, const char *debug_dir)
         }
         memcpy(o->key, key, klen + 1);
         find_dwarf(o, path, build_id, debug_dir);
-        o->usable = o->map != NULL;
+        o->usable = o->elf.img != NULL;
         o->next = cache;
         cache = o;
     }
@@ -2354,11 +2114,14 @@ pe_dw_lookup(pe_dw_obj_t *o, uint64_t vaddr, pe_dw_frame_t *out, int max)
     cu = cu_of_pc(o, vaddr);
     if (!cu || cu->broken)
         return 0;
-    if (!cu->fns && (err = build_fns(o, cu)) < 0)
+    if (!cu->fns && (err = build_fns(o, cu)) < 0) {
+        cu->broken |= err == -ETIMEDOUT; /* cut by the hard bound: not again */
         return err == -E2BIG || err == -ETIMEDOUT ? err : 0;
+    }
     if (!cu->lines && (err = build_lines(o, cu)) < 0) {
         lines_free(o, cu->lines);
         cu->lines = NULL;
+        cu->broken |= err == -ETIMEDOUT;
         return err == -E2BIG || err == -ETIMEDOUT ? err : 0;
     }
     f = cu->fns;
@@ -2425,8 +2188,7 @@ pe_dw_trim(void)
 
         cache = o->next;
         obj_unload(o);
-        if (o->map)
-            munmap((void *)o->map, o->map_size);
+        pe_elf_close(&o->elf);
         free(o->key);
         free(o);
     }

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../preload/pe.h"
+
 typedef struct pe_dw_frame_s {
     const char *name; /* DW_AT_linkage_name (mangled) when present (also via
                          abstract_origin/specification), else DW_AT_name; NULL if unknown */
@@ -58,15 +60,17 @@ int pe_dw_lookup(pe_dw_obj_t *o, uint64_t vaddr, pe_dw_frame_t *out, int max);
 
 /*
  * Bounds: total bytes of decoded tables + decompressed sections kept
- * (budget; evicts least recently used objects first), and a CLOCK_MONOTONIC
- * deadline in ns (0 = none) for lookups from now on.
+ * (budget; evicts least recently used objects first), and a deadline in ns
+ * on the calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID; 0 = none) for
+ * lookups from now on: past it a lookup answers -ETIMEDOUT and every table
+ * built so far is kept for later lookups.
  */
 void pe_dw_set_limits(size_t budget_bytes, int64_t deadline_ns);
 
 /* Drop every cached object (e.g. after a dlclose) and free everything. */
-void pe_dw_trim(void);
+PE_TESTONLY void pe_dw_trim(void);
 
 /* Bytes currently held (for tests and the profile's comment). */
-size_t pe_dw_bytes(void);
+PE_TESTONLY size_t pe_dw_bytes(void);
 
 #endif /* PE_SYMBOLS_DWARF_H */

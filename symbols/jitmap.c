@@ -399,30 +399,28 @@ dump_refresh(batch_t *b)
 static void
 dump_path(char *out, size_t len)
 {
-    char line[4096], want[64];
-    FILE *f;
+    pe_proc_lines_t it;
+    char want[64], *line;
 
     out[0] = '\0';
     snprintf(want, sizeof(want), "/jit-%d.dump", (int)jm.pid);
-    f = fopen("/proc/self/maps", "re");
-    if (!f)
+    if (pe_proc_lines_open(&it, "/proc/self/maps") < 0)
         return;
-    while (fgets(line, sizeof(line), f)) {
+    while ((line = pe_proc_lines_next(&it)) != NULL) {
         char *p = strchr(line, '/');
         size_t n;
         if (!p)
             continue;
-        n = strcspn(p, "\n");
-        p[n] = '\0';
+        n = strlen(p);
         if (n >= strlen(want) && strcmp(p + n - strlen(want), want) == 0) {
             snprintf(out, len, "%s", p);
             break;
         }
     }
-    fclose(f);
+    pe_proc_lines_close(&it);
 }
 
-/* ---- API (proto_int.h) ----------------------------------------------------------------- */
+/* ---- API (symbols.h) ------------------------------------------------------------------- */
 
 void
 pe_sym_jit_begin(void)

@@ -14,41 +14,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "elf.h"
 #include "symbols.h"
-
-/* ---- build ids ------------------------------------------------------------- */
-
-int
-pe_sym_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex, size_t hexlen)
-{
-    static const char digits[] = "0123456789abcdef";
-    const Elf64_Nhdr *nh;
-    size_t off = 0, namesz, descsz, i;
-    const unsigned char *desc;
-
-    if (align != 8)
-        align = 4;
-    while (off + sizeof(*nh) <= len) {
-        nh = (const Elf64_Nhdr *)(notes + off);
-        namesz = (nh->n_namesz + align - 1) & ~(align - 1);
-        descsz = (nh->n_descsz + align - 1) & ~(align - 1);
-        if (namesz > len - off - sizeof(*nh) || descsz > len - off - sizeof(*nh) - namesz)
-            return 0;
-        desc = notes + off + sizeof(*nh) + namesz;
-        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-            memcmp(notes + off + sizeof(*nh), "GNU", 4) == 0 && nh->n_descsz > 0 &&
-            nh->n_descsz <= PE_SYM_BUILDID_MAX && hexlen > 2 * nh->n_descsz) {
-            for (i = 0; i < nh->n_descsz; i++) {
-                hex[2 * i] = digits[desc[i] >> 4];
-                hex[2 * i + 1] = digits[desc[i] & 15];
-            }
-            hex[2 * i] = '\0';
-            return 1;
-        }
-        off += sizeof(*nh) + namesz + descsz;
-    }
-    return 0;
-}
 
 /* ---- loaded objects ----------------------------------------------------------- */
 
@@ -90,7 +57,7 @@ objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
                 hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
         } else if (ph->p_type == PT_NOTE && !o->build_id[0]) {
             /* Notes sit in the first, read-only PT_LOAD, so they are mapped. */
-            pe_sym_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+            pe_elf_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
                                  ph->p_memsz, ph->p_align, o->build_id, sizeof(o->build_id));
         }
     }

@@ -10,17 +10,18 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../preload/proc.h"
+#include "elf.h"
 #include "symbols.h"
 
 /* Past this many cached objects, tables of objects no longer loaded are dropped. */
@@ -44,6 +45,8 @@ typedef struct symtab_s {
     size_t nsyms, capsyms;
     char *names;
     size_t names_len, names_cap;
+    size_t added; /* by the elf_read_syms running */
+    int oom;      /* a debug file's table could not be kept */
 } symtab_t;
 
 struct pe_sym_batch_s {
@@ -71,72 +74,6 @@ static symtab_t **symcache;
 static size_t symcache_n, symcache_cap;
 
 /* ---- reading ELF ----------------------------------------------------------- */
-
-/* A whole file mapped read-only; only the pages we touch get read. */
-static const unsigned char *
-map_file(const char *path, size_t *size, struct stat *st)
-{
-    void *img;
-    int fd;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
-        return NULL;
-    }
-    img = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (img == MAP_FAILED)
-        return NULL;
-    *size = (size_t)st->st_size;
-    return img;
-}
-
-/* Section headers of an in-bounds ELF64 little-endian image, or NULL. */
-static const Elf64_Shdr *
-elf_sections(const unsigned char *img, size_t size, size_t *nsec)
-{
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-    const Elf64_Shdr *sh;
-    size_t n;
-
-    if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > size ||
-        (size - eh->e_shoff) < sizeof(Elf64_Shdr) || eh->e_shoff % 8 != 0)
-        return NULL;
-    sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-    /* More than SHN_LORESERVE sections: the real count is in section 0. */
-    n = eh->e_shnum ? eh->e_shnum : sh[0].sh_size;
-    if (n > (size - eh->e_shoff) / sizeof(Elf64_Shdr))
-        return NULL;
-    *nsec = n;
-    return sh;
-}
-
-static int
-sec_in_bounds(const Elf64_Shdr *s, size_t size)
-{
-    return s->sh_type != SHT_NOBITS && s->sh_offset <= size && s->sh_size <= size - s->sh_offset;
-}
-
-/* The image's GNU build id as hex into hex[hexlen]; 1 if found. */
-static int
-elf_build_id(const unsigned char *img, size_t size, char *hex, size_t hexlen)
-{
-    const Elf64_Shdr *sh;
-    size_t n, i;
-
-    sh = elf_sections(img, size, &n);
-    for (i = 0; sh && i < n; i++)
-        if (sh[i].sh_type == SHT_NOTE && sec_in_bounds(&sh[i], size) &&
-            pe_sym_note_build_id(img + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addralign, hex,
-                                 hexlen))
-            return 1;
-    return 0;
-}
 
 static int
 tab_add(symtab_t *tab, uint64_t start, uint64_t size, const char *name, size_t len, uint32_t rank)
@@ -187,47 +124,38 @@ alias_rank(const char *name, int bind)
     return 3 * underscores + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
 }
 
+/* One symbol of elf_read_syms: added when it is a defined, sized FUNC/IFUNC. */
+static int
+add_sym(void *arg, const Elf64_Sym *sym, const char *name, size_t len)
+{
+    symtab_t *tab = arg;
+    int t = ELF64_ST_TYPE(sym->st_info);
+    const char *at;
+
+    if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym->st_size == 0 || sym->st_shndx == SHN_UNDEF)
+        return 0;
+    /* A versioned name (clock_nanosleep@@GLIBC_2.17, a .symver alias in a .symtab)
+       is the function's name in every view. */
+    if ((at = memchr(name, '@', len)) != NULL && at > name)
+        len = (size_t)(at - name);
+    if (tab_add(tab, sym->st_value, sym->st_size, name, len,
+                alias_rank(name, ELF64_ST_BIND(sym->st_info))))
+        return -ENOMEM;
+    tab->added++;
+    return 0;
+}
+
 /*
  * Add the defined, sized FUNC/IFUNC symbols of the image's `type` section
  * (SHT_SYMTAB or SHT_DYNSYM).  Returns how many, or -ENOMEM.
  */
 static long
-elf_read_syms(symtab_t *tab, const unsigned char *img, size_t size, uint32_t type)
+elf_read_syms(symtab_t *tab, const pe_elf_t *e, uint32_t type)
 {
-    const Elf64_Shdr *sh, *ss = NULL, *st;
-    const Elf64_Sym *sym;
-    const char *strs, *name;
-    size_t nsec, i, nsym, len;
-    long added = 0;
-    int t, b;
-
-    sh = elf_sections(img, size, &nsec);
-    for (i = 0; sh && i < nsec && !ss; i++)
-        if (sh[i].sh_type == type)
-            ss = &sh[i];
-    if (!ss || !sec_in_bounds(ss, size) || ss->sh_link >= nsec || ss->sh_offset % 8 != 0)
-        return 0;
-    st = &sh[ss->sh_link];
-    if (!sec_in_bounds(st, size) || st->sh_size == 0)
-        return 0;
-    strs = (const char *)img + st->sh_offset;
-    sym = (const Elf64_Sym *)(img + ss->sh_offset);
-    nsym = ss->sh_size / sizeof(*sym);
-    for (i = 0; i < nsym; i++) {
-        t = ELF64_ST_TYPE(sym[i].st_info);
-        b = ELF64_ST_BIND(sym[i].st_info);
-        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym[i].st_size == 0 ||
-            sym[i].st_shndx == SHN_UNDEF || sym[i].st_name == 0 || sym[i].st_name >= st->sh_size)
-            continue;
-        name = strs + sym[i].st_name;
-        len = strnlen(name, st->sh_size - sym[i].st_name);
-        if (len == 0 || len == st->sh_size - sym[i].st_name)
-            continue; /* empty, or runs off the table */
-        if (tab_add(tab, sym[i].st_value, sym[i].st_size, name, len, alias_rank(name, b)))
-            return -ENOMEM;
-        added++;
-    }
-    return added;
+    tab->added = 0;
+    if (pe_elf_syms(e, type, add_sym, tab) < 0)
+        return -ENOMEM;
+    return (long)tab->added;
 }
 
 /* The vdso's image size from its program and section headers. */
@@ -284,48 +212,83 @@ tab_finish(symtab_t *tab)
     tab->nsyms = n;
 }
 
-/* Fill tab for one object.  Missing or unreadable files just leave it empty. */
+/* The file an object's debug links are looked up beside: the main program's
+   real path (its dlpi_name is empty), else the loader's name. */
+static const char *
+dw_path(const pe_sym_obj_t *obj, char *buf, size_t len)
+{
+    if (!obj->is_main && obj->name[0])
+        return obj->name;
+    return pe_proc_self_exe(buf, len) > 0 ? buf : NULL;
+}
+
+/* The debug-file search's test for symbolize: a .symtab with functions.  Leaves
+   them read into the table, so the file is read once. */
+static int
+has_symtab(void *arg, const pe_elf_t *e)
+{
+    symtab_t *tab = arg;
+    long n = elf_read_syms(tab, e, SHT_SYMTAB);
+
+    if (n < 0)
+        tab->oom = 1;
+    return n != 0;
+}
+
+/* "/usr/lib/debug" from pe_sym_debug_dir's "/usr/lib/debug/.build-id". */
+static const char *
+debug_root(char *buf, size_t len)
+{
+    size_t n = strlen(pe_sym_debug_dir);
+    static const char tail[] = "/.build-id";
+
+    if (n >= sizeof(tail) - 1 && strcmp(pe_sym_debug_dir + n - (sizeof(tail) - 1), tail) == 0)
+        n -= sizeof(tail) - 1;
+    snprintf(buf, len, "%.*s", (int)n, pe_sym_debug_dir);
+    return buf;
+}
+
+/* Fill tab for one object: the .symtab of its separate debug file (Debian's -dbgsym
+   packages, by build id or debug link: the full table of a stripped binary), else its
+   own .symtab, else its .dynsym.  Missing or unreadable files just leave it empty. */
 static int
 tab_load(symtab_t *tab, const pe_sym_obj_t *obj, const char *path)
 {
-    char dbg[4096];
-    char fid[2 * PE_SYM_BUILDID_MAX + 1];
+    char fid[2 * PE_SYM_BUILDID_MAX + 1], root[PATH_MAX], real[PATH_MAX];
     const unsigned char *img;
-    struct stat st;
+    const char *dpath;
+    pe_elf_t e;
     size_t size;
     long n = 0;
 
     if (obj->is_vdso) {
         img = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
         size = img ? vdso_size(img) : 0;
-        n = size ? elf_read_syms(tab, img, size, SHT_DYNSYM) : 0;
+        if (size) {
+            pe_elf_from_mem(&e, img, size);
+            n = elf_read_syms(tab, &e, SHT_DYNSYM);
+        }
         goto done;
     }
-    /* Debian's -dbgsym packages: the full .symtab of a stripped binary. */
-    if (strlen(obj->build_id) > 2) {
-        int len = snprintf(dbg, sizeof(dbg), "%s/%.2s/%s.debug", pe_sym_debug_dir, obj->build_id,
-                           obj->build_id + 2);
-        img = len > 0 && (size_t)len < sizeof(dbg) ? map_file(dbg, &size, &st) : NULL;
-        if (img) {
-            n = elf_read_syms(tab, img, size, SHT_SYMTAB);
-            munmap((void *)img, size);
-            if (n != 0)
-                goto done;
-        }
+    dpath = dw_path(obj, real, sizeof(real));
+    if (pe_elf_debug_file(dpath ? dpath : path, obj->build_id, debug_root(root, sizeof(root)),
+                          has_symtab, tab, &e)) {
+        n = tab->oom ? -ENOMEM : (long)tab->added;
+        pe_elf_close(&e);
+        goto done;
     }
-    img = map_file(path, &size, &st);
-    if (!img)
+    if (pe_elf_open(&e, path) < 0)
         return 0;
     /* A file replaced on disk since it was loaded would give wrong names. */
-    if (obj->build_id[0] && elf_build_id(img, size, fid, sizeof(fid)) &&
+    if (obj->build_id[0] && pe_elf_build_id(&e, fid, sizeof(fid)) &&
         strcmp(fid, obj->build_id) != 0) {
-        munmap((void *)img, size);
+        pe_elf_close(&e);
         return 0;
     }
-    n = elf_read_syms(tab, img, size, SHT_SYMTAB);
+    n = elf_read_syms(tab, &e, SHT_SYMTAB);
     if (n == 0)
-        n = elf_read_syms(tab, img, size, SHT_DYNSYM);
-    munmap((void *)img, size);
+        n = elf_read_syms(tab, &e, SHT_DYNSYM);
+    pe_elf_close(&e);
 done:
     if (n < 0)
         return (int)n;
@@ -497,39 +460,15 @@ pe_sym_lookup(pe_sym_batch_t *s, uintptr_t addr, uintptr_t *start)
 /* ---- source lines (dwarf.c) ------------------------------------------------------- */
 
 void
-pe_sym_lines_limits(pe_sym_batch_t *s, size_t budget, int64_t deadline_ns)
+pe_sym_lines_limits(pe_sym_batch_t *s, size_t budget, int64_t cpu_ns)
 {
+    struct timespec now;
+    int64_t deadline = 0;
+
     s->lines_off = budget == 0;
-    pe_dw_set_limits(budget, deadline_ns);
-}
-
-/* The file an object's debug links are looked up beside: the main program's
-   real path (its dlpi_name is empty), else the loader's name. */
-static const char *
-dw_path(const pe_sym_obj_t *obj, char *buf, size_t len)
-{
-    ssize_t n;
-
-    if (!obj->is_main && obj->name[0])
-        return obj->name;
-    n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    return buf;
-}
-
-/* "/usr/lib/debug" from pe_sym_debug_dir's "/usr/lib/debug/.build-id". */
-static const char *
-dw_debug_root(char *buf, size_t len)
-{
-    size_t n = strlen(pe_sym_debug_dir);
-    static const char tail[] = "/.build-id";
-
-    if (n >= sizeof(tail) - 1 && strcmp(pe_sym_debug_dir + n - (sizeof(tail) - 1), tail) == 0)
-        n -= sizeof(tail) - 1;
-    snprintf(buf, len, "%.*s", (int)n, pe_sym_debug_dir);
-    return buf;
+    if (cpu_ns > 0 && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
+        deadline = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + cpu_ns;
+    pe_dw_set_limits(budget, deadline);
 }
 
 int
@@ -549,7 +488,7 @@ pe_sym_lines(pe_sym_batch_t *s, uintptr_t addr, pe_dw_frame_t *out, int max)
            only decoded tables), so the batch keeps it. */
         s->dw_tried[i] = 1;
         file = dw_path(obj, path, sizeof(path));
-        s->dw[i] = file ? pe_dw_open(file, obj->build_id, dw_debug_root(root, sizeof(root))) : NULL;
+        s->dw[i] = file ? pe_dw_open(file, obj->build_id, debug_root(root, sizeof(root))) : NULL;
     }
     if (!s->dw[i])
         return 0;

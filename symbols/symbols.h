@@ -39,14 +39,6 @@ void pe_sym_objs_free(pe_sym_obj_t *objs, size_t n);
 /* The object whose PT_LOAD span holds addr, or NULL. */
 const pe_sym_obj_t *pe_sym_objs_find(const pe_sym_obj_t *objs, size_t n, uintptr_t addr);
 
-/*
- * Find NT_GNU_BUILD_ID in a buffer of ELF notes aligned to `align` (4, or 8
- * for some PT_NOTE segments) and write it as lowercase hex into hex[hexlen].
- * Returns 1 if found, else 0.
- */
-int pe_sym_note_build_id(const unsigned char *notes, size_t len, size_t align, char *hex,
-                         size_t hexlen);
-
 /* ---- symbols (symbolize.c) ---------------------------------------------- */
 
 typedef struct pe_sym_batch_s pe_sym_batch_t;
@@ -74,9 +66,11 @@ void pe_sym_end(pe_sym_batch_t *syms);
  * reached.  Strings are valid until pe_sym_end.
  */
 int pe_sym_lines(pe_sym_batch_t *syms, uintptr_t addr, pe_dw_frame_t *out, int max);
-/* The batch's bounds on debug info: bytes kept (0: no lines at all) and a
-   deadline (CLOCK_MONOTONIC ns, 0: none). */
-void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t deadline_ns);
+/* The batch's bounds on debug info: bytes kept (0: no lines at all) and the CPU
+   time this thread may spend reading it from now (ns, 0: no bound).  CPU, not
+   wall time: a busy machine stretches the one and not the other.  Whatever was
+   read before a bound is reached is kept for the next batch. */
+void pe_sym_lines_limits(pe_sym_batch_t *syms, size_t budget, int64_t cpu_ns);
 
 /* ---- JIT code names (jitmap.c) ------------------------------------------ */
 

@@ -7,8 +7,9 @@
 #              registry, fd bookkeeping, the life-cycle state (init.h), the
 #              one /proc reader (proc.h), the one port-file writer
 #              (portfile.h)
-#   1 symbols  addresses to names: loaded objects, ELF symbols and debug
-#              files, JIT maps, CPython names
+#   1 symbols  addresses to names: loaded objects, the one ELF reader and
+#              debug-file search, the one byte reader (bytes.h, which stack/
+#              reads with too), JIT maps, CPython names
 #   2 stack    a thread to frames: the unwinder, the cached-rules walk,
 #              /proc capture of blocked threads, CPython frames
 #   3 proto    the profile model, every encoder (the timeline chart too)
@@ -20,7 +21,8 @@
 #   6 http     the server, routing, parameters, the endpoint handlers
 #   7 top      preload/init.c (the constructor), preload/events.[ch] (the
 #              process events, which call every module), preload/*hooks.c
-#              (the interposers)
+#              (the interposers), interpose/ (their table, and the
+#              redirection of relocation slots after an attach)
 # Checked: every #include "..." of a tracked C file, and, when $BUILD has the
 # objects, every pe_* symbol an object uses (an extern declaration written by
 # hand is an edge too).  A module's *_int.h is for its own files only.
@@ -36,7 +38,8 @@ ALLOWED=""
 edges() {
     local files f dir inc
     files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' \
-        'sampler/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' 2>/dev/null | sort -u)
+        'sampler/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' 'interpose/*.[ch]' 2>/dev/null |
+        sort -u)
     [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] \
         sampler/*.[ch] heap/*.[ch] http/*.[ch])
     for f in $files; do
@@ -51,7 +54,7 @@ edges() {
     done
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
-        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http}/*.o; do
+        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http,interpose}/*.o; do
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
@@ -64,7 +67,8 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
+        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
+        if (p ~ /^interpose\//) return 7
         if (p ~ /^preload\//) return 0
         if (p ~ /^symbols\//) return 1
         if (p ~ /^stack\//) return 2

@@ -11,33 +11,23 @@ ls "$BUILD"/preload/*.o >/dev/null 2>&1 || { echo "check_testonly: no objects in
 
 # symbol  # reason
 ALLOWED="
-pe_fd_mark_dead       # preload/fd.c: being reworked (issue 31)
-pe_fd_resolve         # preload/fd.c: being reworked (issue 31)
-pe_prof_write_go_stack # proto/gotext.c: the integrator's, being reworked
-pe_prof_intern_n      # proto/model.c: the integrator's, being reworked
-pe_prof_set_debug_budget # proto/model.c: the integrator's, new
-pe_dem_demangle       # symbols/demangle.c: landed, symbolize.c is wiring it in
-pe_dem_shorten        # symbols/demangle.c: the same
-pe_dw_open            # symbols/dwarf.c: landed, symbolize.c is wiring it in
-pe_dw_lookup          # symbols/dwarf.c: the same
-pe_dw_bytes           # symbols/dwarf.c: the same
-pe_dw_set_limits      # symbols/dwarf.c: the same
-pe_dw_trim            # symbols/dwarf.c: the same
+pe_fd_mark_dead       # preload/fd.c: used in fd.c only (fd_int.h); fd.c is rel38's this round: make static then
+pe_fd_resolve         # preload/fd.c: the same
 "
 allowed=$(echo "$ALLOWED" | sed 's/#.*//' | tr -s ' \n' ' ')
 
 # "symbol defining-object used-elsewhere(0/1)" for every pe_* global
-uses=$(for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http}/*.o; do
+uses=$(for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http,interpose}/*.o; do
     nm -A "$o" 2>/dev/null
 done | awk '
     { split($1, a, ":"); o = a[1] }
     NF == 3 && $2 ~ /^[TDBRC]$/ && $3 ~ /^pe_/ { def[$3] = o }
-    NF == 3 && $2 == "U" && $3 ~ /^pe_/ { use[$3] = use[$3] " " o }
+    NF == 3 && ($2 == "U" || $2 == "w") && $3 ~ /^pe_/ { use[$3] = use[$3] " " o }
     END { for (s in def) { ext = 0; n = split(use[s], u, " ")
               for (i = 1; i <= n; i++) if (u[i] != def[s]) ext = 1
               print s, def[s], ext } }')
 # the names a header declares PE_TESTONLY
-marked=$(cat preload/*.h symbols/*.h stack/*.h proto/*.h sampler/*.h heap/*.h http/*.h |
+marked=$(cat preload/*.h symbols/*.h stack/*.h proto/*.h sampler/*.h heap/*.h http/*.h interpose/*.h |
     sed -n 's/^PE_TESTONLY\(.*\)$/\1/p' | grep -oE '\bpe_[A-Za-z0-9_]+' | sort -u)
 bad=0
 while read -r sym obj ext; do

@@ -120,6 +120,16 @@ else
     echo "skip: $P/p_alone_seccomp not built (libseccomp-dev: scripts/deps.sh)"
 fi
 
+# ---- PROFEP_ADDR=off: nothing of ours on stderr, in any process of the tree ---------------
+# p_host_alone's parent and its fork child each look at their own thread list and
+# step aside; with the server off that is said nowhere (PROFEP_LOG=info still says it)
+timeout -k 5 60 env LD_PRELOAD="$LIB" PROFEP_ADDR=off "$P/p_host_alone" >"$T/off.out" 2>"$T/off.err"
+check "PROFEP_ADDR=off, a forking program that must be alone: stderr has nothing of ours ($(grep -m1 profendpoints "$T/off.err"))" \
+    bash -c "grep -q HOST-ROW-DONE $T/off.out && ! grep -q '^profendpoints:' $T/off.err"
+timeout -k 5 60 env LD_PRELOAD="$LIB" PROFEP_ADDR=off PROFEP_LOG=info "$P/p_host_alone" >/dev/null 2>"$T/offlog.err"
+check "PROFEP_ADDR=off PROFEP_LOG=info: the stepping aside is still said" \
+    grep -q '^profendpoints: .*profiling stops in this process' "$T/offlog.err"
+
 # ---- headless Chromium ------------------------------------------------------------------
 CHROMIUM=$(command -v chromium) || CHROMIUM=
 if [ -n "$CHROMIUM" ]; then
@@ -131,6 +141,11 @@ if [ -n "$CHROMIUM" ]; then
     same chromium_nosandbox HOME="$T/web/root" -- "$CHROMIUM" --headless --no-sandbox \
         --dump-dom "file://$T/web/page.html"
     check "chromium (no sandbox) ran the page's script" grep -q 'alone and well' "$T/chromium_nosandbox.out"
+    # its processes with PROFEP_ADDR=off: not a line of ours
+    timeout -k 5 90 env HOME="$T/web/root" LD_PRELOAD="$LIB" PROFEP_ADDR=off "$CHROMIUM" --headless \
+        --no-sandbox --dump-dom "file://$T/web/page.html" >"$T/chromium_off.out" 2>"$T/chromium_off.err"
+    check "chromium with PROFEP_ADDR=off: its page, and nothing of ours on stderr ($(grep -m1 profendpoints "$T/chromium_off.err"))" \
+        bash -c "grep -q 'alone and well' $T/chromium_off.out && ! grep -q 'profendpoints:' $T/chromium_off.err"
     # sandboxed (its zygote, namespaces and seccomp-bpf), as nobody, where it runs so without us
     timeout -k 5 90 runuser -u nobody -- env HOME="$T/web/home" "$CHROMIUM" --headless \
         --dump-dom "file://$T/web/page.html" >"$T/chromium_sandbox.ref" 2>/dev/null

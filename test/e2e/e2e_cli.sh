@@ -33,7 +33,21 @@ expect_usage() {
     fi
 }
 expect_usage "heap 9999: a number that looks like a port is refused, naming both readings" 2 \
-    'heap 9999: expected SECONDS \(above 0, at most 3600\) or ADDR \(HOST:PORT or :PORT; a port alone is :9999\)' heap 9999
+    'heap 9999: expected SECONDS \(above 0, at most 600: the server.s PROFEP_MAX_SECONDS\) or ADDR \(HOST:PORT or :PORT; a port alone is :9999\)' heap 9999
+expect_usage "cpu 999999: no port is suggested where none could be" 2 \
+    'cpu 999999: expected SECONDS \(above 0, at most 600: the server.s PROFEP_MAX_SECONDS\) or ADDR \(HOST:PORT or :PORT\)$' cpu 999999
+# profep and the server share one limit: PROFEP_MAX_SECONDS, with the same default
+def=$(grep -A1 '"PROFEP_MAX_SECONDS"' preload/config.c | sed -n 's/.*\.def = "\([0-9]*\)".*/\1/p')
+check "profep's default limit is the server's ($def)" grep -q "MAX_SECONDS=\${PROFEP_MAX_SECONDS:-$def}" "$PF"
+expect_usage "trace 700: beyond the server's limit, refused before any wait" 2 'trace 700: expected SECONDS \(above 0, at most 600' trace 700
+PROFEP_MAX_SECONDS=1000 expect_usage "PROFEP_MAX_SECONDS=1000: profep's limit follows" 2 'cpu 1001: expected SECONDS \(above 0, at most 1000:' cpu 1001
+# Every error is a profep: line, never bash's own (exec of a missing program)
+for args in "run -- ./nonexistent" "run -- nonexistent_cmd_x" "run -- /" "cpu 999999" "heap -x" "cpu :1"; do
+    # shellcheck disable=SC2086
+    (cd $T && "$PF" $args >/dev/null 2>$T/err.out </dev/null)
+    check "profep $args: every stderr line is a profep: line ($(head -n 1 $T/err.out))" \
+        bash -c "[ -s $T/err.out ] && ! grep -v '^profep: ' $T/err.out"
+done
 expect_usage "peak 5: a command without SECONDS refuses a number" 2 \
     'peak takes no SECONDS; expected ADDR \(HOST:PORT or :PORT\)' peak 5
 expect_usage "heap myhost: ADDR needs a colon" 2 'expected SECONDS \(a number\) or ADDR' heap myhost
@@ -68,6 +82,15 @@ echo mine >$T/out/keep.pb.gz
 st=$?
 check "-o FILE that exists: refused (exit $st), FILE unchanged" \
     bash -c "[ $st = 1 ] && grep -q 'exists; not overwritten' $T/out/e5 && [ \"\$(cat $T/out/keep.pb.gz)\" = mine ]"
+
+# -o /dev/null (a device, not a file that exists) is written to
+"$PF" heap "$PE_ADDR" -o /dev/null 2>$T/out/e6
+st=$?
+check "-o /dev/null is allowed (exit $st)" bash -c "[ $st = 0 ] && grep -q 'wrote the heap profile to /dev/null' $T/out/e6 && [ -c /dev/null ]"
+# An empty profile says why: leaks of a program younger than AGE
+"$PF" leaks "$PE_ADDR" -o $T/out/leaks.pb.gz 2>$T/out/e7
+check "leaks of a young program: the empty profile says why ($(head -n 1 $T/out/e7))" \
+    grep -q 'is empty: nothing can be older than min_age=300 s: the program has run for [0-9]* s' $T/out/e7
 
 # ---- the countdown ----------------------------------------------------------------------
 if [ "$(pe_status '/profile?duration=0.1' -o /dev/null)" = 200 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e_host_matrix: every built $BUILD/test/p_host_<row> program (a behaviour
-# real programs have; the row contract is in /work/notes/common.md and
-# test/progs/p_host.h) runs with the library preloaded under every kind of profiling
+# real programs have; the row contract is below and in test/progs/p_host.h)
+# runs with the library preloaded under every kind of profiling
 # at once: CPU /profile at 1000 Hz, /profile_wall at 1000 Hz, /allocs_profile
 # recording every call, repeated /debug/pprof/goroutine?debug=2 captures and
 # heap fetches, with heap sampling at PROFEP_HEAP_RATE=1 and at the default

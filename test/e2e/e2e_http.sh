@@ -36,6 +36,22 @@ check "400 for a bad number" grep -q '^HTTP/1.1 400' <<<"$hdr"
 check "400 carries X-Go-Pprof: 1" grep -qi '^X-Go-Pprof: 1' <<<"$hdr"
 check "400 names parameter and range" bash -c "curl -s 'http://$PE_ADDR/profile?duration=abc' | grep -q 'duration=abc'"
 check "400 beyond PROFEP_MAX_SECONDS" [ "$(pe_status '/profile?duration=1e9')" = 400 ]
+# Every value is checked before anything is collected: while a 30 s profile
+# runs, a wrong output parameter of another is answered 400 at once (well
+# under the 30 s it would otherwise wait), naming parameter and value.
+curl -s -o /dev/null --max-time 40 "http://$PE_ADDR/profile?duration=30" &
+slow=$!
+for q in '/profile?duration=30&format=svgx' '/profile?duration=30&granularity=bogus' \
+    '/profile?duration=30&names=' '/profile?duration=30&sample_index=bogus' \
+    '/profile?duration=30&mincount=' '/profile?duration=30&maxdepth=-1' \
+    '/profile?duration=30&pprof=maybe' '/debug/pprof/heap?seconds=3&sample_index=bogus' \
+    '/debug/pprof/profile?seconds=30&sample_index=inuse_space' '/debug/fgprof?seconds=30&groupby=x'; do
+    got=$(curl -s -m 40 -o $T/bad.out -w '%{http_code} %{time_total}' "http://$PE_ADDR$q")
+    v=${q##*&}
+    check "$q: 400 before collecting ($got s), naming $v" \
+        bash -c "[ '${got% *}' = 400 ] && awk 'BEGIN { exit !(${got#* } < 2) }' && grep -qF -- '$v' $T/bad.out && grep -q 'must be' $T/bad.out"
+done
+kill $slow 2>/dev/null; wait $slow 2>/dev/null
 check "HEAD answers 200 without a body" \
     bash -c "[ -z \"\$(curl -s -I http://$PE_ADDR/debug/pprof/ | sed -n '/^\r\$/,\$p' | tail -n +2)\" ]"
 check "symbol GET says num_symbols: 1" bash -c "curl -s http://$PE_ADDR/debug/pprof/symbol | grep -q 'num_symbols: 1'"
@@ -105,7 +121,7 @@ check "index: /profile's row lists n, delay, duration, format" \
     bash -c "grep -F '>/profile<' $T/idx2.html | grep -F '<code>duration</code>' | grep -F '<code>delay</code>' | grep -qF '<code>format</code>'"
 check "index: /debug/pprof/trace's row lists mem and gzip" \
     bash -c "grep -F '>/debug/pprof/trace<' $T/idx2.html | grep -F '<code>mem</code>' | grep -qF '<code>gzip</code>'"
-check "index: token and pid are named once for all" grep -qF 'Every endpoint also takes <code>token</code> <code>pid</code>' $T/idx2.html
+check "index: token and pid are named once for all" grep -qF 'Every endpoint also takes <code>token</code>, <code>pid</code>' $T/idx2.html
 check "index: no backtick" bash -c "! grep -q '\`' $T/idx2.html"
 check "index: no HOST:PORT placeholder" bash -c "! grep -q 'HOST:PORT' $T/idx2.html"
 check "index: go tool pprof http://$PE_ADDR/..." grep -qF "go tool pprof http://$PE_ADDR/debug/pprof/profile?seconds=5" $T/idx2.html

@@ -14,11 +14,6 @@ P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 
-cum() { # file func [pprof args]: cumulative samples of func (first sample type: a count)
-    local f=$1 fn=$2; shift 2
-    go tool pprof -top -sample_index=0 "$@" "$f" 2>/dev/null |
-        awk -v fn="$fn" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
-}
 rss_kb() { awk '/^VmRSS/ { print $2 }' /proc/$1/status; }
 
 # ---- names and stacks --------------------------------------------------------------
@@ -29,16 +24,16 @@ pe_get '/profile?duration=3' -o $T/j.pb.gz
 go tool pprof -raw $T/j.pb.gz >$T/j.raw 2>&1
 check "/profile parses" grep -q '^Samples:' $T/j.raw
 for fn in jit_leaf_loop jit_call_fp jit_big_frame jit_no_frame_pointer; do
-    check "$fn named from the perf map ($(cum $T/j.pb.gz $fn))" [ "$(cum $T/j.pb.gz $fn)" -gt 0 ]
+    check "$fn named from the perf map ($(count_cum $T/j.pb.gz $fn))" [ "$(count_cum $T/j.pb.gz $fn)" -gt 0 ]
 done
 check "a later line for the same range wins (no stale_leaf_name)" \
     bash -c "! grep -q stale_leaf_name $T/j.raw"
 check "malformed lines named nothing" bash -c "! grep -Eq 'bad_hex_start|not a map' $T/j.raw"
 check "the line appended mid-profile (in two writes) names its code" \
-    [ "$(cum $T/j.pb.gz jit_late_appended)" -gt 0 ]
+    [ "$(count_cum $T/j.pb.gz jit_late_appended)" -gt 0 ]
 check "JIT code has a [jit] mapping" grep -q '\[jit\]' $T/j.raw
 for leaf in burn_a burn_big; do
-    n=$(cum $T/j.pb.gz $leaf); r=$(cum $T/j.pb.gz worker_main -focus="^$leaf\$")
+    n=$(count_cum $T/j.pb.gz $leaf); r=$(count_cum $T/j.pb.gz worker_main -focus="^$leaf\$")
     if [ $leaf = burn_big ] && grep -q 'engine: perf' $T/j.raw; then
         # perf events copy 8 KiB of stack: a 128 KiB frame is past it, and counted so
         deep=$(sed -n 's/.* \([0-9]*\) stacks deeper than the copy.*/\1/p' $T/j.raw | head -1)
@@ -49,18 +44,18 @@ for leaf in burn_a burn_big; do
     check "$leaf: stacks go through the JIT frame to worker_main ($r of $n)" \
         bash -c "[ ${n:-0} -gt 3 ] && [ $((r * 100)) -ge $((n * 95)) ]"
 done
-n=$(cum $T/j.pb.gz jit_leaf_loop); r=$(cum $T/j.pb.gz worker_main -focus='^jit_leaf_loop$')
+n=$(count_cum $T/j.pb.gz jit_leaf_loop); r=$(count_cum $T/j.pb.gz worker_main -focus='^jit_leaf_loop$')
 check "leaf in JIT code: stacks reach worker_main ($r of $n)" \
     bash -c "[ ${n:-0} -gt 3 ] && [ $((r * 100)) -ge $((n * 95)) ]"
 ncut=$(sed -n 's/.*cut: \([0-9]*\) samples.*/\1/p' $T/j.raw | head -1)
-nb=$(cum $T/j.pb.gz burn_cut)
+nb=$(count_cum $T/j.pb.gz burn_cut)
 check "stacks through code without a frame pointer counted as cut ($ncut, burn_cut $nb)" \
     bash -c "[ ${ncut:-0} -gt 0 ] && [ ${ncut:-0} -le $((nb + 2)) ]"
-nr=$(cum $T/j.pb.gz worker_main -focus='^burn_cut$')
+nr=$(count_cum $T/j.pb.gz worker_main -focus='^burn_cut$')
 check "  and those stacks stop there (burn_cut reaches worker_main $nr times)" [ "$nr" -eq 0 ]
 # allocation stacks (unwound from malloc, not from a signal) through the big frame
 pe_get '/allocs_profile?sample_rate=1&duration=2' -o $T/a.pb.gz
-n=$(cum $T/a.pb.gz burn_big); r=$(cum $T/a.pb.gz worker_main -focus='^burn_big$')
+n=$(count_cum $T/a.pb.gz burn_big); r=$(count_cum $T/a.pb.gz worker_main -focus='^burn_big$')
 check "allocations in burn_big: stacks go through the 128 KiB JIT frame to worker_main ($r of $n)" \
     bash -c "[ ${n:-0} -gt 3 ] && [ $((r * 100)) -ge $((n * 95)) ]"
 # the thread dump too: the worker's whole block, up to 3 dumps (it is under a
@@ -96,7 +91,7 @@ pe_get '/profile?duration=1' -o $T/h2.pb.gz
 r2=$(rss_kb $pid)
 ms=$(( (t1 - t0) / 1000000 - 1000 ))
 echo "  1e6-entry map: first profile +${ms} ms over its 1 s; VmRSS $r0 -> $r1 -> $r2 KiB"
-check "1e6-entry map: JIT code still named" [ "$(cum $T/h1.pb.gz jit_leaf_loop)" -gt 0 ]
+check "1e6-entry map: JIT code still named" [ "$(count_cum $T/h1.pb.gz jit_leaf_loop)" -gt 0 ]
 check "1e6-entry map: index costs under 48 MiB of RSS ($(( (r1 - r0) / 1024 )) MiB)" \
     [ $((r1 - r0)) -lt $((48 * 1024)) ]
 check "1e6-entry map: a second profile reads nothing again (RSS +$(( (r2 - r1) / 1024 )) MiB)" \
@@ -110,6 +105,6 @@ MAPS="$MAPS /tmp/perf-$PE_PID.map"
 st=$(pe_get '/profile?duration=3&delay=0.001' -o $T/g.pb.gz -w '%{http_code}')
 check "garbage frame pointer at 1000 Hz: profile returned ($st)" [ "$st" = 200 ]
 check "  the program is still running" kill -0 $PE_PID
-check "  and named (burn_garbage $(cum $T/g.pb.gz burn_garbage))" [ "$(cum $T/g.pb.gz burn_garbage)" -gt 0 ]
+check "  and named (burn_garbage $(count_cum $T/g.pb.gz burn_garbage))" [ "$(count_cum $T/g.pb.gz burn_garbage)" -gt 0 ]
 pe_stop
 pe_finish

@@ -10,7 +10,9 @@
 # flame graph's tooltips and granularity=lines, Go's debug=1 FILE:LINE, C++
 # and Rust names readable everywhere (names=full keeps parameters), pprof's
 # system_name mangled, and go tool pprof -top/-raw naming everything without
-# reading the binary again.  node without --perf-basic-prof gets a hint.
+# reading the binary again.  No view names a symbol version (@@GLIBC_2.34);
+# glibc's msort_with_tmp, recursive and inlined into itself, has the chains
+# llvm-symbolizer gives.  node without --perf-basic-prof gets a hint.
 cd "$(dirname "$0")/../.." || exit 1
 scripts/deps.sh names >/dev/null 2>&1 || echo "note: scripts/deps.sh names failed"
 source test/e2e/lib.sh
@@ -57,8 +59,19 @@ done
 if [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1; then
     cat $T/w-gcc.lines $T/w-cxx.lines >$T/libc.lines
     check "libc (libc6-dbg): as llvm-symbolizer gives it" lines libc libc.so.6 --min-locs 20
+    # glibc's qsort: msort_with_tmp.part.0 calls itself and has msort_with_tmp inlined, so
+    # each of its return addresses is 2 frames, as llvm-symbolizer gives them (a stack of 5
+    # real calls reads as 10 frames: 5 addresses, not one chain repeated)
+    gcc -O2 -g -o $T/w-sort $SRC/sort.c
+    if profile w-sort $T/w-sort; then
+        check "libc's msort_with_tmp, recursive and inlined into itself: every chain as llvm-symbolizer gives it" \
+            lines w-sort libc.so.6 --min-inner 100 --min-chain 100 --min-locs 3
+        check "w-sort: msort_with_tmp profiled" grep -q 'msort_with_tmp' $T/w-sort.lines
+    else
+        bad "w-sort: profiled"
+    fi
 else
-    echo "note: libc6-dbg not installed: libc's row is skipped"
+    echo "note: libc6-dbg not installed: libc's rows are skipped"
 fi
 check "pprof: the program's mapping has functions, files, lines and inline frames" \
     grep -qP "^M\t$T/w-gcc\ttrue\ttrue\ttrue\ttrue$" $T/w-gcc.lines
@@ -86,7 +99,10 @@ pe_get '/profile?duration=2&format=svg&granularity=lines' >$T/l.svg
 pe_get '/profile?duration=2&format=text&names=full' >$T/full.txt
 pe_get '/debug/pprof/goroutine?debug=1' >$T/g1.txt
 pe_get '/debug/pprof/goroutine?debug=2' >$T/g2.txt
+pe_get '/debug/pprof/trace?seconds=1' >$T/trace.json
+pe_get '/profile?duration=2' >$T/views.pb.gz
 pe_stop
+go tool pprof -top $T/views.pb.gz >$T/vtop.txt 2>&1
 check "text tree: Julia's File:Line; Function (work.cc:NN; shop::price_all)" \
     grep -Eq '[0-9]+ work.cc:[0-9]+; shop::price_all$' $T/tree.txt
 check "text tree: templates shortened (stl_algo.h:NN; std::__introsort_loop [clone .isra.0])" \
@@ -103,6 +119,11 @@ check "debug=1: FILE:LINE as Go writes it" grep -Eq $'^#\t0x[0-9a-f]+\tmain\\+0x
 check "debug=2: FILE:LINE too" grep -Eq $'^\t/.*/work.cc:[0-9]+( \\+0x[0-9a-f]+)?$' $T/g2.txt
 for v in tree.txt flat.txt folded.txt f.svg l.svg g1.txt g2.txt; do
     check "$v: no mangled C++ name" bash -c "! grep -Eq '(^|[^A-Za-z0-9_])_Z[A-Z0-9]' $T/$v"
+done
+# one rule for names: no symbol version (libc6-dbg's .symtab spells __libc_start_main@@GLIBC_2.34)
+check "views name __libc_start_main (the row below is not empty)" grep -q '__libc_start_main' $T/folded.txt
+for v in tree.txt flat.txt folded.txt f.svg l.svg g1.txt g2.txt trace.json vtop.txt; do
+    check "$v: no symbol version (@@GLIBC_...)" bash -c "! grep -q '@GLIBC' $T/$v"
 done
 
 # ---- Rust, both manglings (Debian's rustc) --------------------------------------------------

@@ -99,9 +99,6 @@ main()
 PYEOF
 
 top() { go tool pprof -top -sample_index=samples "$@" 2>/dev/null; }
-cum() { # file func: cumulative samples of func
-    top "$1" | awk -v fn="$2" '$6 == fn { print $4; found = 1 } END { if (!found) print 0 }'
-}
 # traces FILE: "thread|frame frame ..." per sample, leaf first
 traces() {
     go tool pprof -traces "$1" 2>/dev/null | awk '
@@ -163,7 +160,7 @@ pe_stop
 pe_start $PY $T/prog.py split || exit 1
 sleep 0.5
 pe_get '/profile?duration=8&delay=0.004' -o $T/s.pb.gz
-a=$(cum $T/s.pb.gz three_quarters); b=$(cum $T/s.pb.gz one_quarter)
+a=$(count_cum $T/s.pb.gz three_quarters); b=$(count_cum $T/s.pb.gz one_quarter)
 pct=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + b > 0) printf "%.1f", 100 * a / (a + b); else print 0 }')
 echo "  three_quarters=$a one_quarter=$b: $pct%"
 check "75/25 split within 5 points ($pct%)" awk -v p="$pct" -v n=$((a + b)) \

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # e2e_readme: the README's commands work as written.
 #  1. The first screen: every line of the ```sh blocks before the first "## "
-#     heading is run (make demo and make test skipped: they are CI's own run),
-#     with ./yourprogram replaced by a workload, port 16825 by a free one and
-#     5 s profiles by 2 s ones;
+#     heading is run from another directory than the repository's (make demo
+#     and make test skipped: they are CI's own run; make install into a
+#     DESTDIR, with LD_LIBRARY_PATH standing in for the ldconfig it runs
+#     without one), with ./yourprogram replaced by a workload, port 16825 by a
+#     free one and 5 s profiles by 2 s ones; LD_PRELOAD is a bare name or an
+#     absolute path, never one relative to the repository;
 #     the flame graph must be an SVG with the workload's frames, and
 #     go tool pprof -top must name its functions.
 #  2. "Containers and Kubernetes": its ```sh block, with the library from
@@ -32,17 +35,32 @@ check "first screen: a command starts ./yourprogram with LD_PRELOAD" \
     grep -q 'LD_PRELOAD=.*\./yourprogram' <(printf '%s\n' "${cmds[@]}")
 check "first screen: make demo and make test are given" \
     grep -qx 'make demo .*' <(first_screen)
+pre=$(printf '%s\n' "${cmds[@]}" | grep -o 'LD_PRELOAD=[^ ]*' | head -n 1)
+check "first screen: $pre works from any directory (a bare name or an absolute path)" \
+    bash -c "[[ '${pre#LD_PRELOAD=}' != */* || '${pre#LD_PRELOAD=}' == /* ]]"
+check "make install runs ldconfig without DESTDIR (LD_PRELOAD=libprofendpoints.so finds it)" \
+    bash -c "make -n install BUILD=$BUILD DESTDIR= | grep -q ldconfig"
+ROOT=$PWD
 mkdir -p "$T/run" && cd "$T/run" || exit 1
 port=
 for c in "${cmds[@]}"; do
+    if [[ $c == 'make install'* ]]; then
+        # not into this machine's /usr/local: a DESTDIR, and its lib as the loader's path
+        make -s --no-print-directory -C "$ROOT" install BUILD="$BUILD" DESTDIR="$T/root" >"$T/inst.log" 2>&1
+        check "make install (DESTDIR) puts the library in /usr/local/lib" test -f "$T/root/usr/local/lib/libprofendpoints.so" ||
+            cat "$T/inst.log"
+        export LD_LIBRARY_PATH=$T/root/usr/local/lib
+        continue
+    fi
     c=${c//\$PWD\/build\//$BUILD/}
     c=${c//.\/yourprogram/$WORK}
     if [[ $c == *LD_PRELOAD=* && $c == *'&' ]]; then
         # The program: on a free port (port file) instead of 16825.
-        eval "PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port $c"
+        eval "PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$T/port $c" 2>"$T/prog.err"
         PE_PID=$!
+        unset LD_LIBRARY_PATH
         if wait_port; then port=$(cat "$T/port"); port=${port##*:}; ok "started: $c"
-        else bad "no port file from: $c"; break; fi
+        else bad "no port file from: $c ($(head -c 300 "$T/prog.err"))"; break; fi
         continue
     fi
     c=${c//16825/$port}
@@ -66,6 +84,20 @@ check "flame.svg is an SVG" grep -q '<svg ' flame.svg
 check "flame.svg has frames (at least 4)" test "$(grep -c 'class="f' flame.svg)" -ge 4
 check "flame.svg has the workload's frames" grep -q 'data-n="cpu_three_quarters' flame.svg
 pe_stop
+
+# ---- the demo (make demo) says what its output shows: every function of its top
+# with a cum% of 10% or more is one it names, and their shares are as it says
+cd "$ROOT" || exit 1
+scripts/demo.sh "$BUILD" >"$T/demo.out" 2>&1
+said=$(sed -n '/^== starting/,/^profendpoints:/p' "$T/demo.out")
+top=$(awk '/flat%/ { on = 1; next } on && NF >= 6 && $5 + 0 >= 10 { print $6 }' "$T/demo.out" | grep -vE '^(clone3|start_thread|main|__libc_start)' | sort -u)
+missing=$(for f in $top; do grep -qw -- "$f" <<<"$said" || echo "$f"; done)
+check "the demo names every function of its top ($(echo $top)): none unnamed (${missing:-none})" \
+    bash -c "[ -n '$top' ] && [ -z '$missing' ]"
+cum() { awk -v f="$1" '/flat%/ { on = 1; next } on && $6 == f { print $5 + 0 }' "$T/demo.out"; }
+check "the demo's shares: cpu_three_quarters $(cum cpu_three_quarters)% and late $(cum late)% above cpu_one_quarter $(cum cpu_one_quarter)%" \
+    awk -v a="$(cum cpu_three_quarters)" -v b="$(cum late)" -v c="$(cum cpu_one_quarter)" 'BEGIN { exit !(a > c && b > c) }'
+cd "$T/run" || exit 1
 
 # ---- 2. Containers and Kubernetes, from this machine's own address
 ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9.]+$' | grep -v '^127\.' | head -n1)

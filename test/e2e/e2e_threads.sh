@@ -11,9 +11,6 @@ P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
 command -v curl >/dev/null || { echo "skip: curl not installed"; exit 77; }
 
-block() { # text thread-name: that thread's block of the debug=2 text
-    awk -v n="thread \"$2\"]:" '/^goroutine / { on = (index($0, n) > 0) } on' <<<"$1"
-}
 declare -A FN=([p-mutex]=park_mutex [p-sleep]=park_sleep [p-read]=park_read [p-busy]=park_busy)
 
 pe_start $P/p_parked || exit 1
@@ -25,16 +22,16 @@ for path in '/debug/pprof/goroutine?debug=2' /task_backtraces; do
     txt=$(pe_get "$path")
     check "$path: 5 threads, all answered" grep -q '^threads: 5 (pid [0-9]*), 0 without answer' <<<"$txt"
     for t in "${!FN[@]}"; do
-        check "$path: $t is in ${FN[$t]}" grep -q "^${FN[$t]}(\.\.\.)$" <<<"$(block "$txt" "$t")"
+        check "$path: $t is in ${FN[$t]}" grep -q "^${FN[$t]}(\.\.\.)$" <<<"$(thread_block "$txt" "$t")"
     done
-    check "$path: main thread in main_wait" grep -q '^main_wait(\.\.\.)$' <<<"$(block "$txt" p_parked)"
+    check "$path: main thread in main_wait" grep -q '^main_wait(\.\.\.)$' <<<"$(thread_block "$txt" p_parked)"
     check "$path: tid, name and state on the header" \
         grep -Eq '^goroutine [0-9]+ \[sleeping, thread "p-sleep"\]:$' <<<"$txt"
     check "$path: p-busy is running" grep -Eq '^goroutine [0-9]+ \[running, thread "p-busy"\]:$' <<<"$txt"
     check "$path: no library thread" bash -c "! grep -Eq 'civetweb|pe-cpu-collect|worker_thread' <<<'$txt'"
 done
 check "debug=2: the sleeping thread is inside nanosleep" \
-    grep -q '^nanosleep(\.\.\.)$' <<<"$(block "$(pe_get '/debug/pprof/goroutine?debug=2')" p-sleep)"
+    grep -q '^nanosleep(\.\.\.)$' <<<"$(thread_block "$(pe_get '/debug/pprof/goroutine?debug=2')" p-sleep)"
 txt=$(pe_get '/debug/pprof/goroutine?debug=1')
 check "debug=1: Go's header with the total" grep -q '^goroutine profile: total 5$' <<<"$txt"
 check "debug=1: count @ addresses lines" grep -Eq '^1 @( 0x[0-9a-f]+)+$' <<<"$txt"
@@ -122,8 +119,8 @@ sleep 0.3
 s0=$(date +%s%N)
 txt=$(pe_get '/task_backtraces?capture=signal') # from /proc it would be read without a signal
 ms=$(( ($(date +%s%N) - s0) / 1000000 ))
-check "blocked SIGPROF: reported without answer ($(block "$txt" p-blocked | head -1))" \
-    grep -q '^# no answer within the bound (it blocks SIGPROF)$' <<<"$(block "$txt" p-blocked)"
+check "blocked SIGPROF: reported without answer ($(thread_block "$txt" p-blocked | head -1))" \
+    grep -q '^# no answer within the bound (it blocks SIGPROF)$' <<<"$(thread_block "$txt" p-blocked)"
 check "blocked SIGPROF: the others still answered" grep -q '^threads: 6 (pid [0-9]*), 1 without answer' <<<"$txt"
 # (unbounded, it would wait for curl's 120 s; 5 s leaves room for a loaded machine)
 check "blocked SIGPROF: bounded wait (${ms} ms < 5000)" [ "$ms" -lt 5000 ]

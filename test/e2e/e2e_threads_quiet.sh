@@ -14,10 +14,12 @@
 # (c) perl's `sleep 4` sleeps 4 s while goroutine?debug=2 is fetched.
 # (d) thread churn (threads blocking briefly and exiting) during 1000 dumps:
 #     no crash, the program's own checks pass.
+# (e) a wall profile too short to reach 2,000 sleeping threads (p_sleepers)
+#     says in its comments how many threads there were and how many are in
+#     it; one of a few threads that all are in says nothing of the kind.
 source test/e2e/lib.sh
 P=$BUILD/test
 
-block() { awk -v n="thread \"$2\"]:" '/^goroutine / { on = (index($0, n) > 0) } on' <<<"$1"; }
 compare() { # proc.txt signal.txt: same frames per thread
     python3 - "$1" "$2" <<'EOF'
 import re, sys
@@ -116,11 +118,11 @@ for _ in $(seq 50); do grep -q ready "$PE_OUT" && break; sleep 0.1; done
 got=
 for _ in 1 2 3; do # it wakes every 100 ms: a capture may find it running
     txt=$(pe_get /task_backtraces)
-    grep -q '^park_blocked(\.\.\.)$' <<<"$(block "$txt" p-blocked)" && { got=1; break; }
+    grep -q '^park_blocked(\.\.\.)$' <<<"$(thread_block "$txt" p-blocked)" && { got=1; break; }
     sleep 0.2
 done
 check "SIGPROF blocked: its stack from /proc (park_blocked)" [ -n "$got" ]
-check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(block "$txt" p-blocked)"
+check "SIGPROF blocked: the note says proc" grep -q '^# capture: proc' <<<"$(thread_block "$txt" p-blocked)"
 pe_stop
 
 # ---- a frame of ours on the stack: every lock sampled, q-mutex waits inside pe_mutex_sampled,
@@ -129,9 +131,9 @@ PE_ENV="PROFEP_MUTEX_RATE=1" pe_start $P/p_quiet_park || exit 1
 PE_ENV=
 check "our hook: ready" wait_ready
 txt=$(pe_get '/debug/pprof/goroutine?debug=2')
-check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '^pe_mutex_sampled(\.\.\.)$' <<<"$(block "$txt" q-mutex)"
+check "our hook: q-mutex waits in pe_mutex_sampled" grep -q '^pe_mutex_sampled(\.\.\.)$' <<<"$(thread_block "$txt" q-mutex)"
 check "our hook: all 10 threads from /proc" grep -q ' 10 from /proc without a signal ([0-9]* unchanged), 0 by signal$' <<<"$txt" ||
-    block "$txt" q-mutex
+    thread_block "$txt" q-mutex
 pe_stop
 
 # ---- the peek prints the same capture ------------------------------------------------------
@@ -189,5 +191,26 @@ rc=$?
 PE_PID=
 check "churn: exit 0 and its checks passed (rc $rc: $(tail -1 $PE_OUT))" \
     bash -c "[ $rc = 0 ] && grep -q '^threads [0-9]*$' $PE_OUT"
+
+# ---- (e) wall coverage: 2,000 threads, a 0.5 s wall profile (a few threads a tick)
+if command -v go >/dev/null; then
+    pe_start $P/p_sleepers 2000 60 || pe_finish
+    eventually 60 grep -q '^ready 2000' $PE_OUT
+    pe_get '/profile_wall?duration=0.5' -o $T/w2k.pb.gz
+    go tool pprof -comments $T/w2k.pb.gz >$T/w2k.txt 2>&1
+    line=$(grep 'threads are in this profile' $T/w2k.txt)
+    read -r inp all other < <(sed -n 's/.*wall: \([0-9]*\) of the program.s \([0-9]*\) threads are in this profile; the other \([0-9]*\) were never sampled.*/\1 \2 \3/p' <<<"$line")
+    check "2,000 threads, 0.5 s wall: the comments say how many threads and how many sampled ($line)" \
+        bash -c "[ -n '$other' ] && [ '$all' -ge 2001 ] && [ \$(($inp + $other)) = '$all' ] && [ '$inp' -lt 2000 ]"
+    pe_stop
+    pe_start $P/p_sleepers 4 60 || pe_finish
+    eventually 60 grep -q '^ready 4' $PE_OUT
+    pe_get '/profile_wall?duration=1' -o $T/w4.pb.gz
+    check "4 threads, 1 s wall: every thread is in, no such comment" \
+        bash -c "go tool pprof -comments $T/w4.pb.gz | grep -q '^wall: ' && ! go tool pprof -comments $T/w4.pb.gz | grep -q 'never sampled'"
+    pe_stop
+else
+    echo "skip (e): go not installed"
+fi
 
 pe_finish

@@ -58,7 +58,12 @@ checks_ok=$((checks_ok + $(cat $T/schema.out $T/truth.out | grep -c '^ok ')))
 checks_bad=$((checks_bad + $(cat $T/schema.out $T/truth.out | grep -c '^FAIL ')))
 check "our /debug/pprof/cmdline request is in the trace" \
     grep -q '"cat":"request","name":"/debug/pprof/cmdline"' $T/t.json
-check "frames carry source lines (a_run at p_trace.c)" grep -q '"name":"a_run","args":{"at":"p_trace.c:[0-9]*"}' $T/t.json
+check "frames carry source lines (a_run at p_trace.c, in the category)" grep -q '"cat":"stack,p_trace.c:[0-9]*","name":"a_run"}' $T/t.json
+# frame names as the flame graph's: the function alone, never args, versions or addresses
+for f in t a f; do python3 test/e2e/trace_check.py frames $T/$f.json; done >$T/frames.out
+cat $T/frames.out
+checks_ok=$((checks_ok + $(grep -c '^ok ' $T/frames.out)))
+checks_bad=$((checks_bad + $(grep -c '^FAIL ' $T/frames.out)))
 
 # ---- a real viewer: speedscope, offline, in headless Chromium
 scripts/deps.sh browser >/dev/null 2>&1 || echo "note: scripts/deps.sh browser failed"

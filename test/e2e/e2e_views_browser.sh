@@ -6,7 +6,9 @@
 # fragment's search and zoom work (--dump-dom), a screenshot taken here is a
 # flame graph (test/e2e/png_flame.py: drawn, coloured, stacked), and, with
 # playwright-core from npm, the labels are on screen, and real clicks, hover,
-# the search prompt and Escape work (test/e2e/views_browser.js).
+# the search prompt and Escape work (test/e2e/views_browser.js).  The index
+# page as Chromium shows it: one click to the five things people want most
+# (each answering), every parameter with what its absence means.
 # Screenshots are kept in $BUILD/test/views-*.png for people to look at.
 cd "$(dirname "$0")/../.." || exit 1
 scripts/deps.sh browser >/dev/null 2>&1 || echo "note: scripts/deps.sh browser failed"
@@ -27,6 +29,30 @@ pe_start $P/p_cpu_split 120 0.5 || exit 1
 sleep 0.6 # let the late thread start
 curl -s --max-time 60 -H 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' \
     -o $T/cpu.svg "http://$PE_ADDR/profile?duration=2"
+
+# The index as Chromium shows it: the quick links first, each a working link.
+chrome --dump-dom "http://$PE_ADDR/debug/pprof/" >$T/index.html
+quick=$(sed -n '/<ul class="quick">/,/<\/ul>/p' $T/index.html)
+for want in '/profile?duration=10&amp;format=svg">CPU flame graph of the next 10 s' \
+    '/debug/pprof/heap?format=svg">Live heap as a flame graph' \
+    '/debug/pprof/goroutine?debug=2">Every thread' '/heap_timeline">Heap timeline' \
+    '/debug/pprof/trace?seconds=5" download="">A 5 s trace to download'; do
+    check "index: one click to ${want#*>}" grep -qF -- "$want" <<<"$quick"
+done
+check "index: the quick links come before the table of every endpoint" \
+    awk '/class="quick"/ { q = NR } /<table>/ && !t { t = NR } END { exit !(q && t && q < t) }' $T/index.html
+for q in '/debug/pprof/heap?format=svg' '/debug/pprof/goroutine?debug=2' '/heap_timeline' \
+    '/debug/pprof/trace?seconds=0.2'; do
+    check "index link $q answers 200" [ "$(pe_status "$q" -o /dev/null)" = 200 ]
+done
+check "index: each parameter with its default (duration=10, seconds=30, format, delay=0.01)" \
+    bash -c "grep -q '<code>duration</code><span class=\"def\">=10<' $T/index.html &&
+             grep -q '<code>seconds</code><span class=\"def\">=30<' $T/index.html &&
+             grep -q '<code>format</code><span class=\"def\">=pprof; svg for a browser<' $T/index.html &&
+             grep -q '<code>delay</code><span class=\"def\">=0.01<' $T/index.html"
+chrome --window-size=1300,1400 --hide-scrollbars --screenshot=$T/index.png "http://$PE_ADDR/debug/pprof/" >/dev/null
+check "index: a screenshot" test -s $T/index.png
+cp $T/index.png $BUILD/test/views-index.png 2>/dev/null
 pe_stop
 check "a browser's request gets an SVG" grep -q '<svg' $T/cpu.svg
 if command -v xmllint >/dev/null; then

@@ -34,6 +34,7 @@
 #   count_cum FILE FUNC [pprof args]  FUNC's cumulative count (the first sample type:
 #                             CPU and wall samples, goroutines, threads)
 #   count_total FILE          the profile's total count
+#   thread_block TEXT NAME    thread NAME's block of a goroutine?debug=2 text
 #   proc_cpu_ticks PID        the process's utime+stime, in clock ticks
 #   within A B PCT            |A-B| <= PCT% of B;  pct A B: A's difference from B
 BUILD=${BUILD:-build}
@@ -182,6 +183,7 @@ count_total() {
     go tool pprof -top -sample_index=0 "$1" 2>/dev/null |
         sed -n 's/.*% of \([0-9]*\) total.*/\1/p' | head -1
 }
+thread_block() { awk -v n="thread \"$2\"]:" '/^goroutine / { on = (index($0, n) > 0) } on' <<<"$1"; }
 proc_cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%+.2f%%", (a - b) * 100 / b; else print "n/a" }'; }

@@ -17,6 +17,10 @@ the trace work, issue 34).
                                     instants on thread "forker"; otherData says heap sampling
                                     is off and no allocation is in the trace
   trace_check.py names FILE         the thread names, one a line (for the viewer check)
+  trace_check.py frames FILE        stack frames read as the flame graph's: a name is the
+                                    function alone (no args, no `{`, no `@@` version, never
+                                    a bare 0x address), the source line in the category;
+                                    otherData's note has no printf escape left (`%%`)
 Prints "ok ..." / "FAIL ..." lines; exit 0 when no FAIL.
 """
 import json
@@ -298,6 +302,35 @@ def procs(d):
         bad("heap sampling off: otherData says %r, heap_rate %r, %d allocation events" % (hs, od.get("heap_rate"), len(al)))
 
 
+def frames(d):
+    import re
+
+    ev = d["traceEvents"]
+    fr = [e for e in ev if e.get("ph") in ("B", "E") and e.get("cat", "").startswith("stack")]
+    badn = sorted({e["name"] for e in fr if "{" in e["name"] or "@@" in e["name"] or re.fullmatch(r"0x[0-9a-f]+", e["name"])})
+    if fr and not badn:
+        ok("%d stack frame events, every name a function (e.g. %s)" % (len(fr), sorted({e["name"] for e in fr})[:4]))
+    else:
+        bad("stack frame names: %d events, these are not function names: %s" % (len(fr), badn[:6]))
+    withargs = [e for e in fr if "args" in e]
+    if withargs:
+        bad("%d stack frames carry args (speedscope puts them in the name): %s" % (len(withargs), withargs[0]))
+    else:
+        ok("no stack frame carries args")
+    at = [e for e in fr if re.fullmatch(r"stack,[^,]+:[0-9]+", e["cat"])]
+    if at:
+        ok("%d frames carry their source line in the category (%s: %s)" % (len(at), at[0]["name"], at[0]["cat"]))
+    else:
+        bad("no frame carries a source line")
+    inl = [e["name"] for e in fr if e["name"].endswith(" [inlined]")]
+    ok("%d inlined frames say [inlined]" % len(inl))
+    note = d.get("otherData", {}).get("note", "")
+    if note and "%%" not in note:
+        ok("otherData.note reads as text")
+    else:
+        bad("otherData.note: %r" % note[:120])
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     try:
@@ -313,6 +346,8 @@ def main():
         allocs(d, sys.argv[3])
     elif mode == "procs":
         procs(d)
+    elif mode == "frames":
+        frames(d)
     elif mode == "names":
         for e in d["traceEvents"]:
             if e.get("ph") == "M" and e.get("name") == "thread_name":

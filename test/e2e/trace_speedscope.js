@@ -60,6 +60,22 @@ const bad = (m) => { fails++; console.log('FAIL ' + m); };
   } catch (e) {
     bad('cannot select trace-A: ' + e.message.split('\n')[0]);
   }
+  // speedscope's imported frames, as its Sandwich view lists them (a DOM table): each is a
+  // function's name alone, as the flame graph names it (no args, versions or addresses)
+  try {
+    await page.getByText(/Sandwich$/).first().click({ timeout: 5000 });
+    await page.waitForTimeout(1000);
+    const rows = (await page.evaluate(() => document.body.innerText)).split('\n');
+    const odd = rows.filter((r) => /\{"|@@|^0x[0-9a-f]+$/.test(r.trim()));
+    if (rows.some((r) => r.trim() === 'a_run') && odd.length === 0)
+      ok('speedscope\'s frame list (Sandwich) names functions alone: a_run, no {, @@ or 0x');
+    else
+      bad('speedscope\'s frame list: ' + (odd.length ? odd.slice(0, 4).join(' | ') : 'no a_run row'));
+    await page.getByText(/Time Order$/).first().click({ timeout: 5000 });
+    await page.waitForTimeout(500);
+  } catch (e) {
+    bad('cannot read speedscope\'s Sandwich view: ' + e.message.split('\n')[0]);
+  }
   await page.screenshot({ path: shot });
   ok('screenshot ' + shot);
   await browser.close();

@@ -151,4 +151,15 @@ row_self_request(const char *path)
     return 0;     /* fd stays open (close-on-exec): the request keeps running */
 }
 
+/* A thread that keeps a CPU busy until the volatile int it is given is set. */
+static __attribute__((unused)) void *
+row_spinner(void *stop)
+{
+    volatile unsigned long x = 0;
+
+    while (!*(volatile int *)stop)
+        x++;
+    return NULL;
+}
+
 #endif /* HOST_ROW_H */

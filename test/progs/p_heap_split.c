@@ -8,6 +8,11 @@
  *
  * usage: p_heap_split [TOTAL [LAST [WAIT]]]
  * stdout: site_a_bytes N, site_b_bytes N, live_a_bytes N, live_b_bytes N, ready
+ *
+ * With P_SPLIT_AFTER=FILE (the attach tests): first 64 MiB of blocks from
+ * site_pre_alloc, kept; "waiting" on stdout; then nothing until FILE exists
+ * (the library attached); then those blocks are freed and the run above
+ * starts: its truth is what came after.
  */
 #include <errno.h>
 #include <poll.h>
@@ -83,6 +88,34 @@ run_site(int site, uint64_t total, int keep)
     return done;
 }
 
+__attribute__((noinline)) void *
+site_pre_alloc(size_t n)
+{
+    return malloc(n);
+}
+
+/* Blocks made before an attach, freed after it (P_SPLIT_AFTER). */
+static void
+before_attach(const char *file)
+{
+    static void *pre[40000];
+    uint64_t done = 0;
+    int n = 0;
+
+    while (done < (64u << 20) && n < 40000) {
+        size_t sz = pick_size();
+        if (!(pre[n++] = site_pre_alloc(sz)))
+            abort();
+        done += sz;
+    }
+    printf("waiting\n");
+    fflush(stdout);
+    for (int i = 0; i < 120000 && access(file, F_OK) != 0; i++)
+        usleep(1000);
+    for (int i = 0; i < n; i++)
+        free(pre[i]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -91,6 +124,9 @@ main(int argc, char **argv)
     int wait_s = argc > 3 ? atoi(argv[3]) : 60;
     uint64_t a = 0, b = 0, chunk = (total - last) / 20;
     struct pollfd pfd = {0, POLLIN, 0};
+
+    if (getenv("P_SPLIT_AFTER"))
+        before_attach(getenv("P_SPLIT_AFTER"));
 
     /* Interleave the sites in chunks so both see the same program phases. */
     for (int i = 0; i < 20; i++) {

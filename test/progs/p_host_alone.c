@@ -32,23 +32,6 @@ work(void *arg)
     return NULL;
 }
 
-/* The Threads: line of /proc/self/status. */
-static int
-status_threads(void)
-{
-    char line[256];
-    int n = -1;
-    FILE *f = fopen("/proc/self/status", "re");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 /* Chromium's check (sandbox/linux/services/thread_helpers.cc). */
 static int
 single_by_nlink(void)
@@ -88,7 +71,7 @@ go_alone(int by_nlink)
 
         if (by_nlink ? single_by_nlink() != 1 : entries_in_task() != 1)
             return "more than one thread before a fork";
-        if (status_threads() != 1)
+        if (row_status_threads() != 1)
             return "Threads: in /proc/self/status is not 1";
         if ((pid = fork()) < 0)
             return "fork failed";

@@ -21,16 +21,6 @@
 
 static volatile int stop;
 
-static void *
-spinner(void *unused)
-{
-    volatile unsigned long x = 0;
-
-    while (!stop)
-        x++;
-    return NULL;
-}
-
 static int
 child_exec(void *arg)
 {
@@ -75,7 +65,7 @@ main(void)
 
     if (stack == MAP_FAILED)
         row_fail("mmap");
-    if (pthread_create(&th, NULL, spinner, NULL) != 0)
+    if (pthread_create(&th, NULL, row_spinner, (void *)&stop) != 0)
         row_fail("pthread_create");
     while (row_now() - t0 < secs) {
         one(child_exec, (void *)1, 0, stack, 0);

@@ -20,16 +20,6 @@ extern char **environ;
 
 static volatile int stop;
 
-static void *
-spinner(void *unused)
-{
-    volatile unsigned long x = 0;
-
-    while (!stop)
-        x++;
-    return NULL;
-}
-
 static void
 check_args(int argc, char **argv, int gen)
 {
@@ -56,7 +46,7 @@ main(int argc, char **argv)
         check_args(argc, argv, gen);
     if (gen >= gens)
         row_done();
-    if (pthread_create(&th, NULL, spinner, NULL) != 0)
+    if (pthread_create(&th, NULL, row_spinner, (void *)&stop) != 0)
         row_fail("pthread_create");
     (void)row_self_request("/profile_wall?duration=1&delay=0.001");
     t0 = row_now();

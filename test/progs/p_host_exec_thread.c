@@ -15,16 +15,6 @@ static char **g_argv;
 static int g_gen;
 
 static void *
-spinner(void *unused)
-{
-    volatile unsigned long x = 0;
-
-    while (!stop)
-        x++;
-    return NULL;
-}
-
-static void *
 execer(void *unused)
 {
     static char genbuf[32], arg[64 * 1024];
@@ -58,7 +48,8 @@ main(int argc, char **argv)
     if (g_gen >= gens)
         row_done();
     (void)row_self_request("/profile_wall?duration=1&delay=0.001");
-    if (pthread_create(&a, NULL, spinner, NULL) != 0 || pthread_create(&b, NULL, execer, NULL) != 0)
+    if (pthread_create(&a, NULL, row_spinner, (void *)&stop) != 0 ||
+        pthread_create(&b, NULL, execer, NULL) != 0)
         row_fail("pthread_create");
     pthread_join(b, NULL); /* never returns: the exec replaces us */
     row_fail("the exec'ing thread returned");

@@ -26,22 +26,6 @@ work(void *arg)
     return NULL;
 }
 
-static int
-status_threads(void)
-{
-    char line[256];
-    int n = -1;
-    FILE *f = fopen("/proc/self/status", "re");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 int
 main(void)
 {
@@ -58,7 +42,7 @@ main(void)
     row_spin(1.2); /* inside the harness's profiles */
     if (row_seccomp(SECCOMP_RET_ERRNO | EPERM, 0))
         row_fail("prctl seccomp: %s", strerror(errno));
-    if ((n = status_threads()) != 3)
+    if ((n = row_status_threads()) != 3)
         row_fail("%d threads after the filter, want the program's 3", n);
     if (timer_create(CLOCK_MONOTONIC, &sev, &id) == 0 || errno != EPERM)
         row_fail("the program's own timer_create was not refused");

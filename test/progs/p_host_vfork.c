@@ -14,16 +14,6 @@
 
 static volatile int stop;
 
-static void *
-spinner(void *unused)
-{
-    volatile unsigned long x = 0;
-
-    while (!stop)
-        x++;
-    return NULL;
-}
-
 int
 main(void)
 {
@@ -32,7 +22,7 @@ main(void)
     pthread_t th;
     long n = 0;
 
-    if (pthread_create(&th, NULL, spinner, NULL) != 0)
+    if (pthread_create(&th, NULL, row_spinner, (void *)&stop) != 0)
         row_fail("pthread_create");
     while (row_now() - t0 < secs) {
         int bad = n % 10 == 9, status;

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p_host.h"
+
 static volatile double sink;
 
 __attribute__((noinline)) static void
@@ -52,25 +54,6 @@ worker_loop(void)
         tree_burn(10);
         poll(NULL, 0, 10);
     }
-}
-
-/* Threads: of /proc/self/status (a look at /proc/self/task from a process
-   alone would make the library step aside, docs/GUIDE.md "A process that must be
-   alone", and so hide the very thread this counts). */
-static int
-threads_now(void)
-{
-    char line[256];
-    int n = -1;
-    FILE *f = fopen("/proc/self/status", "re");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    return n;
 }
 
 static pid_t
@@ -103,7 +86,7 @@ storm(long n)
                 /* one quick blocking call, as a launcher's child may make
                    (a second one made 20 ms later would be a safe point) */
                 poll(NULL, 0, 0);
-                _exit(threads_now() != 1);
+                _exit(row_status_threads() != 1);
             }
             execl("/bin/true", "true", (char *)NULL);
             _exit(127);

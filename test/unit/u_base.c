@@ -449,6 +449,44 @@ test_round(void)
     CHECK(pe_round_i64(-1e300) == INT64_MIN);
 }
 
+/* pe_proc_lines: short lines, an empty one, one longer than the buffer (cut, its tail
+   skipped), and a last one without a newline; and /proc/self/maps itself. */
+static void
+test_proc_lines(void)
+{
+    char path[] = "/tmp/u_base_lines.XXXXXX", big[20000];
+    pe_proc_lines_t it;
+    char *line;
+    int fd = mkstemp(path), n = 0, vdso = 0;
+    FILE *f;
+
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    f = fdopen(fd, "w");
+    fprintf(f, "one\n\n%s\ntwo\nlast", big);
+    fclose(f);
+    CHECK(pe_proc_lines_open(&it, path) == 0);
+    CHECK((line = pe_proc_lines_next(&it)) && !strcmp(line, "one"));
+    CHECK((line = pe_proc_lines_next(&it)) && !strcmp(line, ""));
+    CHECK((line = pe_proc_lines_next(&it)) && strlen(line) == sizeof(it.buf) - 1 && line[0] == 'x');
+    CHECK((line = pe_proc_lines_next(&it)) && !strcmp(line, "two"));
+    CHECK((line = pe_proc_lines_next(&it)) && !strcmp(line, "last"));
+    CHECK(pe_proc_lines_next(&it) == NULL);
+    pe_proc_lines_close(&it);
+    unlink(path);
+    CHECK(pe_proc_lines_open(&it, "/nonexistent/file") == -ENOENT);
+    CHECK(pe_proc_lines_open(&it, "/proc/self/maps") == 0);
+    while ((line = pe_proc_lines_next(&it)) != NULL) {
+        n++;
+        vdso |= strstr(line, "[vdso]") != NULL && !strchr(line, '\n');
+    }
+    pe_proc_lines_close(&it);
+    CHECK(n > 10 && vdso);
+}
+
 int
 main(void)
 {
@@ -460,5 +498,6 @@ main(void)
     test_clock_page();
     test_sigown();
     test_proc();
+    test_proc_lines();
     return pe_test_done();
 }

@@ -514,6 +514,17 @@ limits(void)
             r++;
     CHECK(r > 8);
     CHECK(pe_dw_bytes() > 0);
+    {
+        /* a deadline reached keeps what was read: the next lookups answer from it */
+        size_t held = pe_dw_bytes();
+
+        pe_dw_set_limits(0, 1);
+        CHECK(pe_dw_lookup(o, addrs[3], fr, 8) == -ETIMEDOUT);
+        CHECK(pe_dw_bytes() == held);
+        pe_dw_set_limits(0, 0);
+        CHECK(pe_dw_lookup(o, addrs[3], fr, 8) > 0);
+        CHECK(pe_dw_bytes() == held);
+    }
     /* the same object again: from the cache */
     CHECK(pe_dw_open(bin, "", NULL) == o);
     /* no DWARF anywhere: NULL, and NULL again from the cache */

@@ -30,20 +30,9 @@ typedef struct got_s {
 static got_t
 engine(const char *body)
 {
-    pe_req_t *r = calloc(1, sizeof(*r));
     got_t g = {0};
 
-    if (!r) {
-        g.status = -1;
-        return g;
-    }
-    r->method = "POST";
-    r->path = "/debug_engine";
-    r->body = body;
-    r->body_len = strlen(body);
-    g.status = pe_http_route(r);
-    memcpy(g.errmsg, r->errmsg, sizeof(g.errmsg));
-    free(r);
+    g.status = pe_test_engine(body, g.errmsg);
     return g;
 }
 

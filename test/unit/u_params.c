@@ -5,6 +5,7 @@
 #include "http/http.h"
 #include "http/http_int.h"
 #include "pe_test.h"
+#include "preload/config.h"
 
 static int
 discard_write(pe_sink_t *sink, const void *buf, size_t len)
@@ -35,6 +36,8 @@ main(void)
     double d;
     int b, e;
     char big[5000];
+
+    pe_cfg.max_seconds = 600; /* PROFEP_MAX_SECONDS's default */
 
     r = req("GET", "/profile", "duration=5&delay=0.01&n=1e8&x=%41%2b&flag&pprof=false");
     CHECK(r->nparams == 6);
@@ -111,6 +114,64 @@ main(void)
             for (m = l + n; sscanf(m, "%63s%n", c, &k) == 1; m += k)
                 CHECKF(strlen(a) < 3 || strlen(c) < 3 || pe_param_distance(a, c) > 1,
                        "%s: %s and %s", pe_routes[e].path, a, c);
+        }
+    }
+
+    /* Every value is checked before the handler: a wrong output parameter is
+       answered before a profile is taken (param_table.c), naming it. */
+    for (e = 0; e < pe_nroutes; e++) {
+        const char *l = pe_routes[e].params;
+        char a[64];
+        int n;
+
+        for (; l && sscanf(l, "%63s%n", a, &n) == 1; l += n)
+            CHECKF(pe_http_param_known(pe_routes[e].path, a), "%s: %s has no row",
+                   pe_routes[e].path, a);
+    }
+    {
+        static const char *const bad[][2] = {
+            {"/profile", "format=svgx"},
+            {"/profile", "granularity=bogus"},
+            {"/profile", "names="},
+            {"/profile", "sample_index=bogus"},
+            {"/profile", "sample_index=inuse_space"},
+            {"/profile", "sample_index=2"},
+            {"/profile", "mincount="},
+            {"/profile", "maxdepth=-1"},
+            {"/profile", "pprof=maybe"},
+            {"/profile", "groupby=threads"},
+            {"/profile_wall", "capture=proc"},
+            {"/debug/pprof/heap", "seconds=3&sample_index=bogus"},
+            {"/debug/pprof/heap", "seconds=3&format=svgx"},
+            {"/debug/fgprof", "sample_index=cpu"},
+            {"/debug/pprof/trace", "gzip=maybe"},
+            {"/heap_timeline", "format=pprof"},
+        };
+        size_t i;
+
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            const char *amp = strrchr(bad[i][1], '&');
+
+            r = req("GET", bad[i][0], bad[i][1]);
+            CHECKF(pe_http_route(r) == 400, "%s?%s", bad[i][0], bad[i][1]);
+            /* the line names parameter and value, and what is allowed */
+            CHECKF(strstr(r->errmsg, amp ? amp + 1 : bad[i][1]) && strstr(r->errmsg, "must be"),
+                   "%s?%s: %s", bad[i][0], bad[i][1], r->errmsg);
+        }
+        static const char *const good[][2] = {
+            {"/profile", "sample_index=cpu&format=folded&maxdepth=3&names=full"},
+            {"/profile", "sample_index=1&granularity=lines&mincount=2"},
+            {"/debug/pprof/heap", "sample_index=inuse_objects&debug=1"},
+            {"/heap_timeline", "format=json&seconds=60"},
+            {"/debug/pprof/goroutine", "capture=proc&sample_index=goroutine"},
+        };
+
+        for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+            for (e = 0; e < pe_nroutes && strcmp(pe_routes[e].path, good[i][0]); e++)
+                ;
+            r = req("GET", good[i][0], good[i][1]);
+            CHECKF(e < pe_nroutes && pe_http_check_params(r, &pe_routes[e]) == 0, "%s?%s: %s",
+                   good[i][0], good[i][1], r->errmsg);
         }
     }
 

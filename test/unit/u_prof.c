@@ -72,40 +72,6 @@ static const pe_prof_vt_t period_type = {"cpu", "nanoseconds"};
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static long
-gunzip(const void *in, size_t inlen, unsigned char **out)
-{
-    z_stream zs;
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = malloc(cap);
-    int zerr;
-
-    memset(&zs, 0, sizeof(zs));
-    if (!buf || inflateInit2(&zs, 15 + 16) != Z_OK) {
-        free(buf);
-        return -1;
-    }
-    zs.next_in = (unsigned char *)in;
-    zs.avail_in = (uInt)inlen;
-    do {
-        if (len == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        zs.next_out = buf + len;
-        zs.avail_out = (uInt)(cap - len);
-        zerr = inflate(&zs, Z_NO_FLUSH);
-        len = cap - zs.avail_out;
-    } while (zerr == Z_OK);
-    inflateEnd(&zs);
-    if (zerr != Z_STREAM_END) {
-        free(buf);
-        return -1;
-    }
-    *out = buf;
-    return (long)len;
-}
-
 /* The sample whose leaf frame is named `leaf` and has label thread=tid (-1: any). */
 static int
 find_sample(const pe_prof_t *p, const char *leaf, int64_t tid, pe_prof_sample_t *out)
@@ -171,8 +137,8 @@ test_model(void)
     const uintptr_t root = (uintptr_t)u_prof_root;
     uintptr_t deep[200];
     const int64_t one[] = {1, 10 * MS};
-    pe_prof_label_t many[5] = {
-        {.key = "a"}, {.key = "b"}, {.key = "c"}, {.key = "d"}, {.key = "e"}};
+    pe_prof_label_t many[PE_PROF_MAX_LABELS + 1] = {{.key = "a"}, {.key = "b"}, {.key = "c"},
+                                                    {.key = "d"}, {.key = "e"}, {.key = "f"}};
     pe_prof_t *p = build_fixed();
     pe_prof_sample_t s;
     int i;
@@ -188,7 +154,7 @@ test_model(void)
     CHECK(pe_prof_default_index(p) == 1);
     /* 3 merged + 1 other thread + mid leaf + named + getpid + unknown */
     CHECKF(pe_prof_nsamples(p) == 6, "nsamples %d", pe_prof_nsamples(p));
-    CHECK(pe_prof_add(p, deep, 0, 1, one, many, 5) == -EINVAL);
+    CHECK(pe_prof_add(p, deep, 0, 1, one, many, PE_PROF_MAX_LABELS + 1) == -EINVAL);
     CHECK(pe_prof_add(p, NULL, 3, 1, one, NULL, 0) == -EINVAL);
     CHECK(pe_prof_resolve(p, 0) == 0);
     CHECK(pe_prof_resolve(p, 0) == 0); /* idempotent */
@@ -382,7 +348,7 @@ decode_pprof(const pe_membuf_t *mb, decoded_t *d, perftools_profiles_Profile *pr
 
     memset(d, 0, sizeof(*d));
     memset(prof, 0, sizeof(*prof));
-    n = gunzip(mb->data, mb->len, &raw);
+    n = pe_test_gunzip(mb->data, mb->len, &raw);
     if (n < 0)
         return 0;
     prof->sample.funcs.decode = dec_sample;

@@ -2,12 +2,16 @@
  * u_symdebug: a stripped library's static function is named from its
  * separate debug file, found by GNU build id (as Debian's -dbgsym packages
  * install them under /usr/lib/debug/.build-id/xx/yyyy.debug), and not named
- * without it.  Builds the library itself with cc, objcopy and strip.
+ * without it; found too through a .gnu_debuglink beside it (gdb's search, the
+ * one in symbols/elf.c).  libc's names carry no symbol version
+ * (clock_nanosleep, not clock_nanosleep@@GLIBC_2.17 as libc6-dbg's .symtab
+ * spells it).  Builds the library itself with cc, objcopy and strip.
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pe_test.h"
 #include "preload/real.h"
@@ -25,7 +29,8 @@ sh(const char *cmd)
 }
 
 /* Build dir/NAME.so from symdebug_lib.c (with -D VARIANT so build ids differ),
-   strip it, and with keep_debug put its debug file under dbgdir. */
+   strip it, and with keep_debug 1 put its debug file under dbgdir by build id, with 2
+   beside it as dir/NAME.debug, named by a .gnu_debuglink. */
 static int
 build_lib(const char *dir, const char *name, int variant, const char *dbgdir, int keep_debug)
 {
@@ -36,8 +41,10 @@ build_lib(const char *dir, const char *name, int variant, const char *dbgdir, in
              "test/unit/symdebug_lib.c; id=$(readelf -n $lib | sed -n 's/.*Build ID: *//p'); "
              "if [ %d = 1 ]; then mkdir -p %s/$(echo $id | cut -c1-2); objcopy --only-keep-debug "
              "$lib %s/$(echo $id | cut -c1-2)/$(echo $id | cut -c3-).debug; fi; "
-             "strip --strip-all $lib; ! readelf -S $lib | grep -q '\\.symtab'",
-             dir, name, variant, keep_debug, dbgdir, dbgdir);
+             "if [ %d = 2 ]; then objcopy --only-keep-debug $lib ${lib%%.so}.debug; fi; "
+             "strip --strip-all $lib; ! readelf -S $lib | grep -q '\\.symtab'; "
+             "if [ %d = 2 ]; then objcopy --add-gnu-debuglink=${lib%%.so}.debug $lib; fi",
+             dir, name, variant, keep_debug, dbgdir, dbgdir, keep_debug, keep_debug);
     return sh(cmd);
 }
 
@@ -70,16 +77,23 @@ main(void)
     const char *got;
 
     pe_real_init();
+    /* libc6-dbg's .symtab names clock_nanosleep@@GLIBC_2.17; without it the name has none */
+    got = pe_sym_symbolize((uintptr_t)clock_nanosleep + 1, name, sizeof(name));
+    CHECKF(got && !strchr(got, '@'), "no symbol version in libc's names (got %s)",
+           got ? got : "(unnamed)");
     if (!mkdtemp(dir))
         return 77;
     snprintf(dbgdir, sizeof(dbgdir), "%s/debug/.build-id", dir);
-    if (build_lib(dir, "with_debug", 1, dbgdir, 1) || build_lib(dir, "no_debug", 2, dbgdir, 0)) {
+    if (build_lib(dir, "with_debug", 1, dbgdir, 1) || build_lib(dir, "no_debug", 2, dbgdir, 0) ||
+        build_lib(dir, "with_link", 3, dbgdir, 2)) {
         puts("cannot build the test libraries (cc, objcopy, strip)");
         return 77;
     }
     pe_sym_debug_dir = dbgdir;
     got = leaf_name(dir, "with_debug", name, sizeof(name));
     CHECKF(!strcmp(got, "symdebug_static_leaf"), "named from its debug file (got %s)", got);
+    got = leaf_name(dir, "with_link", name, sizeof(name));
+    CHECKF(!strcmp(got, "symdebug_static_leaf"), "named through its .gnu_debuglink (got %s)", got);
     got = leaf_name(dir, "no_debug", name, sizeof(name));
     CHECKF(strcmp(got, "symdebug_static_leaf") != 0, "unnamed without one (got %s)", got);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -253,6 +253,56 @@ test_svg_labels(void)
     pe_prof_free(p);
 }
 
+/* Small boxes: a label is drawn whole, or cut where a useful part of it fits (at least
+   4 characters after "std::"-like qualifiers and leading underscores), else not at all:
+   never "s..", "st..", "std..", "std::__i..". */
+static void
+test_svg_small_labels(void)
+{
+    pe_prof_t *p = pe_prof_new(types, 2, &period, 1);
+    static const char *const stems[] = {"sleep_for_a_while", "std::__introsort_loop", "f"};
+    int64_t v[] = {1, 0};
+    char name[64], *s, *t;
+    int err, i, k, cuts = 0, whole = 0;
+    int64_t w;
+
+    if (!p)
+        return;
+    /* widths from a pixel to a fifth of the graph, 1.3 times apart */
+    for (i = 0, w = 10; i < 20; i++, w = w * 14 / 10) {
+        for (k = 0; k < 3; k++) {
+            snprintf(name, sizeof(name), "%s%s%d", stems[k], k == 2 ? "" : "_", i);
+            v[1] = w * (k == 2 ? 1 : 3);
+            CHECK(pe_prof_add_named(p, name, v, NULL, 0) == 0);
+        }
+    }
+    s = render(p, 1, 1, &err);
+    CHECK(err == 0 && s);
+    for (t = s; t && (t = strstr(t, "<text class=\"l\"")) != NULL; t++) {
+        char *b = strchr(t, '>') + 1, *e = strstr(b, "</text>");
+        int n = (int)(e - b), q = 0;
+
+        if (n >= 2 && !strncmp(e - 2, "..", 2)) {
+            cuts++;
+            n -= 2;
+            if (!strncmp(b, "std::", 5))
+                q = 5;
+            while (q < n && b[q] == '_')
+                q++;
+            CHECKF(n - q >= 4, "a label with nothing useful: %.*s", n + 2, b);
+        } else if (n > 0) {
+            whole++;
+        }
+    }
+    CHECKF(cuts >= 4 && whole >= 2, "%d cut labels, %d whole", cuts, whole);
+    if (getenv("U_VIEWS_LABELS"))
+        fputs(s, stderr);
+    CHECK(s && strstr(s, ">slee..</text>") && !strstr(s, ">s..<") && !strstr(s, ">st..<") &&
+          !strstr(s, ">std..<") && !strstr(s, ">std::__i..<"));
+    free(s);
+    pe_prof_free(p);
+}
+
 /* Kinds, [object] boxes, symbol versions and hints (proto/svg.c). */
 static void
 test_svg_kinds(void)
@@ -473,20 +523,9 @@ stage_files(void)
 static got_t
 engine(const char *body)
 {
-    pe_req_t *r = calloc(1, sizeof(*r));
     got_t g = {0};
 
-    if (!r) {
-        g.status = -1;
-        return g;
-    }
-    r->method = "POST";
-    r->path = "/debug_engine";
-    r->body = body;
-    r->body_len = strlen(body);
-    g.status = pe_http_route(r);
-    memcpy(g.errmsg, r->errmsg, sizeof(g.errmsg));
-    free(r);
+    g.status = pe_test_engine(body, g.errmsg);
     return g;
 }
 
@@ -626,10 +665,12 @@ main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--dump"))
         return dump(argv[2]);
+    pe_cfg.max_seconds = 600; /* PROFEP_MAX_SECONDS's default (debug_engine's duration) */
     views_top(1);
     test_folded();
     test_svg();
     test_svg_labels();
+    test_svg_small_labels();
     test_svg_kinds();
     test_stream();
     test_empty();
