@@ -1002,7 +1002,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     uint64_t ring_dropped;
     pe_kind_close_t c;
     char engine[512], perf[512];
-    int kind;
+    int kind, perf_cpu = 0;
 
     if (!w)
         return NULL;
@@ -1042,6 +1042,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     pthread_mutex_lock(&wlock);
     drain_all();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
+    perf_cpu = w->kind == &pe_kind_cpu && cpu_perf;
     if (w->kind == &pe_kind_cpu)
         engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
     else if (__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) != w->wperf0)
@@ -1083,7 +1084,8 @@ pe_sampler_close(pe_sampler_win_t *w)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
         pe_sampler_trunc_comment(p, w->trunc_why);
-    pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
+    if (!perf_cpu) /* (perf events sample threads that block SIGPROF, or have a filter) */
+        pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
                         "cut: %llu samples whose stack stops where neither DWARF nor the "

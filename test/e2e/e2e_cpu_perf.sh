@@ -58,13 +58,15 @@ check "engine=timer: the timer engine, saying it was asked for" \
     grep -q 'engine: timer.*engine=timer was asked for' <(comments $T/t.pb.gz)
 pe_stop
 
-# ---- SIGPROF blocked in every thread of the program
+# ---- SIGPROF blocked in both workers
 pe_start $P/p_cpu_split 60 0.4 block || exit 1
 pe_get '/profile?duration=4&delay=0.001' -o $T/b.pb.gz
 three=$(count_cum $T/b.pb.gz cpu_three_quarters); one=$(count_cum $T/b.pb.gz cpu_one_quarter)
 pct=$(split_pct "${three:-0}" "${one:-0}")
 echo "  perf, SIGPROF blocked: three=$three one=$one ($pct%)"
 check "perf, SIGPROF blocked: sampled, the split within 3 points ($pct%)" near75 "$pct"
+check "perf, SIGPROF blocked: no comment calls them unsampled" \
+    bash -c "! grep -q 'block SIGPROF' <(go tool pprof -raw $T/b.pb.gz 2>/dev/null)"
 # a wall-clock profile beside a perf CPU session: running threads from perf's samples, no signal
 pe_get '/profile_start' >/dev/null
 pe_get '/profile_wall?duration=3' -o $T/w.pb.gz
@@ -82,9 +84,8 @@ three=$(count_cum $T/c.pb.gz cpu_three_quarters)
 check "timer engine named, with its reason" grep -q 'PROFEP_CPU_ENGINE=timer' <(comments $T/c.pb.gz)
 check "timer engine, SIGPROF blocked: the workers go unseen (${three:-0} samples)" \
     [ "${three:-0}" -le 5 ]
-# (the count "2 threads block SIGPROF" is another change's: shown when there)
-if comments $T/c.pb.gz | grep -qi 'block'; then ok "timer engine: the comments say threads block SIGPROF"; else
-    echo "  note: no comment on blocked threads yet (issue 38's count)"; fi
+check "timer engine: the comments say 2 threads block SIGPROF" \
+    grep -q '2 threads block SIGPROF' <(comments $T/c.pb.gz)
 pe_stop
 
 # ---- no EINTR: nothing is sent to the program's threads

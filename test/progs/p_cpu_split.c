@@ -3,7 +3,7 @@
  * cpu_three_quarters and 25% in cpu_one_quarter (equal work per call, called
  * 3:1).  After argv[2] seconds (default 1) a third thread "late-one" starts
  * and burns in late_work.  Runs argv[1] seconds (default 10).  With argv[3]
- * "block", every thread blocks SIGPROF (as servers that block every signal
+ * "block", the two workers block SIGPROF (as servers that block every signal
  * in their workers do): the timer engine cannot sample them, perf events can.
  */
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 static volatile unsigned long sink;
-static volatile int stop;
+static volatile int stop, block;
 
 __attribute__((noinline)) static void
 spin(unsigned long n)
@@ -48,6 +48,12 @@ static void *
 worker(void *name)
 {
     pthread_setname_np(pthread_self(), name);
+    if (block) {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGPROF);
+        pthread_sigmask(SIG_BLOCK, &s, NULL);
+    }
     while (!stop) {
         cpu_three_quarters();
         cpu_three_quarters();
@@ -73,12 +79,7 @@ main(int argc, char **argv)
     double late_at = argc > 2 ? atof(argv[2]) : 1;
     pthread_t a, b, c;
 
-    if (argc > 3 && !strcmp(argv[3], "block")) {
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, SIGPROF);
-        pthread_sigmask(SIG_BLOCK, &s, NULL); /* the threads below inherit it */
-    }
+    block = argc > 3 && !strcmp(argv[3], "block");
     pthread_create(&a, NULL, worker, "split-a");
     pthread_create(&b, NULL, worker, "split-b");
     usleep((useconds_t)(late_at * 1e6));
