@@ -8,6 +8,8 @@
  *              ticks) or into a stack-capture slot, nothing else.
  *   sampler.c  windows (CPU and wall-clock), the collector thread, thread and
  *              fork/exec hooks.
+ *   engine_perf.c  the CPU engine without a signal (engine_perf.h): perf
+ *              events, read and unwound by the collector.
  *   stacks.c   on-demand capture of every thread's stack (capture slots).
  *
  * Shared fields name their writer and reader.
@@ -58,7 +60,8 @@
 
 /* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
 #define PE_RING_F_WALL 2u
-#define PE_RING_F_PROC 4u /* a wall sample read from /proc, no signal (sampler.c) */
+#define PE_RING_F_PROC 4u  /* a wall sample read from /proc, no signal (sampler.c) */
+#define PE_RING_F_PERF 16u /* a wall sample from the perf engine's last sample, no signal */
 #define PE_RING_STATE_SHIFT 8
 #define PE_RING_STATE(flags) (((flags) >> PE_RING_STATE_SHIFT) & 15u)
 
