@@ -13,7 +13,8 @@
 #    the root has samples of the workers' request path (ap_run_process_connection
 #    and what it calls) on the threads that block SIGPROF;
 #  - `profep attach --children` to an apache2 started without the library: the
-#    same profile through the root's address, then detach --children.
+#    same through the root's address (pid=all), then detach --children: every
+#    process has its own threads only again.
 # Every answer is correct (ab: no failed or non-2xx request; the checking client
 # compares gzip and plain bodies with the file), and apache2 stops on SIGTERM
 # with status 0 and no child left.  Skips only when apache2 cannot be installed.
@@ -42,10 +43,10 @@ mkdir -p $A/htdocs $A/run $A/logs $A/ports
 chmod 1777 $A/ports # the children's port files
 # 64 KiB of text that compresses, not too well: deflate is the user CPU of a request
 python3 -c '
-import random; r = random.Random(7); w = ["apache", "event", "worker", "listener", "pool", "bucket", "brigade", "filter"]
-print("\n".join(" ".join(r.choice(w) + str(r.randrange(1000)) for _ in range(12)) for _ in range(900)))' |
-    head -c 65536 >$A/htdocs/index.html
-gzip -c $A/htdocs/index.html >/dev/null || exit 1
+import random, sys; r = random.Random(7); w = ["apache", "event", "worker", "listener", "pool", "bucket", "brigade", "filter"]
+t = "\n".join(" ".join(r.choice(w) + str(r.randrange(1000)) for _ in range(12)) for _ in range(900))
+sys.stdout.write(t[:65536])' >$A/htdocs/index.html
+[ -s $A/htdocs/index.html ] || { bad "the page was not written"; pe_finish; }
 
 # apache_conf PORT: the private configuration
 apache_conf() {
@@ -99,6 +100,7 @@ apache_start() {
         return 1
     fi
 }
+threads_are() { [ "$(ls /proc/$1/task 2>/dev/null | wc -l)" = "$2" ]; }
 none_alive() { local p; for p in "$@"; do ! kill -0 "$p" 2>/dev/null || return 1; done; }
 # apache_stop NAME: SIGTERM to the parent; status 0 within 20 s, no child left
 apache_stop() {
@@ -273,6 +275,8 @@ if [ -x "$INJ" ] && [ "$(id -u)" = 0 ]; then
     export PROFEP_INJECT=$INJ PROFEP_LIB=$LIB
     apache_start attach || pe_finish
     KIDS=$(pgrep -P $HPID | sort -n | tr '\n' ' ')
+    declare -A before
+    for p in $HPID $KIDS; do before[$p]=$(ls /proc/$p/task | wc -l); done
     out=$(timeout 60 scripts/profep attach $HPID --port 0 --children 2>&1)
     echo "  attach: $out"
     check "attach: 2 of 2 children joined" grep -q '2 of 2 descendants joined' <<<"$out"
@@ -282,6 +286,10 @@ if [ -x "$INJ" ] && [ "$(id -u)" = 0 ]; then
     perf_profile attach "$ROOT" all
     out=$(timeout 60 scripts/profep detach $HPID --children 2>&1)
     check "attach: detach --children ($out)" grep -q '2 of 2 descendants detached' <<<"$out"
+    for p in "${!before[@]}"; do
+        check "attach: pid $p has its own ${before[$p]} threads after the detach" \
+            eventually 10 threads_are $p "${before[$p]}"
+    done
     load_start
     sleep 1
     load_stop after-detach
