@@ -286,7 +286,7 @@ deps:
 # tests' own deps.sh calls then find them installed instead of installing mid-suite).
 .PHONY: test-deps
 test-deps:
-	$(Q)scripts/deps.sh names browser node server tree fleet python
+	$(Q)scripts/deps.sh names browser node server tree fleet python apache
 
 install: $(LIB) $(TLS_SHIMS) $(INJECT)
 	install -d $(DESTDIR)$(LIBDIR)
