@@ -182,6 +182,8 @@ code=$(curl -s -m 40 -o $T/t_own.pb.gz -w '%{http_code}' "http://$CADDR/debug/pp
 check "timer: child's own CPU profile 200 ($code)" [ "$code" = 200 ]
 code=$(curl -s -m 40 -o $T/t_root.pb.gz -w '%{http_code}' "http://$ROOT/debug/pprof/profile?seconds=2&pid=$C1")
 check "timer: child's CPU profile through the root 200 ($code)" [ "$code" = 200 ]
+code=$(curl -s -m 40 -o $T/t_all.pb.gz -w '%{http_code}' "http://$ROOT/debug/pprof/profile?seconds=2&pid=all")
+check "timer: pid=all CPU profile 200 ($code)" [ "$code" = 200 ]
 txt=$(curl -s -m 40 "http://$ROOT/debug/pprof/goroutine?debug=2&pid=$C1")
 idx=$(curl -s -m 40 "http://$CADDR/debug/pprof/")
 load_stop timer
@@ -212,6 +214,11 @@ for f in t_own t_root; do
     check "timer: $f names every thread debug=2 lists" [ "$tids" = "$listed" ]
 done
 check "timer: the child's index page says $n block SIGPROF" grep -q "$n block SIGPROF" <<<"$idx"
+# a merge keeps each member's own comments, after whose they are
+c=$(comments $T/t_all.pb.gz | grep "pid $C1.*unsampled:")
+echo "  t_all: $c"
+check "timer: pid=all says child $C1's $n threads block SIGPROF" \
+    grep -q "unsampled: $n threads block SIGPROF (of $n;" <<<"$c"
 apache_stop timer
 
 # ---- the default engine: the workers sampled ------------------------------------------------
