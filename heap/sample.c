@@ -5,7 +5,7 @@
  * its sample point or runs under an /allocs_profile recording (allocated
  * here, tagged when sampled: tag.c), and a free, realloc or
  * malloc_usable_size of a block the tag check flagged.  Tables live in
- * stacks.c, live.c and allocs.c.
+ * sitetab.c, live.c and allocs.c.
  *
  * Sampling math (Go's runtime/malloc.go nextSample, tcmalloc's rule): the countdown
  * c ~ Exp(R) is memoryless, so an allocation of s bytes meets c <= s with

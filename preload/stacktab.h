@@ -2,7 +2,7 @@
  * stacktab.h: interning call stacks.  A stack table hands each distinct
  * (tag, stack) a small id, the same id to every thread that brings the same
  * stack, valid for the life of the process; its users keep their own totals
- * in arrays indexed by that id (heap/stacks.c, sampler/mutex.c).
+ * in arrays indexed by that id (heap/sitetab.c, sampler/mutex.c).
  *
  *   buckets[]  uint32 id + 1 per slot (0 empty), open addressing on the
  *              stack's hash; 2 * cap slots, so at most half full

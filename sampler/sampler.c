@@ -53,12 +53,12 @@
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "account.h"
-#include "cpu.h"
+#include "allstacks.h"
 #include "engine_perf.h"
 #include "kind.h"
 #include "peek.h"
 #include "sampler.h"
-#include "stacks.h"
+#include "sampler_int.h"
 #include "trace.h"
 
 #define RING_SLOTS 2048

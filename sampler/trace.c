@@ -32,8 +32,8 @@
 #include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/threads.h"
-#include "cpu.h"
-#include "stacks.h"
+#include "allstacks.h"
+#include "sampler_int.h"
 #include "trace.h"
 
 #define TRACE_EVENTS 32768 /* event slots at most (88 bytes each), a quarter of the budget */

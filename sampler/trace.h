@@ -1,7 +1,7 @@
 /*
  * trace.h: the thread trace behind /debug/pprof/trace (issue 34; owned by
  * the trace work).  One trace at a time records, for every application
- * thread, its state and stack at each tick (the captures of stacks.h: /proc
+ * thread, its state and stack at each tick (the captures of allstacks.h: /proc
  * without a signal for a thread off the CPU, the signal for a running one;
  * a sleeping thread's futex(2) read from /proc/TID/syscall), plus events with
  * their own times: the lock interposers' sampled waits (mutex.h), thread
