@@ -12,11 +12,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../contention/mutex.h"
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/init.h"
-#include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
 #include "../sampler/trace.h"
 #include "http_int.h"

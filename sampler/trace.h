@@ -4,7 +4,7 @@
  * thread, its state and stack at each tick (the captures of allstacks.h: /proc
  * without a signal for a thread off the CPU, the signal for a running one;
  * a sleeping thread's futex(2) read from /proc/TID/syscall), plus events with
- * their own times: the lock interposers' sampled waits (mutex.h), thread
+ * their own times: the lock interposers' sampled waits (contention/mutex.h), thread
  * start and exit, the heap sampler's sampled allocations and their frees
  * (heap/sample.c), fork, exec and spawn (preload/events.c), and our own HTTP
  * requests.  The recording runs on the

@@ -15,8 +15,9 @@
 #   3 proto    the profile model, every encoder (the timeline chart too)
 #              and the one decoder (decode.c), the sinks and the JSON and
 #              XML escapers
-#   4 sampler  CPU and wall sampling, on-demand stack capture, the peek,
-#              lock contention
+#   4 sampler  CPU and wall sampling, on-demand stack capture, the peek;
+#              and, beside it, contention/: lock contention and its
+#              interposers
 #   5 heap     allocation sampling, the live table, its history
 #   6 http     the server, routing, parameters, the endpoint handlers
 #   7 top      preload/init.c (the constructor), preload/events.[ch] (the
@@ -38,10 +39,11 @@ ALLOWED=""
 edges() {
     local files f dir inc
     files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' \
-        'sampler/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' 'interpose/*.[ch]' 2>/dev/null |
+        'sampler/*.[ch]' 'contention/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' \
+        'interpose/*.[ch]' 2>/dev/null |
         sort -u)
     [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] \
-        sampler/*.[ch] heap/*.[ch] http/*.[ch])
+        sampler/*.[ch] contention/*.[ch] heap/*.[ch] http/*.[ch])
     for f in $files; do
         dir=${f%/*}
         sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
@@ -54,7 +56,7 @@ edges() {
     done
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
-        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http,interpose}/*.o; do
+        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,contention,heap,http,interpose}/*.o; do
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
@@ -74,6 +76,7 @@ out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
         if (p ~ /^stack\//) return 2
         if (p ~ /^proto\//) return 3
         if (p ~ /^sampler\//) return 4
+        if (p ~ /^contention\//) return 4
         if (p ~ /^heap\//) return 5
         if (p ~ /^http\//) return 6
         return -1
