@@ -46,7 +46,7 @@ ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
 SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c proto/*.c sampler/*.c heap/*.c http/*.c))
-SRCS    += $(sort $(wildcard contention/*.c interpose/*.c))
+SRCS    += $(sort $(wildcard trace/*.c contention/*.c interpose/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h
 OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o

@@ -21,8 +21,8 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/stacktab.h"
-#include "../sampler/trace.h"
 #include "../stack/unwind.h"
+#include "../trace/feed.h"
 #include "mutex.h"
 
 #define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
@@ -247,7 +247,7 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     if (kind >= 0) {
         pe_mutex_record(kind, ra, leaf, t1 - t0);
         PE_TRACE_EVENT(kind == PE_MUTEX_KIND_LOCK ? PE_TJ_EV_LOCK : PE_TJ_EV_COND, (int64_t)t0,
-                       (int64_t)t1, 0, NULL); /* a trace's lock waits (sampler/trace.h) */
+                       (int64_t)t1, 0, NULL); /* a trace's lock waits (trace/feed.h) */
     }
     errno = saved_errno;
     return rc;

@@ -30,8 +30,8 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
-#include "../sampler/trace.h"
 #include "../stack/unwind.h"
+#include "../trace/feed.h"
 #include "heap_int.h"
 #ifdef PE_HEAP_CFI_VERIFY
 #include <stdio.h>

@@ -52,6 +52,7 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "../trace/feed.h"
 #include "account.h"
 #include "allstacks.h"
 #include "engine_perf.h"
@@ -59,7 +60,6 @@
 #include "peek.h"
 #include "sampler.h"
 #include "sampler_int.h"
-#include "trace.h"
 
 #define RING_SLOTS 2048
 #define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */
