@@ -12,13 +12,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../contention/mutex.h"
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/init.h"
-#include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
-#include "../sampler/trace.h"
+#include "../trace/feed.h"
 #include "http_int.h"
 
 #define GH (PE_M_GET | PE_M_HEAD)
@@ -363,7 +363,7 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     if ((status = pe_http_tree_route(r, ri->query_string)))
         goto out;
     {
-        int64_t t0 = pe_clock_ns(CLOCK_MONOTONIC); /* a trace shows our requests (trace.h) */
+        int64_t t0 = pe_clock_ns(CLOCK_MONOTONIC); /* a trace shows our requests (trace/feed.h) */
         status = pe_http_route(r);
         PE_TRACE_EVENT(PE_TJ_EV_REQUEST, t0, pe_clock_ns(CLOCK_MONOTONIC), status, r->path);
     }

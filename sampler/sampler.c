@@ -52,14 +52,14 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "../trace/feed.h"
 #include "account.h"
-#include "cpu.h"
+#include "allstacks.h"
 #include "engine_perf.h"
 #include "kind.h"
 #include "peek.h"
 #include "sampler.h"
-#include "stacks.h"
-#include "trace.h"
+#include "sampler_int.h"
 
 #define RING_SLOTS 2048
 #define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */

@@ -7,7 +7,7 @@
  * second walk through JIT code (DWARF where there is CFI, the frame pointer
  * where there is none) when unw_backtrace stops outside every object.
  * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
- * preload/hooks.c.  Why this shape: in a handler unw_backtrace is the fast path
+ * preload/process_hooks.c.  Why this shape: in a handler unw_backtrace is the fast path
  * (about 0.5 us at depth 35, no syscall once warm; an unw_step loop costs 7-10
  * us and a sigprocmask pair per frame); libunwind finds unwind tables through
  * dl_iterate_phdr, whose loader lock a signal may interrupt (hence the

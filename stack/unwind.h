@@ -86,7 +86,7 @@ enum { PE_UNWIND_COPY_WHOLE = 0, PE_UNWIND_COPY_DEEPER = 1, PE_UNWIND_COPY_CUT =
 int pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
                    uintptr_t *pcs, int max, int *how);
 
-/* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
+/* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/process_hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
 PE_TESTONLY extern int pe_unwind_dlclose_busy; /* > 0 while any thread is inside dlclose */
 /*

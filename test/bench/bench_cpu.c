@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sampler/cpu.h"
+#include "../../sampler/sampler_int.h"
 #include "../../stack/unwind.h"
 
 static volatile unsigned long sink;

@@ -14,8 +14,8 @@
 
 #include "../../preload/config.h"
 #include "../../proto/profile.h"
-#include "../../sampler/cpu.h"
 #include "../../sampler/sampler.h"
+#include "../../sampler/sampler_int.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"
 

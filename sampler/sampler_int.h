@@ -1,5 +1,5 @@
 /*
- * cpu.h: what the CPU sampler's files share (not for other modules).
+ * sampler_int.h: what the CPU sampler's files share (not for other modules).
  *
  *   timer.c    OS calls: per-thread CPU timers (raw syscalls), SIGPROF
  *              disposition ownership (install only over SIG_DFL/SIG_IGN, the
@@ -10,14 +10,14 @@
  *              fork/exec hooks.
  *   engine_perf.c  the CPU engine without a signal (engine_perf.h): perf
  *              events, read and unwound by the collector.
- *   stacks.c   on-demand capture of every thread's stack (capture slots).
+ *   allstacks.c  on-demand capture of every thread's stack (capture slots).
  *
  * Shared fields name their writer and reader.
  *
  * Signal-safe: only what is marked PE_SIGSAFE.
  */
-#ifndef PE_SAMPLER_CPU_H
-#define PE_SAMPLER_CPU_H
+#ifndef PE_SAMPLER_INT_H
+#define PE_SAMPLER_INT_H
 
 #include <semaphore.h>
 #include <signal.h>
@@ -87,7 +87,7 @@ PE_TESTONLY extern int pe_cpu_accept_tkill;
 
 PE_SIGSAFE void pe_cpu_handler(int sig, siginfo_t *si, void *uc);
 
-/* ---- stacks.c ------------------------------------------------------------------ */
+/* ---- allstacks.c ---------------------------------------------------------------- */
 
 /* The handler's half of a stack capture: value v (PE_SIGQ_CAPTURE) names a slot. */
 PE_SIGSAFE void pe_stacks_sig_capture(uint64_t v, void *uc);
@@ -153,7 +153,7 @@ pe_cpu_stack_short(void)
     return lo && (uintptr_t)&here - lo < PE_CPU_STACK_NEED;
 }
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
-   program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */
+   program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, allstacks.c). */
 extern int pe_cpu_profiling;
 
-#endif /* PE_SAMPLER_CPU_H */
+#endif /* PE_SAMPLER_INT_H */
