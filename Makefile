@@ -46,13 +46,13 @@ ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
 SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c proto/*.c sampler/*.c heap/*.c http/*.c))
-SRCS    += $(sort $(wildcard interpose/*.c))
+SRCS    += $(sort $(wildcard trace/*.c contention/*.c interpose/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h
 OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/profile.pb.o
-# Files that define interposed entry points or the constructor stay out of the
+# Files that define interposed entry points (*_hooks.c) or the constructor stay out of the
 # archive the unit tests link against.
-HOOK_OBJS := $(filter $(BUILD)/preload/init.o $(BUILD)/preload/attach.o %/hooks.o %_hooks.o,$(OBJS))
+HOOK_OBJS := $(filter $(BUILD)/preload/init.o $(BUILD)/preload/attach.o %_hooks.o,$(OBJS))
 CORE_OBJS := $(filter-out $(HOOK_OBJS),$(OBJS))
 LIB     := $(BUILD)/libprofendpoints.so
 INJECT  := $(BUILD)/profep-inject
@@ -116,7 +116,7 @@ $(BUILD)/%.o: %.c | $(GEN_H)
 # The malloc-family fast paths are a few instructions and a tail call: no frame
 # to set up (nothing unwinds through them by frame pointer; stacks start at
 # their caller).
-$(BUILD)/heap/hooks.o: ALL_CFLAGS += -fomit-frame-pointer
+$(BUILD)/heap/malloc_hooks.o: ALL_CFLAGS += -fomit-frame-pointer
 
 $(BUILD)/gen/profile.pb.o: $(GEN_C)
 	$(call msg,CC,$<)
@@ -286,7 +286,7 @@ deps:
 # tests' own deps.sh calls then find them installed instead of installing mid-suite).
 .PHONY: test-deps
 test-deps:
-	$(Q)scripts/deps.sh names browser node server tree fleet python
+	$(Q)scripts/deps.sh names browser node server tree fleet python apache
 
 install: $(LIB) $(TLS_SHIMS) $(INJECT)
 	install -d $(DESTDIR)$(LIBDIR)

@@ -16,7 +16,7 @@
  *   malloc-family call is recorded with probability sample_rate (Bernoulli),
  *   into a bounded table keyed by (stack, size).
  *
- * The interposers (hooks.c) call the inline fast paths below: an unsampled
+ * The interposers (malloc_hooks.c) call the inline fast paths below: an unsampled
  * allocation costs one subtraction and one branch, freeing an unsampled block
  * one load beside the word the real free reads (the tag check).  Everything
  * else happens off the fast path, lock-free or under a try-lock, and never
@@ -101,7 +101,7 @@ const char *pe_heap_reason(void);
 /* The sampling rate in force (0 = off). */
 int64_t pe_heap_rate(void);
 
-/* ---- hook fast paths (heap/hooks.c) ------------------------------------------ */
+/* ---- hook fast paths (heap/malloc_hooks.c) ------------------------------------ */
 
 /*
  * Sampled blocks carry a tag (heap/tag.c): we allocate them ourselves with

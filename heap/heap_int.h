@@ -62,7 +62,7 @@ pe_heap_bytes_fx(uint64_t cnt_fx, uint64_t size)
     return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
 }
 
-/* ---- stacks.c ----------------------------------------------------------------- */
+/* ---- sitetab.c ---------------------------------------------------------------- */
 
 int pe_heap_stacks_init(void);
 /* Intern a stack (leaf first); returns its id, PE_HEAP_NO_STACK when n == 0

@@ -5,7 +5,7 @@
  * its sample point or runs under an /allocs_profile recording (allocated
  * here, tagged when sampled: tag.c), and a free, realloc or
  * malloc_usable_size of a block the tag check flagged.  Tables live in
- * stacks.c, live.c and allocs.c.
+ * sitetab.c, live.c and allocs.c.
  *
  * Sampling math (Go's runtime/malloc.go nextSample, tcmalloc's rule): the countdown
  * c ~ Exp(R) is memoryless, so an allocation of s bytes meets c <= s with
@@ -30,8 +30,8 @@
 #include "../preload/init.h"
 #include "../preload/rand.h"
 #include "../preload/real.h"
-#include "../sampler/trace.h"
 #include "../stack/unwind.h"
+#include "../trace/feed.h"
 #include "heap_int.h"
 #ifdef PE_HEAP_CFI_VERIFY
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * delta_mutex, delta_block).  For the last, per path, a copy of the records
  * the previous call saw; one baseline per path, replaced at every call, so
  * memory is bounded by the record tables it copies (heap/ and
- * sampler/mutex.c bound those).
+ * contention/mutex.c bound those).
  *
  * Signal-safe: no (HTTP worker threads).
  */

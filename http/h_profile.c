@@ -83,7 +83,23 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     if ((k->kind->flags & PE_KIND_F_CAPTURE) &&
         (rc = pe_param_enum(r, "capture", capture, 0, &how)))
         return rc;
-    rc = pe_sampler_open_kind(k->kind, delay, (int64_t)n, how, w, &running);
+    /* CPU: event=cycles|... samples a hardware counter (perf events only);
+       engine=perf|timer|auto overrides PROFEP_CPU_ENGINE for the session */
+    if (k->kind == &pe_kind_cpu) {
+        int ev = 0, eng = -1;
+        if ((rc = pe_param_enum(r, "event", pe_http_cpu_events, 0, &ev)) ||
+            (rc = pe_param_enum(r, "engine", pe_http_cpu_engines, -1, &eng)))
+            return rc;
+        rc = pe_sampler_open_cpu(pe_http_cpu_events[ev], eng, delay, (int64_t)n, w, &running);
+        if (rc == -ENOENT || rc == -ENOTSUP)
+            return pe_http_error(r, 503, "CPU profiling of event=%s unavailable: %s",
+                                 pe_http_cpu_events[ev], pe_sampler_cpu_refusal());
+        if (rc == -EXDEV)
+            return pe_http_error(r, 409, "%s; ask with that event and engine (asked event=%s)",
+                                 pe_sampler_cpu_refusal(), pe_http_cpu_events[ev]);
+    } else {
+        rc = pe_sampler_open_kind(k->kind, delay, (int64_t)n, how, w, &running);
+    }
 
     switch (rc) {
     case 0: return 0;

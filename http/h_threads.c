@@ -6,7 +6,7 @@
  * picks how stacks are taken (default auto: /proc first, a signal only for
  * threads it cannot give; signal: every thread signalled; proc:
  * never a signal).
- * Capturing and the profiles are sampler/stacks.c's business, the text layout
+ * Capturing and the profiles are sampler/allstacks.c's business, the text layout
  * proto/gotext.c's, the other formats pe_http_send_profile's.
  */
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../sampler/allstacks.h"
 #include "../sampler/sampler.h"
-#include "../sampler/stacks.h"
 #include "http_int.h"
 
 /* ---- stacks now ----------------------------------------------------------------- */

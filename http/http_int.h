@@ -91,6 +91,8 @@ extern const char *const pe_http_formats[];
 extern const char *const pe_http_groupings[];
 extern const char *const pe_http_namings[];
 extern const char *const pe_http_granularities[];
+extern const char *const pe_http_cpu_events[];  /* event= of the CPU profiles */
+extern const char *const pe_http_cpu_engines[]; /* engine= of the CPU profiles */
 
 /* h_tree.c: a process tree through one address (preload/tree.h). */
 struct pe_tree_proc_s;

@@ -20,6 +20,9 @@ const char *const pe_http_formats[] = {"pprof", "text", "folded", "svg", "tree",
 const char *const pe_http_groupings[] = {"none", "thread", NULL};
 const char *const pe_http_namings[] = {"short", "full", NULL};
 const char *const pe_http_granularities[] = {"functions", "lines", NULL};
+const char *const pe_http_cpu_events[] = {"cpu",          "cycles",        "instructions",
+                                          "cache-misses", "branch-misses", NULL};
+const char *const pe_http_cpu_engines[] = {"auto", "perf", "timer", NULL}; /* PE_CPU_ENGINE_* */
 static const char *const timeline_formats[] = {"html", "json", "svg", NULL};
 static const char *const capture_wall[] = {"auto", "signal", NULL};
 static const char *const capture_stacks[] = {"auto", "signal", "proc", NULL};
@@ -49,6 +52,8 @@ static const spec_t specs[] = {
     {"/debug/pprof/goroutine", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
     {"/task_backtraces", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
     {NULL, "capture", ENUM, 0, 0, capture_wall, NULL, NULL, "auto"},
+    {NULL, "event", ENUM, 0, 0, pe_http_cpu_events, NULL, NULL, "cpu"},
+    {NULL, "engine", ENUM, 0, 0, pe_http_cpu_engines, NULL, NULL, "PROFEP_CPU_ENGINE"},
     /* sample_index: by route, as the profile it sends holds them */
     {"/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
     {"/profile_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},

@@ -12,13 +12,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../contention/mutex.h"
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/init.h"
-#include "../sampler/mutex.h"
 #include "../sampler/sampler.h"
-#include "../sampler/trace.h"
+#include "../trace/feed.h"
 #include "http_int.h"
 
 #define GH (PE_M_GET | PE_M_HEAD)
@@ -62,9 +62,9 @@ mutex_unavailable(void)
 const pe_route_t pe_routes[] = {
     {"/debug/pprof/", pe_http_h_index, GH, "this index", "", "", NULL},
     {"/profile", pe_http_h_profile, GH, "CPU profile of every thread for duration s", "?duration=5",
-     "n delay duration " FMT, SIG},
+     "n delay duration event engine " FMT, SIG},
     {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile", "",
-     "n delay", SIG},
+     "n delay event engine", SIG},
     {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile", "", FMT, NULL},
     {"/profile_wall", pe_http_h_profile_wall, GH,
      "wall-clock profile of every thread, running or blocked", "?duration=5",
@@ -88,7 +88,8 @@ const pe_route_t pe_routes[] = {
      "the last hour of RSS, sampled heap, glibc arenas, threads (HTML chart)", "", "format seconds",
      NULL},
     {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
-     "CPU profile for seconds s (go tool pprof)", "?seconds=5", "n delay seconds " FMT, SIG},
+     "CPU profile for seconds s (go tool pprof)", "?seconds=5", "n delay seconds event engine " FMT,
+     SIG},
     {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default)", "",
      WIN " since " AGE " " FMT, HEAP},
     {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
@@ -362,7 +363,7 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     if ((status = pe_http_tree_route(r, ri->query_string)))
         goto out;
     {
-        int64_t t0 = pe_clock_ns(CLOCK_MONOTONIC); /* a trace shows our requests (trace.h) */
+        int64_t t0 = pe_clock_ns(CLOCK_MONOTONIC); /* a trace shows our requests (trace/feed.h) */
         status = pe_http_route(r);
         PE_TRACE_EVENT(PE_TJ_EV_REQUEST, t0, pe_clock_ns(CLOCK_MONOTONIC), status, r->path);
     }

@@ -522,8 +522,8 @@ main(int argc, char **argv)
     snprintf(root_reply, sizeof(root_reply), "%s", reply);
     if (!children) {
         if (op == 0 && pe_target_other_netns((pid_t)pid))
-            printf("profendpoints: %s; that address is in its own network namespace (nsenter "
-                   "-t %ld -n curl ... reaches it)\n",
+            printf("profendpoints: %s; that address is in its own network namespace (profep "
+                   "cpu|heap|... --pid %ld reaches it)\n",
                    root_reply, pid);
         else
             printf("profendpoints: %s\n", root_reply);

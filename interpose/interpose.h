@@ -36,7 +36,7 @@
  */
 typedef struct pe_interpose_row_s {
     const char *name;
-    const char *module; /* "heap", "mutex", "events", "signals", "fd", "tree", "alone" */
+    const char *module; /* "heap", "contention", "events", "signals", "fd", "tree", "alone" */
     void **real;
 } pe_interpose_row_t;
 

@@ -37,13 +37,13 @@ const pe_interpose_row_t pe_interpose_rows[] = {
     {"__libc_pvalloc", "heap", NULL},
     {"free_sized", "heap", NULL},
     {"free_aligned_sized", "heap", NULL},
-    /* mutex */
-    {"pthread_mutex_lock", "mutex", (void **)&pe_real.pthread_mutex_lock},
-    {"pthread_mutex_timedlock", "mutex", (void **)&pe_real.pthread_mutex_timedlock},
-    {"pthread_rwlock_rdlock", "mutex", (void **)&pe_real.pthread_rwlock_rdlock},
-    {"pthread_rwlock_wrlock", "mutex", (void **)&pe_real.pthread_rwlock_wrlock},
-    {"pthread_cond_wait", "mutex", (void **)&pe_real.pthread_cond_wait},
-    {"pthread_cond_timedwait", "mutex", (void **)&pe_real.pthread_cond_timedwait},
+    /* contention */
+    {"pthread_mutex_lock", "contention", (void **)&pe_real.pthread_mutex_lock},
+    {"pthread_mutex_timedlock", "contention", (void **)&pe_real.pthread_mutex_timedlock},
+    {"pthread_rwlock_rdlock", "contention", (void **)&pe_real.pthread_rwlock_rdlock},
+    {"pthread_rwlock_wrlock", "contention", (void **)&pe_real.pthread_rwlock_wrlock},
+    {"pthread_cond_wait", "contention", (void **)&pe_real.pthread_cond_wait},
+    {"pthread_cond_timedwait", "contention", (void **)&pe_real.pthread_cond_timedwait},
     /* events */
     {"pthread_create", "events", NULL},
     {"dlopen", "events", NULL},

@@ -400,6 +400,22 @@ load_seccomp(const pe_cfg_row_t *row, const char *s, void *field)
     return 0;
 }
 
+/* PROFEP_CPU_ENGINE: "auto" (0), "perf" (1) or "timer" (2). */
+static int
+load_cpu_engine(const pe_cfg_row_t *row, const char *s, void *field)
+{
+    static const char *const names[] = {"auto", "perf", "timer"};
+
+    (void)row;
+    for (int i = 0; i < (int)PE_ARRAY_SIZE(names); i++) {
+        if (!strcasecmp(s, names[i])) {
+            *(int *)field = i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
 /* Kept whole or refused: ignoring a match that does not fit would profile every program. */
 static int
 load_match(const pe_cfg_row_t *row, const char *s, void *field)
@@ -674,6 +690,13 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      .allowed = "dormant or serve",
      .help = "a process started under a seccomp filter: dormant (one line), or serve anyway "
              "(CPU, wall and stacks off)"},
+    {.name = "PROFEP_CPU_ENGINE",
+     .def = "auto",
+     .parse = load_cpu_engine,
+     FIELD(cpu_engine),
+     .allowed = "auto, perf or timer",
+     .help = "how CPU profiles are sampled: perf events (no signal), per-thread timers and "
+             "SIGPROF, or perf where the kernel allows it (auto)"},
 };
 const int pe_cfg_nrows = PE_ARRAY_SIZE(pe_cfg_rows);
 

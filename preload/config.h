@@ -27,6 +27,9 @@
    of request head the server accepts (in an Authorization header). */
 #define PE_CFG_TOKEN_MAX 8192
 
+/* PROFEP_CPU_ENGINE: how CPU profiles are sampled (sampler/engine_perf.h). */
+enum { PE_CPU_ENGINE_AUTO = 0, PE_CPU_ENGINE_PERF = 1, PE_CPU_ENGINE_TIMER = 2 };
+
 typedef struct pe_cfg_s {
     char addr[128];      /* PROFEP_ADDR as given ("127.0.0.1:16825") */
     char host[96];       /* parsed host part */
@@ -45,6 +48,7 @@ typedef struct pe_cfg_s {
     char tls_cert[256];  /* PROFEP_TLS_CERT, absolute, "" = plain HTTP */
     int64_t debug_mem;   /* PROFEP_DEBUG_MEM bytes of debug info kept, 0 = no lines */
     int seccomp_serve;   /* PROFEP_SECCOMP: 1 serve under a filter at load, 0 dormant */
+    int cpu_engine;      /* PROFEP_CPU_ENGINE: PE_CPU_ENGINE_AUTO, _PERF or _TIMER */
 
     /* PROFEP_PORT_FILE, %p expanded, made absolute at load */
     char port_file[PATH_MAX];

@@ -15,11 +15,11 @@
 
 #include "../heap/heap.h"
 #include "../http/http.h"
+#include "../sampler/allstacks.h"
 #include "../sampler/peek.h"
 #include "../sampler/sampler.h"
-#include "../sampler/stacks.h"
-#include "../sampler/trace.h"
 #include "../stack/unwind.h"
+#include "../trace/feed.h"
 #include "clock.h"
 #include "events.h"
 #include "guard.h"

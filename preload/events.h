@@ -2,7 +2,7 @@
  * events.h: the process events and their one owner.  Fork (prepare, parent,
  * child), exec (before, failed), spawn (posix_spawn, system, popen: begin,
  * end), thread start and thread exit each enter here once, from the
- * interposers (hooks.c) or from pthread_atfork, and this file calls every
+ * interposers (process_hooks.c) or from pthread_atfork, and this file calls every
  * module's hook in a fixed order (events.c lists it).  No module hooks itself
  * into a process event any other way.
  *

@@ -37,7 +37,7 @@ typedef struct pe_tls_s {
     unsigned stripe;           /* pe_stripe() + 1, 0 = not assigned yet */
     int stripe_owned;          /* that stripe is this thread's alone */
     int may_own_stripe;        /* the thread gives a stripe back at exit */
-    /* lock contention (sampler/mutex.c) */
+    /* lock contention (contention/mutex.c) */
     int64_t mutex_countdown; /* waits left until the next sampled one; 0 = not drawn yet */
     uint64_t mutex_rng;      /* rand.h state for those draws, 0 = not seeded */
 } __attribute__((aligned(PE_CACHELINE))) pe_tls_t;

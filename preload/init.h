@@ -16,7 +16,7 @@
 #include "pe.h"
 
 PE_SIGSAFE int pe_init_active(void);
-/* The constructor finished starting the modules (state.c). */
+/* The constructor finished starting the modules (init_state.c). */
 void pe_init_set_active(void);
 /* Step aside for good in this process (bind failed, fork child). */
 void pe_init_go_dormant(void);
@@ -37,7 +37,8 @@ const char *pe_init_attach_note(char *buf, size_t len);
 /* Start the server at once with start-up's second phase (preload/attach.c). */
 int pe_init_serve_now(void);
 
-/* Resolve the next definitions the interposers look up themselves (hooks.c); constructor. */
+/* Resolve the next definitions the interposers look up themselves (process_hooks.c);
+   constructor. */
 void pe_hooks_resolve(void);
 
 #endif /* PE_INIT_H */

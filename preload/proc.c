@@ -440,31 +440,7 @@ pe_proc_lines_close(pe_proc_lines_t *it)
 int
 pe_proc_maps_open(pe_proc_maps_t *it)
 {
-    it->pos = it->end = 0;
-    it->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    return it->fd < 0 ? -errno : 0;
-}
-
-/* Fill the buffer with what is left plus more; 0 at the end. */
-static int
-maps_fill(pe_proc_maps_t *it)
-{
-    ssize_t n;
-
-    if (it->pos > 0) {
-        memmove(it->buf, it->buf + it->pos, (size_t)(it->end - it->pos));
-        it->end -= it->pos;
-        it->pos = 0;
-    }
-    if (it->end >= (int)sizeof(it->buf))
-        return 0;
-    do
-        n = read(it->fd, it->buf + it->end, sizeof(it->buf) - (size_t)it->end);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return 0;
-    it->end += (int)n;
-    return 1;
+    return pe_proc_lines_open(&it->lines, "/proc/self/maps");
 }
 
 static uintptr_t
@@ -484,43 +460,25 @@ parse_hex(const char **s)
 int
 pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot)
 {
-    for (;;) {
-        char *nl = memchr(it->buf + it->pos, '\n', (size_t)(it->end - it->pos));
-        if (!nl) {
-            if (it->pos == 0 && it->end == (int)sizeof(it->buf)) {
-                /* a path longer than the buffer: keep the line's start
-                   (addresses, permissions), drop the rest of it */
-                do {
-                    it->end = 128;
-                    if (!maps_fill(it))
-                        return 0;
-                } while (!(nl = memchr(it->buf + 128, '\n', (size_t)(it->end - 128))));
-                memmove(it->buf + 127, nl, (size_t)(it->end - (nl - it->buf)));
-                it->end -= (int)(nl - (it->buf + 127));
-                continue;
-            }
-            if (!maps_fill(it))
-                return 0;
-            continue;
-        }
-        const char *s = it->buf + it->pos;
-        it->pos = (int)(nl - it->buf) + 1;
+    const char *s;
+
+    /* a cut line still starts with its addresses and permissions */
+    while ((s = pe_proc_lines_next(&it->lines)) != NULL) {
         *lo = parse_hex(&s);
         if (*s++ != '-')
             continue;
         *hi = parse_hex(&s);
-        if (*s++ != ' ' || nl - s < 4)
+        if (*s++ != ' ' || !s[0] || !s[1] || !s[2])
             continue;
         *prot = (s[0] == 'r' ? PROT_READ : 0) | (s[1] == 'w' ? PROT_WRITE : 0) |
                 (s[2] == 'x' ? PROT_EXEC : 0);
         return 1;
     }
+    return 0;
 }
 
 void
 pe_proc_maps_close(pe_proc_maps_t *it)
 {
-    if (it->fd >= 0)
-        close(it->fd);
-    it->fd = -1;
+    pe_proc_lines_close(&it->lines);
 }

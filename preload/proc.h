@@ -150,15 +150,12 @@ PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
  *         pe_proc_maps_close(&it);
  *     }
  * prot is PROT_READ | PROT_WRITE | PROT_EXEC as the line's r, w, x say.
- * The iterator lives on the caller's stack (4 KiB); a long path is skipped
- * to its line's end.  The kernel reads the list a page at a time: a mapping
- * that changes meanwhile may be seen as it was or as it is.  Not for
- * signal handlers (memchr).
+ * The lines come through pe_proc_lines (8 KiB on the caller's stack); a long
+ * path is cut.  The kernel reads the list a page at a time: a mapping that
+ * changes meanwhile may be seen as it was or as it is.
  */
 typedef struct pe_proc_maps_s {
-    int fd;
-    int pos, end;
-    char buf[4096];
+    pe_proc_lines_t lines;
 } pe_proc_maps_t;
 
 PE_NODISCARD int pe_proc_maps_open(pe_proc_maps_t *it);

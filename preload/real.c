@@ -101,7 +101,7 @@ pe_real_init(void)
     }
     /* A foreign allocator (jemalloc, tcmalloc) loaded after us owns the heap:
        we forward to it and never mix in glibc's blocks. */
-    /* (by name: heap/hooks.c defines __libc_malloc too, for programs that call it) */
+    /* (by name: heap/malloc_hooks.c defines __libc_malloc too, for programs that call it) */
     pe_real_foreign_malloc = pe_real.malloc != (void *(*)(size_t))next_symbol("__libc_malloc");
     __atomic_store_n(&pe_real_ready, 1, __ATOMIC_RELEASE);
 }

@@ -2,7 +2,7 @@
  * stacktab.h: interning call stacks.  A stack table hands each distinct
  * (tag, stack) a small id, the same id to every thread that brings the same
  * stack, valid for the life of the process; its users keep their own totals
- * in arrays indexed by that id (heap/stacks.c, sampler/mutex.c).
+ * in arrays indexed by that id (heap/sitetab.c, contention/mutex.c).
  *
  *   buckets[]  uint32 id + 1 per slot (0 empty), open addressing on the
  *              stack's hash; 2 * cap slots, so at most half full
@@ -35,7 +35,7 @@ typedef struct pe_stacktab_ent_s {
     uint64_t hash;
     uint32_t off;      /* first frame in frames[] */
     uint16_t n;        /* frames */
-    uint8_t tag;       /* the user's key beside the stack (sampler/mutex.c: the kind) */
+    uint8_t tag;       /* the user's key beside the stack (contention/mutex.c: the kind) */
     uint8_t published; /* 1 once its id is in a bucket (readers skip the others) */
 } pe_stacktab_ent_t;
 

@@ -1,6 +1,6 @@
 /*
  * threads.h: the registry of threads, fed by the pthread_create interposer
- * (preload/hooks.c) and by the library's own threads.
+ * (preload/process_hooks.c) and by the library's own threads.
  *
  * Each slot holds a tid, whether the thread is ours, and the stack that created
  * it (/debug/pprof/threadcreate).  Slots are claimed and released with atomics,

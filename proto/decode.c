@@ -329,6 +329,55 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
     return d->types.n ? 0 : -1;
 }
 
+/* ---- comments ------------------------------------------------------------------------ */
+
+/*
+ * A member's own comments (which engine sampled it, the threads it could not
+ * sample, what was cut) are kept, each after the caller's labels that say
+ * whose it is ("pid 4242: unsampled: ...").  Bounded: the merge keeps at most
+ * DECODE_MAX_COMMENTS of one profile.
+ */
+#define DECODE_MAX_COMMENTS 16
+
+static void
+merge_comments(pe_prof_merge_t *m, const dec_t *d, const uint8_t *buf, size_t len,
+               const pe_prof_label_t *extra, int nextra)
+{
+    pb_t b = {buf, buf + len}, sub;
+    char who[96] = "", text[512];
+    uint64_t v;
+    int num, wt, kept = 0;
+    size_t at = 0;
+
+    for (int i = 0; i < nextra && at < sizeof(who); i++) {
+        int n = extra[i].str ? snprintf(who + at, sizeof(who) - at, "%s%s %s", at ? ", " : "",
+                                        extra[i].key, extra[i].str)
+                             : snprintf(who + at, sizeof(who) - at, "%s%s %lld", at ? ", " : "",
+                                        extra[i].key, (long long)extra[i].num);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+    while (b.p < b.end && kept < DECODE_MAX_COMMENTS) {
+        if (field(&b, &num, &wt, &v, &sub) < 0)
+            break;
+        if (num != 13)
+            continue;
+        if (wt == 0) { /* one index */
+            str_dup(d, v, text, sizeof(text));
+            if (text[0] && pe_prof_comment(m->prof, "%s%s%s", who, who[0] ? ": " : "", text) == 0)
+                kept++;
+        } else if (wt == 2) { /* packed indices */
+            while (sub.p < sub.end && kept < DECODE_MAX_COMMENTS && varint(&sub, &v) == 0) {
+                str_dup(d, v, text, sizeof(text));
+                if (text[0] &&
+                    pe_prof_comment(m->prof, "%s%s%s", who, who[0] ? ": " : "", text) == 0)
+                    kept++;
+            }
+        }
+    }
+}
+
 /* ---- one profile into the merge ------------------------------------------------------ */
 
 /* A label key the caller adds itself: the profile's own label of that key is dropped. */
@@ -519,6 +568,7 @@ merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_
         free(locs.v);
         free(vals.v);
     }
+    merge_comments(m, &d, buf, len, extra, nextra);
     m->merged++;
 out:
     free(pp);

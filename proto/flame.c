@@ -1,5 +1,5 @@
 /*
- * flame.c: the model's samples in flame-graph order (see flame.h) for the
+ * flame.c: the model's samples in flame-graph order (see flame_int.h) for the
  * folded and svg encoders.  It reads the model only
  * through profile.h's accessors; the layout itself is svg.c's.
  *
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
+#include "flame_int.h"
 
 /* ---- order --------------------------------------------------------------------- */
 

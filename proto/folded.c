@@ -3,7 +3,7 @@
  * graph tools, speedscope and inferno read: one line per distinct stack,
  * function names from the outermost frame to the leaf joined by ';', a space,
  * and the stack's value for one sample type.  Stacks that differ only in their
- * labels (thread) are one line.  Lines come in flame-graph order (flame.h).
+ * labels (thread) are one line.  Lines come in flame-graph order (flame_int.h).
  *
  * Signal-safe: no.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
+#include "flame_int.h"
 
 /* A name as a frame of a folded line: ';' separates frames and a line ends at '\n'. */
 static void

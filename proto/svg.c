@@ -8,7 +8,7 @@
  * line, the line; value, percentage), a <rect> coloured by kind and a label
  * cut to fit: the short name without glibc's symbol versions ("@@GLIBC_2.34"),
  * or "File:Line; Function" with granularity=lines.  Addresses without a name
- * are one "[object]" box per parent (flame.h).  Inlined calls have dashed
+ * are one "[object]" box per parent (flame_int.h).  Inlined calls have dashed
  * outlines.  A legend under the graph names the kinds drawn.  Comments of the
  * profile that start with "hint: " are shown under the title.
  * The script lays the graph out again at the window's width (at load and on
@@ -24,7 +24,7 @@
  * (#s=REGEX&z=NAME&v=icicle&c=1) so a link can open zoomed, searched, upside
  * down or by callers.
  *
- * Layout is one sweep over the stacks in flame-graph order (flame.h): a frame
+ * Layout is one sweep over the stacks in flame-graph order (flame_int.h): a frame
  * opens where a stack first differs from the previous one and is written out
  * when a later stack leaves it, so the document streams out as it is made and
  * only the sort index and one open frame per depth are held.
@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
+#include "flame_int.h"
 #include "proto_int.h"
 
 /* Geometry, in SVG user units (pixels at 100%).  The script redoes the

@@ -25,7 +25,7 @@
 #include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "account.h"
-#include "cpu.h"
+#include "sampler_int.h"
 
 #define SIGBIT (1ull << (PE_SAMPLER_SIG - 1))
 

@@ -5,7 +5,7 @@
  * posts the collector's semaphore when that made the ring half full); and
  * the signals our own threads send one thread (SI_QUEUE from our pid with a
  * PE_SIGQ_TAG value): a wall-clock tick goes into the ring the same way, a
- * stack capture into its slot (stacks.c).  Everything else is handed to the
+ * stack capture into its slot (allstacks.c).  Everything else is handed to the
  * program's stored disposition.  It saves
  * errno, takes no lock, calls no malloc, and uses only PE_SIGSAFE functions.
  * Not reentrant on one thread: SIGPROF is blocked while it runs (no SA_NODEFER)
@@ -19,7 +19,7 @@
 #include "../preload/guard.h"
 #include "../stack/pyframes.h"
 #include "../stack/unwind.h"
-#include "cpu.h"
+#include "sampler_int.h"
 
 pe_ring_t pe_cpu_ring;
 sem_t pe_cpu_wake;

@@ -11,7 +11,7 @@
  *            samples arrive through the ring tagged with `ring_flag`, and
  *            `labels` and `comment` finish the profile; open with
  *            pe_sampler_open_kind.
- *   recorded a table kept all along (mutex.c), read by snapshots: `snapshot`
+ *   recorded a table kept all along (contention/mutex.c), read by snapshots: `snapshot`
  *            and `delta` give the records of a window, `build` the profile and
  *            `text` Go's debug=1 text.
  * Adding a kind: a file defining `const pe_kind_t pe_kind_<name>` (declared
@@ -74,7 +74,7 @@ typedef struct pe_kind_s {
     int (*text)(pe_sink_t *out, void *recs, int n);
 } pe_kind_t;
 
-/* The kinds (sampler.c: cpu, wall; mutex_profile.c: mutex, block). */
+/* The kinds (sampler.c: cpu, wall; contention/mutex_profile.c: mutex, block). */
 extern const pe_kind_t pe_kind_cpu, pe_kind_wall, pe_kind_mutex, pe_kind_block;
 
 #endif /* PE_KIND_H */

@@ -1,7 +1,7 @@
 /*
  * peek.c: the PROFEP_PEEK_SIGNAL report (see peek.h).  Owns the peek signal's
  * disposition while the program leaves it alone, the semaphore the handler
- * posts, and the "pe-peek" thread that prints the stacks (sampler/stacks.c)
+ * posts, and the "pe-peek" thread that prints the stacks (sampler/allstacks.c)
  * and a CPU profile window (sampler.c) through an fd sink on stderr.
  */
 #include <errno.h>
@@ -21,9 +21,9 @@
 #include "../preload/sigown.h"
 #include "../preload/threads.h"
 #include "../proto/profile.h"
+#include "allstacks.h"
 #include "peek.h"
 #include "sampler.h"
-#include "stacks.h"
 
 static sem_t peek_sem;        /* posted by the handler, waited on by the thread */
 static struct sigaction orig; /* the program's disposition at start-up */

@@ -28,6 +28,7 @@
  * a leaf.  None is ever taken in a signal handler.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 
 #include "../preload/aslimit.h"
 #include "../preload/clock.h"
+#include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/proc.h"
@@ -50,14 +52,15 @@
 #include "../proto/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
+#include "../trace/feed.h"
 #include "account.h"
-#include "cpu.h"
+#include "allstacks.h"
+#include "engine_perf.h"
 #include "kind.h"
 #include "peek.h"
 #include "sampler.h"
+#include "sampler_int.h"
 #include "sigsafe.h"
-#include "stacks.h"
-#include "trace.h"
 
 #define RING_SLOTS 2048
 #define DRAIN_NS (20 * 1000000L)         /* wall sessions, CPython programs */
@@ -87,9 +90,11 @@ struct pe_sampler_win_s {
     uint64_t cut;             /* weight of stacks cut in JIT code (PE_RING_F_CUT) */
     uint64_t oom;             /* weight lost to allocation failure */
     uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
+    pe_perf_stats_t perf0;    /* the perf engine's counters at open */
     uint64_t ticks0;          /* wall_ticks at open */
     uint64_t quiet0;          /* wall_quiet at open */
     uint64_t unsig0;          /* wall_unsignalled at open */
+    uint64_t wperf0;          /* wall_perf at open */
     uint64_t why0[WHY_N];     /* wall_why at open */
     int64_t t0_real, t0_mono;
 
@@ -123,7 +128,14 @@ static uint64_t wall_ticks; /* ticks sent (collector), read by close */
 static uint64_t wall_quiet, wall_why[WHY_N];
 /* Wall samples not signalled: the thread waited in a call a signal would interrupt (collector). */
 static uint64_t wall_unsignalled;
+/* Wall samples of running threads taken from the perf engine's last samples (collector). */
+static uint64_t wall_perf;
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
+/* The CPU session's engine (writer: cpu_pick, under life): perf events
+   (engine_perf.h) or the timers, why not perf, and the event sampled. */
+static int cpu_perf, cpu_event;
+static char cpu_why[256];
+static char cpu_refusal[256]; /* why the last CPU window did not open (under life) */
 
 static pthread_t collector;
 static int collector_stop; /* writer: close; reader: collector */
@@ -423,6 +435,34 @@ wall_may_signal(pid_t tid, uint32_t weight, unsigned state)
 }
 
 /*
+ * A wall sample of a running thread from the perf engine's last sample of it
+ * (a CPU session by perf events runs beside): no signal.  1 when taken.
+ * Collector only.
+ */
+static int
+wall_perf_sample(pid_t tid, uint32_t weight, unsigned state, uint64_t since)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+    pe_ring_slot_t *s;
+    int n = pe_perf_recent(tid, since, pcs, PE_MAX_FRAMES);
+
+    if (n <= 0)
+        return 0;
+    __atomic_add_fetch(&wall_perf, 1, __ATOMIC_RELAXED);
+    if (!(s = pe_ring_claim(&pe_cpu_ring))) {
+        pe_ring_drop(&pe_cpu_ring, weight);
+        return 1;
+    }
+    memcpy(s->pcs, pcs, (size_t)n * sizeof(pcs[0]));
+    s->tid = tid;
+    s->weight = weight;
+    s->nframes = n;
+    s->flags = PE_RING_F_WALL | PE_RING_F_PERF | (state << PE_RING_STATE_SHIFT);
+    pe_ring_publish(&pe_cpu_ring, s);
+    return 1;
+}
+
+/*
  * One wall-clock tick: sample the next WALL_PER_TICK threads of the last scan
  * (all of them when there are fewer), each sample weighted by how many ticks
  * pass before that thread's turn comes again, times `periods`, the periods
@@ -437,9 +477,20 @@ wall_tick(uint32_t gen, int64_t periods)
     int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
+    uint64_t since = 0;
 
     if (weight > PE_SIGQ_WEIGHT_MAX)
         weight = PE_SIGQ_WEIGHT_MAX;
+    if (quiet && pe_perf_on()) {
+        /* perf events sample the running threads already: their last
+           stacks, fresh from the rings, stand for them (no signal) */
+        int64_t p = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
+        if (period_ns > p)
+            p = period_ns;
+        pe_perf_keep_recent(1);
+        pe_perf_drain(&pe_cpu_ring);
+        since = (uint64_t)(pe_clock_ns(CLOCK_MONOTONIC) - 2 * p);
+    }
     for (int j = 0; j < k; j++) {
         pid_t tid = wall_tids[(wall_rot + j) % n];
         unsigned st;
@@ -447,6 +498,8 @@ wall_tick(uint32_t gen, int64_t periods)
 
         if (quiet) {
             if (wall_quiet_sample(tid, (uint32_t)weight, &st, &reason))
+                continue;
+            if (since && wall_perf_sample(tid, (uint32_t)weight, st, since))
                 continue;
             if (!wall_may_signal(tid, (uint32_t)weight, st))
                 continue;
@@ -531,11 +584,51 @@ drain(void)
     }
 }
 
+/* The perf engine's rings into the ring, then the ring into the windows (wlock held). */
+static void
+drain_all(void)
+{
+    if (pe_perf_on())
+        pe_perf_drain(&pe_cpu_ring);
+    drain();
+}
+
+static void
+drain_locked(void)
+{
+    pthread_mutex_lock(&wlock);
+    drain_all();
+    pthread_mutex_unlock(&wlock);
+}
+
+/* Perf engine: events for threads no event covers (a raw clone, a thread
+   made while the session started); the count check's figures as a scan's. */
+static void
+perf_scan(void)
+{
+    int events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
+    int total = pe_perf_scan(drain_locked);
+
+    if (total >= 0) {
+        scan_total = total;
+        scan_events = events;
+    }
+}
+
 static void
 abs_ts(int64_t ns, struct timespec *ts)
 {
     ts->tv_sec = ns / 1000000000;
     ts->tv_nsec = ns % 1000000000;
+}
+
+/* Wake the collector (it sleeps on the semaphore, or in poll while the perf
+   engine runs: then through the engine's kick descriptor). */
+static void
+wake_collector(void)
+{
+    sem_post(&pe_cpu_wake);
+    pe_perf_kick();
 }
 
 /* Sleep until abs time `until` (CLOCK_MONOTONIC) or a post of pe_cpu_wake.
@@ -546,6 +639,31 @@ collector_sleep(int64_t until)
     struct timespec ts;
     int posted;
 
+    while (pe_perf_on()) {
+        /* perf rings: poll them (POLLIN when one is half full) and the
+           engine's kick descriptor (wake_collector) */
+        static struct pollfd fds[1025]; /* (collector only) every ring and the kick */
+        int64_t left = until - pe_clock_ns(CLOCK_MONOTONIC);
+        int n = pe_perf_pollfds(fds, (int)PE_ARRAY_SIZE(fds)), woke = 0;
+
+        if (sem_trywait(&pe_cpu_wake) == 0) {
+            woke = 1;
+        } else if (left <= 0) {
+            return 0;
+        } else if (poll(fds, (nfds_t)n, (int)(left / 1000000) + 1) > 0) {
+            struct timespec rest = {0, 10 * 1000000L};
+            for (int i = 0; i < n; i++)
+                woke |= (fds[i].revents & POLLIN) != 0;
+            if (!woke) /* POLLHUP (a ring's owner exited) or a stopped engine: no spin */
+                nanosleep(&rest, NULL);
+        }
+        if (woke) {
+            pe_perf_kicked();
+            while (sem_trywait(&pe_cpu_wake) == 0)
+                ;
+            return 1;
+        }
+    }
     abs_ts(until, &ts);
     posted = sem_clockwait(&pe_cpu_wake, CLOCK_MONOTONIC, &ts) == 0;
     while (sem_trywait(&pe_cpu_wake) == 0) /* several posts: one wake-up */
@@ -614,29 +732,39 @@ collector_main(void *unused)
             if (next_drain <= now)
                 next_drain = now + DRAIN_NS;
             pthread_mutex_lock(&wlock);
-            drain();
+            drain_all();
             pthread_mutex_unlock(&wlock);
-            if (++i % SCAN_EVERY == 0)
+            if (++i % SCAN_EVERY == 0) {
+                if (pe_perf_on() && threads_unseen())
+                    perf_scan();
                 scan_threads();
+            }
             continue;
         }
         if (posted || now >= next_check || (fast && now >= next_drain)) {
             next_drain = now + DRAIN_NS;
             pthread_mutex_lock(&wlock);
-            drain();
+            drain_all();
             pthread_mutex_unlock(&wlock);
         }
         if (now >= next_check) {
             next_check = now + TICK_NS;
             if (now >= next_full || threads_unseen()) {
-                scan_threads();
+                if (pe_perf_on())
+                    perf_scan(); /* (no timers to arm: the cookie is 0) */
+                else
+                    scan_threads();
                 next_full = now + FULL_SCAN_NS;
             }
         }
     }
-    /* stop: no new samples from this session, then no timers */
+    /* stop: no new samples from this session, then no timers, no events */
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
     timers_disarm_all();
+    if (pe_perf_on()) {
+        drain_locked();
+        pe_perf_stop();
+    }
     return NULL;
 }
 
@@ -675,9 +803,69 @@ kind_index(const pe_kind_t *k)
     return -1;
 }
 
+/*
+ * The CPU session's engine, before cpu_start (under life): perf events where
+ * they work (and are not refused by PROFEP_CPU_ENGINE=timer), else the
+ * timers; cpu_why says why not perf.  A hardware event needs perf: -ENOENT
+ * (no such counter here) or another -errno, with cpu_why saying why; so does
+ * PROFEP_CPU_ENGINE=perf.
+ */
+static int
+cpu_pick(int64_t period, int ev, int eng)
+{
+    const char *why = NULL;
+    int rc = 0;
+
+    cpu_perf = 0;
+    cpu_event = ev;
+    if (eng < 0)
+        eng = pe_cfg.cpu_engine;
+    if (ev == PE_PERF_EV_CLOCK && eng == PE_CPU_ENGINE_TIMER)
+        why = pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER ? "PROFEP_CPU_ENGINE=timer"
+                                                       : "engine=timer was asked for";
+    else if (ev == PE_PERF_EV_CLOCK && eng == PE_CPU_ENGINE_AUTO && pe_py_active())
+        why = "a CPython program: its frames are read in the interrupted thread, which only "
+              "the signal can do";
+    else if ((rc = pe_perf_start(period, ev, &why)) == 0)
+        cpu_perf = 1;
+    snprintf(cpu_why, sizeof(cpu_why), "%s", why ? why : "");
+    if (rc < 0 && (ev != PE_PERF_EV_CLOCK || eng == PE_CPU_ENGINE_PERF)) {
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "%s", cpu_why);
+        return rc == -ENOENT ? -ENOENT : -ENOTSUP;
+    }
+    return 0;
+}
+
+const char *
+pe_sampler_cpu_refusal(void)
+{
+    return cpu_refusal;
+}
+
+static int open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev,
+                        int eng, pe_sampler_win_t **out, double *running_delay);
+
 int
 pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int capture,
                      pe_sampler_win_t **out, double *running_delay)
+{
+    return open_kind_ev(k, delay, max_frames, capture, PE_PERF_EV_CLOCK, -1, out, running_delay);
+}
+
+int
+pe_sampler_open_cpu(const char *event, int engine, double delay, int64_t max_frames,
+                    pe_sampler_win_t **out, double *running_delay)
+{
+    int ev = event && *event ? pe_perf_event_by_name(event) : PE_PERF_EV_CLOCK;
+
+    if (ev < 0 || engine > PE_CPU_ENGINE_TIMER)
+        return -EINVAL;
+    return open_kind_ev(&pe_kind_cpu, delay, max_frames, 0, ev, engine, out, running_delay);
+}
+
+static int
+open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev, int eng,
+             pe_sampler_win_t **out, double *running_delay)
 {
     int kind = kind_index(k);
     int64_t want = (int64_t)(delay * 1e9 + 0.5);
@@ -715,6 +903,19 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
         rc = -EBUSY;
         goto err_unlock;
     }
+    if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != cpu_event) {
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile of event=%s is running",
+                 pe_perf_event_name(cpu_event));
+        rc = -EXDEV;
+        goto err_unlock;
+    }
+    if (k == &pe_kind_cpu && nkind[kind] > 0 &&
+        ((eng == PE_CPU_ENGINE_PERF && !cpu_perf) || (eng == PE_CPU_ENGINE_TIMER && cpu_perf))) {
+        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile by the %s engine is running",
+                 cpu_perf ? "perf" : "timer");
+        rc = -EXDEV;
+        goto err_unlock;
+    }
     if (nwin == 0) {
         if ((rc = pe_cpu_sig_acquire()) < 0)
             goto err_unlock;
@@ -734,10 +935,17 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
         __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         started = 1;
     }
+    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = cpu_pick(want, ev, eng)) < 0) {
+        if (started) {
+            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+            pe_cpu_sig_release();
+        }
+        goto err_unlock;
+    }
     if (nkind[kind] == 0) {
         k->start(want, capture);
         if (!started)
-            sem_post(&pe_cpu_wake); /* a running collector: scan, or tick, now */
+            wake_collector(); /* a running collector: scan, or tick, now */
     }
     if (started) {
         __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
@@ -758,11 +966,13 @@ pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int c
     w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
     w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
     w->unsig0 = __atomic_load_n(&wall_unsignalled, __ATOMIC_RELAXED);
+    w->wperf0 = __atomic_load_n(&wall_perf, __ATOMIC_RELAXED);
     for (int i = 0; i < WHY_N; i++)
         w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
     pthread_mutex_lock(&wlock);
-    drain(); /* what came before this window belongs to the others */
+    drain_all(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
+    pe_perf_stats(&w->perf0);
     w->next = windows;
     windows = w;
     pthread_mutex_unlock(&wlock);
@@ -794,6 +1004,33 @@ pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                                 running_delay);
 }
 
+/* The CPU window's engine comment (which, and why not perf) and the perf
+   engine's counts since the window opened (life and wlock held). */
+static void
+engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf, size_t plen)
+{
+    pe_perf_stats_t st;
+
+    if (!cpu_perf) {
+        snprintf(engine, elen, "engine: timer (per-thread CPU timers and SIGPROF)%s%s",
+                 cpu_why[0] ? "; perf events not used: " : "", cpu_why);
+        return;
+    }
+    pe_perf_stats(&st);
+    if (st.lost != w->perf0.lost || st.deep != w->perf0.deep || st.unseen != w->perf0.unseen)
+        snprintf(perf, plen,
+                 "perf: %llu samples lost by the kernel (ring full), %llu stacks deeper than the "
+                 "copy cut at its end, %llu threads not sampled (descriptor share used up)",
+                 (unsigned long long)(st.lost - w->perf0.lost),
+                 (unsigned long long)(st.deep - w->perf0.deep),
+                 (unsigned long long)(st.unseen - w->perf0.unseen));
+    snprintf(engine, elen,
+             "engine: perf (perf events, event=%s, no signal; stacks unwound from an %d KiB copy "
+             "on the collector thread; at most %d descriptors and %d rings of %llu KiB)",
+             pe_perf_event_name(cpu_event), 8, st.fds_peak, st.rings_peak,
+             (unsigned long long)st.ring_kib);
+}
+
 pe_prof_t *
 pe_sampler_close(pe_sampler_win_t *w)
 {
@@ -801,10 +1038,12 @@ pe_sampler_close(pe_sampler_win_t *w)
     pe_prof_t *p;
     uint64_t ring_dropped;
     pe_kind_close_t c;
-    int kind;
+    char engine[512], perf[512];
+    int kind, perf_cpu = 0;
 
     if (!w)
         return NULL;
+    engine[0] = perf[0] = 0;
     kind = w->ki;
     memset(&c, 0, sizeof(c));
     pthread_mutex_lock(&life);
@@ -825,7 +1064,7 @@ pe_sampler_close(pe_sampler_win_t *w)
     c.period = *w->kind->period;
     if (nwin == 1) {
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        sem_post(&pe_cpu_wake);
+        wake_collector();
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     } else if (nkind[kind] == 1) {
@@ -839,8 +1078,16 @@ pe_sampler_close(pe_sampler_win_t *w)
         c.sigs += c.why[i];
     }
     pthread_mutex_lock(&wlock);
-    drain();
+    drain_all();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
+    perf_cpu = w->kind == &pe_kind_cpu && cpu_perf;
+    if (w->kind == &pe_kind_cpu)
+        engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
+    else if (__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) != w->wperf0)
+        snprintf(perf, sizeof(perf),
+                 "capture: %llu samples of running threads from the perf engine's last samples "
+                 "of them (a CPU profile by perf events ran beside; no signal)",
+                 (unsigned long long)(__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) - w->wperf0));
     for (pp = &windows; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
             *pp = w->next;
@@ -861,6 +1108,10 @@ pe_sampler_close(pe_sampler_win_t *w)
     c.samples = w->samples;
     c.weight = w->weight;
     w->kind->comment(p, &c);
+    if (engine[0])
+        pe_prof_comment(p, "%s", engine);
+    if (perf[0])
+        pe_prof_comment(p, "%s", perf);
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
@@ -871,7 +1122,8 @@ pe_sampler_close(pe_sampler_win_t *w)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
         pe_sampler_trunc_comment(p, w->trunc_why);
-    pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
+    if (!perf_cpu) /* (perf events sample threads that block SIGPROF, or have a filter) */
+        pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
                         "cut: %llu samples whose stack stops where neither DWARF nor the "
@@ -891,7 +1143,7 @@ pe_sampler_step_aside(void)
         /* Windows still open (a /profile_start session, the peek): the
            collector leaves and deletes every timer, then SIGPROF goes back. */
         __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        sem_post(&pe_cpu_wake);
+        wake_collector();
         pthread_join(collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
         pe_cpu_sig_quiesce(100);
@@ -957,6 +1209,8 @@ cpu_start(int64_t period, int capture)
     (void)capture;
     period_ns = period;
     session_gen++;
+    if (cpu_perf)
+        return; /* perf events (cpu_pick): no timers, no signal */
     __atomic_store_n(&pe_cpu_cookie, PE_COOKIE(session_gen), __ATOMIC_RELEASE);
     __atomic_store_n(&want_scan, 1, __ATOMIC_RELEASE);
 }
@@ -967,6 +1221,10 @@ cpu_stop(void)
 {
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
     timers_disarm_all();
+    if (pe_perf_on()) {
+        drain_locked(); /* its last samples, then no events */
+        pe_perf_stop();
+    }
 }
 
 /* A new thread gets its timer from its first instruction on: no scan needed to find it. */
@@ -985,7 +1243,7 @@ cpu_thread_exit(pid_t tid)
 {
     int i;
 
-    if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&pe_cpu_cookie, __ATOMIC_ACQUIRE) || pe_perf_on()) {
         /* its samples may be drained after /proc forgets it: leave the name */
         char buf[16] = "";
         if (prctl(PR_GET_NAME, buf, 0, 0, 0) == 0) {
@@ -1008,7 +1266,7 @@ cpu_thread_exit(pid_t tid)
 static void
 cpu_comment(pe_prof_t *p, const pe_kind_close_t *c)
 {
-    pe_prof_comment(p, "cpu: %llu signals, weight %llu with timer overruns, period %lld ns",
+    pe_prof_comment(p, "cpu: %llu samples, weight %llu with timer overruns, period %lld ns",
                     (unsigned long long)c->samples, (unsigned long long)c->weight,
                     (long long)c->period);
 }
@@ -1029,6 +1287,7 @@ static void
 wall_stop(void)
 {
     __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+    pe_perf_keep_recent(0);
 }
 
 /* A wall sample's state at the sample, and how it was taken. */
@@ -1040,6 +1299,7 @@ wall_labels(uint32_t flags, pe_prof_label_t *l)
     l[1].key = "capture";
     l[1].str = (flags & PE_RING_F_SYSCALL) ? "syscall"
                : (flags & PE_RING_F_PROC)  ? "proc"
+               : (flags & PE_RING_F_PERF)  ? "perf"
                                            : "signal";
     return 2;
 }
@@ -1117,6 +1377,8 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         pe_spin_reset(&gone_lock);
         if (pe_cpu_ring.slots) /* the collector may have been waiting on it */
             sem_init(&pe_cpu_wake, 0, 0);
+        pe_perf_atfork_child(); /* its rings are not in the child */
+        cpu_perf = 0;
         memset(timers, 0, sizeof(timers));
         ntimers_hi = 0;
         windows = NULL;

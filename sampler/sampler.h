@@ -89,6 +89,21 @@ enum { PE_SAMPLER_CAPTURE_AUTO = 0, PE_SAMPLER_CAPTURE_SIGNAL = 1 };
 struct pe_kind_s;
 int pe_sampler_open_kind(const struct pe_kind_s *k, double delay, int64_t max_frames, int capture,
                          pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
+/*
+ * A CPU window sampling `event` (NULL or "" the CPU clock; "cycles",
+ * "instructions", "cache-misses", "branch-misses": hardware counters, perf
+ * events only) by `engine` (PE_CPU_ENGINE_* of preload/config.h, or -1:
+ * PROFEP_CPU_ENGINE's), as pe_sampler_open otherwise.  Also -EINVAL for an unknown
+ * event, -ENOENT when the machine has no such counter (no PMU), -ENOTSUP
+ * when perf events are needed (a hardware event, PROFEP_CPU_ENGINE=perf) and
+ * refused, -EXDEV when a session of another event or engine runs; then
+ * pe_sampler_cpu_refusal() says why in a sentence.
+ */
+int pe_sampler_open_cpu(const char *event, int engine, double delay, int64_t max_frames,
+                        pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
+/* Why the last CPU window could not open (or why its session does not use
+   perf events); "" when nothing to say.  HTTP threads, after an open. */
+const char *pe_sampler_cpu_refusal(void);
 /* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
 PE_TESTONLY int pe_sampler_running(double *delay);
 

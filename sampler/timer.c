@@ -24,8 +24,8 @@
 #include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../preload/sigown.h"
-#include "cpu.h"
 #include "sampler.h"
+#include "sampler_int.h"
 
 int pe_cpu_profiling;
 int pe_cpu_sent;

@@ -10,21 +10,19 @@
  * capture does not wait for late answers before it lets go.  A sleeping thread's /proc/TID/syscall
  * says whether it waits in futex(2); a thread whose stack was reused unchanged (it has not run
  * since) keeps its previous state without that read.  Everything the recording keeps is counted
- * against the budget; past it the trace ends and says so.  Events (trace.h) land in a fixed buffer
- * allocated before the trace opens: writers claim a slot by fetch-add and are counted in flight so
- * that the end of the trace waits for them before reading.  Allocation events
- * carry the heap's stack id, turned into one of this trace's stacks at the
- * end (pe_trace_opts_t.heap_stack: heap/ is above us).
+ * against the budget; past it the trace ends and says so.  Events (trace/feed.h) land in a fixed
+ * buffer allocated before the trace opens: writers claim a slot by fetch-add and are counted in
+ * flight so that the end of the trace waits for them before reading.  Allocation events carry the
+ * heap's stack id, turned into one of this trace's stacks at the end (pe_trace_opts_t.heap_stack:
+ * heap/ is above us).
  *
- * Signal-safe: pe_trace_event, pe_trace_alloc, pe_trace_exec.
+ * Signal-safe: no (the events' writers are trace/feed.c's).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,8 +30,9 @@
 #include "../preload/config.h"
 #include "../preload/guard.h"
 #include "../preload/threads.h"
-#include "cpu.h"
-#include "stacks.h"
+#include "../trace/feed.h"
+#include "allstacks.h"
+#include "sampler_int.h"
 #include "trace.h"
 
 #define TRACE_EVENTS 32768 /* event slots at most (88 bytes each), a quarter of the budget */
@@ -43,106 +42,6 @@
    (each capture costs ~20 us a thread) rather than the recorder taking a core. */
 #define TRACE_CPU_SHARE 0.1
 #define TRACE_STOP_EVERY_NS 100000000 /* how often stop() is asked */
-
-int pe_trace_on;
-static int trace_busy; /* one recording at a time (CAS) */
-/* The event buffer: written by any thread between pe_trace_on's set and clear (its writers
-   counted in ev_inflight), read by the recorder once they are gone. */
-static pe_tj_event_t *ev_buf;
-static int64_t ev_cap, ev_next, ev_inflight;
-static uint64_t ev_dropped;
-
-/* A slot for one event, or NULL (no trace, or full: counted).  Ends with ev_put_end. */
-static PE_SIGSAFE inline pe_tj_event_t *
-ev_put_begin(void)
-{
-    __atomic_add_fetch(&ev_inflight, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&pe_trace_on, __ATOMIC_SEQ_CST)) {
-        int64_t i = __atomic_fetch_add(&ev_next, 1, __ATOMIC_RELAXED);
-        if (i < ev_cap)
-            return &ev_buf[i];
-        __atomic_add_fetch(&ev_dropped, 1, __ATOMIC_RELAXED);
-    }
-    return NULL;
-}
-
-static PE_SIGSAFE inline void
-ev_put_end(void)
-{
-    __atomic_sub_fetch(&ev_inflight, 1, __ATOMIC_RELEASE);
-}
-
-PE_SIGSAFE void
-pe_trace_event(int kind, int32_t tid, int64_t t0_ns, int64_t t1_ns, int value, const char *what)
-{
-    pe_tj_event_t *e = ev_put_begin();
-
-    if (e) {
-        size_t n = 0;
-        e->t0_ns = t0_ns;
-        e->t1_ns = t1_ns;
-        e->tid = tid ? tid : pe_gettid();
-        e->kind = kind;
-        e->value = value;
-        e->stack = -1;
-        while (what && what[n] && n < sizeof(e->what) - 1) {
-            e->what[n] = what[n];
-            n++;
-        }
-        e->what[n] = '\0';
-    }
-    ev_put_end();
-}
-
-PE_SIGSAFE void
-pe_trace_alloc(int freed, uint64_t size, uint64_t est, uint32_t stack)
-{
-    pe_tj_event_t *e = ev_put_begin();
-
-    if (e) {
-        e->t0_ns = e->t1_ns = pe_clock_ns(CLOCK_MONOTONIC);
-        e->tid = pe_gettid();
-        e->kind = freed ? PE_TJ_EV_FREE : PE_TJ_EV_ALLOC;
-        e->value = 0;
-        e->stack = freed ? -1 : (int32_t)stack; /* the heap's id until the recording ends */
-        e->bytes = size > INT64_MAX ? INT64_MAX : (int64_t)size;
-        e->est = est > INT64_MAX ? INT64_MAX : (int64_t)est;
-        e->what[0] = '\0';
-    }
-    ev_put_end();
-}
-
-PE_SIGSAFE void
-pe_trace_exec(int failed, int foreign, int err)
-{
-    pe_tj_event_t *e = ev_put_begin();
-
-    if (e) {
-        /* a vfork child runs on its parent thread's TLS: its cached tid is that thread's (read
-           only: a child must not fill the parent's cache) */
-        pid_t self = (pid_t)syscall(SYS_gettid);
-        e->t0_ns = e->t1_ns = pe_clock_ns(CLOCK_MONOTONIC);
-        e->tid = !foreign ? pe_gettid() : pe_tls.tid ? pe_tls.tid : self;
-        e->kind = failed ? PE_TJ_EV_EXEC_FAILED : PE_TJ_EV_EXEC;
-        e->value = failed ? err : 0;
-        e->stack = -1;
-        e->bytes = foreign ? self : 0; /* the vfork child */
-        e->est = 0;
-        e->what[0] = '\0';
-    }
-    ev_put_end();
-}
-
-void
-pe_trace_atfork_child(void)
-{
-    /* the recording thread is the parent's: nothing here may think a trace runs (its buffer
-       is the parent's copy, left as it is) */
-    __atomic_store_n(&pe_trace_on, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&ev_inflight, 0, __ATOMIC_RELAXED);
-    ev_buf = NULL;
-    __atomic_store_n(&trace_busy, 0, __ATOMIC_RELAXED);
-}
 
 /* ---- the recording ---------------------------------------------------------------- */
 
@@ -476,26 +375,26 @@ sleep_until(int64_t when)
 int
 pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
 {
-    int expected = 0, rc = 0, sig_held = 0;
+    int rc = 0, sig_held = 0;
     int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
     /* a running thread answers our signal when it next runs: on a busy machine that can take
        long; past half a period it is sampled as running without a stack */
     int wait_ms = (int)(o->delay * 500) < 1                  ? 1
                   : (int)(o->delay * 500) > TRACE_CAPTURE_MS ? TRACE_CAPTURE_MS
                                                              : (int)(o->delay * 500);
-    int64_t nev = o->budget / 4 / (int64_t)sizeof(*ev_buf);
+    int64_t nev = o->budget / 4 / (int64_t)sizeof(pe_tj_event_t);
+    pe_tj_event_t *evs;
     pe_tj_trace_t *t;
     rec_t r;
 
     *out = NULL;
     nev = nev > TRACE_EVENTS ? TRACE_EVENTS : nev < TRACE_EVENTS_MIN ? TRACE_EVENTS_MIN : nev;
-    if (!__atomic_compare_exchange_n(&trace_busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED))
+    if (pe_trace_feed_claim() < 0)
         return -EBUSY;
     memset(&r, 0, sizeof(r));
-    if (!(t = calloc(1, sizeof(*t))) || !(ev_buf = calloc((size_t)nev, sizeof(*ev_buf)))) {
+    if (!(t = calloc(1, sizeof(*t))) || !(evs = calloc((size_t)nev, sizeof(*evs)))) {
         free(t);
-        __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
+        pe_trace_feed_release();
         return -ENOMEM;
     }
     r.t = t;
@@ -503,15 +402,12 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     t->seconds_asked = o->seconds;
     t->delay = o->delay;
     t->budget = o->budget;
-    t->used = nev * (int64_t)sizeof(*ev_buf);
+    t->used = nev * (int64_t)sizeof(*evs);
     t->mutex_rate = pe_cfg.mutex_rate > 0 ? (uint64_t)pe_cfg.mutex_rate : 0;
     t->heap_rate = o->heap_off ? 0 : o->heap_rate;
     t->heap_off = o->heap_off        ? o->heap_off
                   : o->heap_rate > 0 ? NULL
                                      : "heap sampling is off (PROFEP_HEAP_RATE=0)";
-    ev_cap = nev;
-    __atomic_store_n(&ev_next, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&ev_dropped, 0, __ATOMIC_RELAXED);
     t->start_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->start_real_ns = pe_clock_ns(CLOCK_REALTIME);
     /* the signal stays ours for the whole recording (when it can be): a capture then need
@@ -520,7 +416,7 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         sig_held = 1;
     }
-    __atomic_store_n(&pe_trace_on, 1, __ATOMIC_SEQ_CST);
+    pe_trace_feed_open(evs, nev);
     end = t->start_ns + (int64_t)(o->seconds * 1e9);
     cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     next = next_stop = t->start_ns;
@@ -576,16 +472,9 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     }
     t->end_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->cpu_ns = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-    /* no new event from here; wait for writers in flight (a few instructions each) */
-    __atomic_store_n(&pe_trace_on, 0, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&ev_inflight, __ATOMIC_SEQ_CST))
-        sched_yield();
-    t->events = ev_buf;
-    ev_buf = NULL;
-    t->nevents = __atomic_load_n(&ev_next, __ATOMIC_RELAXED);
+    t->events = pe_trace_feed_close(&t->nevents, &t->events_dropped);
     if (t->nevents > nev)
         t->nevents = nev;
-    t->events_dropped = __atomic_load_n(&ev_dropped, __ATOMIC_RELAXED);
     if (t->events_dropped && !t->ended)
         t->ended = NULL; /* events lost are counted (otherData.events_dropped), the trace ran on */
     if (!rc)
@@ -603,7 +492,7 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
     free(r.hash);
     free(r.exact);
     free(r.shash);
-    __atomic_store_n(&trace_busy, 0, __ATOMIC_RELEASE);
+    pe_trace_feed_release();
     if (rc < 0) {
         pe_trace_free(t);
         return rc;

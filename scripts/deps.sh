@@ -2,7 +2,7 @@
 # deps.sh: install the Debian 12 packages the build, tests and demo need,
 # with apt-get, and only those that are missing.  Idempotent.
 # Usage: scripts/deps.sh [EXTRA...], each one of bench fuzz browser node server fleet python
-# tree names; several at once get one apt-get for them all (`make test` asks for every
+# tree names apache; several at once get one apt-get for them all (`make test` asks for every
 # extra its tests use, so none installs mid-suite).  (bench adds the baselines' packages
 # and redis for scripts/bench_real.sh and bench_fleet.sh;
 # browser: headless Chromium, a font and xmllint for test/e2e/e2e_views_browser.sh;
@@ -13,7 +13,7 @@
 # which test/e2e/e2e_fleet.sh builds a reader with; tree: prefork servers for
 # test/e2e/e2e_tree_servers.sh, nginx-light and postgresql-15; names: clang, llvm-symbolizer
 # (the truth for names, lines and inlined frames), libc's debug info and Go's pprof parser for
-# test/e2e/e2e_names.sh)
+# test/e2e/e2e_names.sh; apache: Apache 2.4 (event MPM) and ab for test/e2e/e2e_apache.sh)
 set -eu
 want() { case " $extras " in *" $1 "*) return 0 ;; esac; return 1; }
 extras="$*"
@@ -24,6 +24,7 @@ want bench && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 
 want fuzz && pkgs="$pkgs clang libclang-rt-14-dev"
 want server && pkgs="$pkgs redis-server redis-tools"
 want tree && pkgs="$pkgs nginx-light postgresql-15"
+want apache && pkgs="$pkgs apache2 apache2-utils"
 want fleet && pkgs="$pkgs golang-github-google-pprof-dev"
 want names && pkgs="$pkgs golang-github-google-pprof-dev clang llvm libc6-dbg binutils"
 want python && pkgs="$pkgs python3.11-dev"

@@ -26,7 +26,7 @@ fi
 roots="handler:sampler/handler.c:pe_cpu_handler handler:sampler/peek.c:peek_handler"
 for f in malloc free calloc realloc reallocarray malloc_usable_size posix_memalign aligned_alloc \
     memalign valloc pvalloc free_sized free_aligned_sized; do
-    roots="$roots malloc:heap/hooks.c:$f"
+    roots="$roots malloc:heap/malloc_hooks.c:$f"
 done
 # signal-safety(7) (POSIX.1-2008 TC2 and later, string functions included)...
 safe="getpid write read open close fstat readlink _exit errno sigaction sigprocmask pthread_sigmask

@@ -551,6 +551,20 @@ pe_cfi_rules_read(void)
     return __atomic_load_n(&rules_read, __ATOMIC_RELAXED);
 }
 
+int
+pe_cfi_rule(uintptr_t pc, int *cfa_reg, int *cfa_off, int *rbp_slot)
+{
+    const uint64_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint64_t w;
+
+    if (!tab || !(w = rule_of(tab, pc)))
+        return 0;
+    *cfa_reg = RULE_KIND(w) == K_END ? -1 : RULE_KIND(w) == K_SP ? REG_RSP : REG_RBP;
+    *cfa_off = (int)RULE_OFF(w);
+    *rbp_slot = (int)RULE_SLOT(w);
+    return 1;
+}
+
 /* ---- the walk ---------------------------------------------------------------------- */
 
 /* (not instrumented: it reads saved registers and return addresses, which

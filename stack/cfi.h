@@ -39,6 +39,10 @@ int pe_cfi_init(void);
  */
 PE_SIGSAFE int pe_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t hi, uintptr_t *pcs,
                            int max);
+/* The rule pe_cfi_walk keeps for return address pc (read from the tables at
+   a miss), for walks over a copy of a stack (sampler/engine_perf.c): 1 and
+   the fields as pe_cfi_rule_from gives them, 0 to give up. */
+PE_SIGSAFE int pe_cfi_rule(uintptr_t pc, int *cfa_reg, int *cfa_off, int *rbp_slot);
 /* Forget every rule (objects were unloaded: their addresses may be reused).
    Not while a walk runs (stack/unwind.c's dlclose handshake). */
 void pe_cfi_flush(void);

@@ -7,7 +7,7 @@
  * second walk through JIT code (DWARF where there is CFI, the frame pointer
  * where there is none) when unw_backtrace stops outside every object.
  * The interposers that feed it (dlopen/dlclose/dl_iterate_phdr) live in
- * preload/hooks.c.  Why this shape: in a handler unw_backtrace is the fast path
+ * preload/process_hooks.c.  Why this shape: in a handler unw_backtrace is the fast path
  * (about 0.5 us at depth 35, no syscall once warm; an unw_step loop costs 7-10
  * us and a sigprocmask pair per frame); libunwind finds unwind tables through
  * dl_iterate_phdr, whose loader lock a signal may interrupt (hence the
@@ -768,6 +768,70 @@ pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs, in
     pe_tls.in_unwind = 1;
     n = pe_cfi_walk(pc, sp, bp, stack_hi, pcs, max);
     pe_tls.in_unwind = 0;
+    return n;
+}
+
+/* The word at stack address `at` from a copy of [sp0, sp0 + len): 1, or 0 below
+   the copy or misaligned (a wrong frame), or -1 past its end. */
+static int
+copy_word(uintptr_t sp0, const uint8_t *stack, size_t len, uintptr_t at, uintptr_t *out)
+{
+    if (at < sp0 || (at & 7))
+        return 0;
+    if (len < 8 || at - sp0 > len - 8)
+        return -1;
+    memcpy(out, stack + (at - sp0), sizeof(*out));
+    return 1;
+}
+
+int
+pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
+               uintptr_t *pcs, int max, int *how)
+{
+    uintptr_t sp0 = sp, look = ip + 1; /* the leaf's rule is ip's own: look - 1 */
+    int n = 0, r = 1;
+
+    *how = PE_UNWIND_COPY_WHOLE;
+    if (max < 1)
+        return 0;
+    pcs[n++] = ip;
+    if (!stack)
+        return n;
+    while (n < max) {
+        int reg, off, slot;
+        uintptr_t ret = 0, nbp = bp, cfa;
+
+        if (pe_cfi_rule(look, &reg, &off, &slot)) {
+            if (reg < 0)
+                return n; /* the outermost frame */
+            cfa = (reg == 7 ? sp : bp) + (uintptr_t)off;
+            if (cfa <= sp)
+                goto cut;
+            if (slot && (r = copy_word(sp0, stack, len, cfa - 8 * (uintptr_t)slot, &nbp)) <= 0)
+                goto cut;
+            if ((r = copy_word(sp0, stack, len, cfa - 8, &ret)) <= 0)
+                goto cut;
+            sp = cfa;
+            bp = nbp;
+        } else {
+            /* no rule (JIT code, no tables): the frame pointer, strictly up */
+            uintptr_t nb = 0;
+            if (bp < sp || (r = copy_word(sp0, stack, len, bp, &nb)) <= 0 ||
+                (r = copy_word(sp0, stack, len, bp + 8, &ret)) <= 0)
+                goto cut;
+            sp = bp + 16;
+            bp = nb;
+        }
+        if (ret < 4096)
+            return n; /* the end of the frame-pointer chain */
+        pcs[n++] = ret;
+        look = ret;
+    }
+    return n;
+cut:
+    /* past the copy's end with the stack going on, or a frame that neither
+       rule nor frame pointer explains */
+    *how = r < 0 ? PE_UNWIND_COPY_DEEPER : PE_UNWIND_COPY_CUT;
     return n;
 }
 

@@ -68,7 +68,25 @@ PE_SIGSAFE int pe_unwind_heap_end(const uintptr_t *pcs, int n, int max);
 PE_SIGSAFE int pe_unwind_heap_fast(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *pcs,
                                    int max);
 
-/* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/hooks.c). */
+/*
+ * Walk a copy of another moment's stack (sampler/engine_perf.c: a perf
+ * event's user registers ip, sp, bp and the `len` bytes of stack from sp
+ * the kernel copied) by the heap walk's cached unwind-table rules
+ * (stack/cfi.h), with a frame-pointer step where no rule is known (JIT
+ * code, objects without tables).  Reads nothing but the copy.  pcs[0] = ip
+ * (exact), then return addresses; the number of frames (>= 1).  *how says
+ * how it ended: WHOLE (the outermost frame, or max), DEEPER (at the copy's
+ * end with the stack going on: the kernel copies up to the first page it
+ * cannot read without a fault, so a copy may be short of what was asked),
+ * CUT (where neither a rule nor the frame pointer goes on, as
+ * pe_unwind_cut).  Not in a signal handler (a rule's first use may read
+ * an object's tables, as the heap walk's).
+ */
+enum { PE_UNWIND_COPY_WHOLE = 0, PE_UNWIND_COPY_DEEPER = 1, PE_UNWIND_COPY_CUT = 2 };
+int pe_unwind_copy(uintptr_t ip, uintptr_t sp, uintptr_t bp, const uint8_t *stack, size_t len,
+                   uintptr_t *pcs, int max, int *how);
+
+/* Bookkeeping from the dlopen/dlclose/dl_iterate_phdr interposers (preload/process_hooks.c). */
 void pe_unwind_objects_changed(void); /* after dlopen/dlclose: rebuild snapshot, flush caches */
 PE_TESTONLY extern int pe_unwind_dlclose_busy; /* > 0 while any thread is inside dlclose */
 /*

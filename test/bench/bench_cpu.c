@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sampler/cpu.h"
+#include "../../sampler/sampler_int.h"
 #include "../../stack/unwind.h"
 
 static volatile unsigned long sink;
@@ -70,11 +70,20 @@ spin(long n)
     sink = x;
 }
 
+/* The workers start, then run once the main thread has read the library's
+   threads (a program reading /proc/self/task with no thread of its own makes
+   the library step aside: preload/alone_hooks.c). */
+static pthread_barrier_t start_line;
+
 static void *
 worker(void *unused)
 {
+    pthread_barrier_wait(&start_line); /* started (and in the library's registry) */
+    pthread_barrier_wait(&start_line); /* go */
     for (long i = 0; i < iters / 1000; i++)
         spin(1000);
+    pthread_barrier_wait(&start_line); /* done */
+    pthread_barrier_wait(&start_line); /* the main thread has read /proc */
     return NULL;
 }
 
@@ -288,17 +297,22 @@ main(int argc, char **argv)
         long wakeups[2], wakeups0[2];
         usleep((useconds_t)(atof(argv[2]) * 1e6));
         iters = atol(argv[3]);
-        library_threads(ours0, wakeups0); /* from here: the steady state, not start-up */
-        t0 = now();
+        pthread_barrier_init(&start_line, NULL, 3);
         pthread_create(&a, NULL, worker, NULL);
         pthread_create(&b, NULL, worker, NULL);
-        pthread_join(a, NULL);
-        pthread_join(b, NULL);
+        pthread_barrier_wait(&start_line);
+        library_threads(ours0, wakeups0); /* from here: the steady state, not start-up */
+        t0 = now();
+        pthread_barrier_wait(&start_line);
+        pthread_barrier_wait(&start_line); /* done (they stay until read) */
         {
             struct rusage ru;
             double wall = now() - t0;
             getrusage(RUSAGE_SELF, &ru);
             library_threads(ours, wakeups);
+            pthread_barrier_wait(&start_line);
+            pthread_join(a, NULL);
+            pthread_join(b, NULL);
             /* line 1 as scripts read it (bench_fleet.sh too); line 2 ours */
             printf("%.4f %.4f\nlibrary %.6f %ld %.6f %ld\n", wall,
                    ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +

@@ -15,11 +15,14 @@
 #   3 proto    the profile model, every encoder (the timeline chart too)
 #              and the one decoder (decode.c), the sinks and the JSON and
 #              XML escapers
-#   4 sampler  CPU and wall sampling, on-demand stack capture, the peek,
-#              lock contention
-#   5 heap     allocation sampling, the live table, its history
-#   6 http     the server, routing, parameters, the endpoint handlers
-#   7 top      preload/init.c (the constructor), preload/events.[ch] (the
+#   4 trace    the thread trace's event feed (trace/feed.h), which every
+#              module above may write into; the recording is sampler/'s
+#   5 sampler  CPU and wall sampling, on-demand stack capture, the peek,
+#              the trace's recording; and, beside it, contention/: lock
+#              contention and its interposers
+#   6 heap     allocation sampling, the live table, its history
+#   7 http     the server, routing, parameters, the endpoint handlers
+#   8 top      preload/init.c (the constructor), preload/events.[ch] (the
 #              process events, which call every module), preload/*hooks.c
 #              (the interposers), interpose/ (their table, and the
 #              redirection of relocation slots after an attach)
@@ -37,11 +40,12 @@ ALLOWED=""
 # Edges as "from to how" lines, then one awk pass judges them all.
 edges() {
     local files f dir inc
-    files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' \
-        'sampler/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' 'interpose/*.[ch]' 2>/dev/null |
+    files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' 'trace/*.[ch]' \
+        'sampler/*.[ch]' 'contention/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' \
+        'interpose/*.[ch]' 2>/dev/null |
         sort -u)
-    [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] \
-        sampler/*.[ch] heap/*.[ch] http/*.[ch])
+    [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] trace/*.[ch] \
+        sampler/*.[ch] contention/*.[ch] heap/*.[ch] http/*.[ch])
     for f in $files; do
         dir=${f%/*}
         sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
@@ -54,7 +58,7 @@ edges() {
     done
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
-        for o in "$BUILD"/{preload,symbols,stack,proto,sampler,heap,http,interpose}/*.o; do
+        for o in "$BUILD"/{preload,symbols,stack,proto,trace,sampler,contention,heap,http,interpose}/*.o; do
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
@@ -67,19 +71,21 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 7
-        if (p ~ /^interpose\//) return 7
+        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 8
+        if (p ~ /^interpose\//) return 8
         if (p ~ /^preload\//) return 0
         if (p ~ /^symbols\//) return 1
         if (p ~ /^stack\//) return 2
         if (p ~ /^proto\//) return 3
-        if (p ~ /^sampler\//) return 4
-        if (p ~ /^heap\//) return 5
-        if (p ~ /^http\//) return 6
+        if (p ~ /^trace\//) return 4
+        if (p ~ /^sampler\//) return 5
+        if (p ~ /^contention\//) return 5
+        if (p ~ /^heap\//) return 6
+        if (p ~ /^http\//) return 7
         return -1
     }
     BEGIN {
-        split("base symbols stack proto sampler heap http top", name, " ")
+        split("base symbols stack proto trace sampler heap http top", name, " ")
         n = split(allowed, al, "\n")
         for (i = 1; i <= n; i++) { sub(/ *#.*/, "", al[i]); if (al[i] != "") ok[al[i]] = 1 }
     }

@@ -54,8 +54,8 @@ expect_usage "heap myhost: ADDR needs a colon" 2 'expected SECONDS \(a number\) 
 expect_usage "cpu 5 6: one SECONDS" 2 'two numbers' cpu 5 6
 expect_usage "unknown command: the commands named, exit 2" 2 \
     "unknown command 'profil'; expected one of: run cpu heap" profil
-expect_usage "unknown option of a fetch: -o and -f named, exit 2" 2 \
-    'unknown option -x; expected -o FILE or -f FORMAT' heap -x
+expect_usage "unknown option of a fetch: -o, -f and --pid named, exit 2" 2 \
+    'unknown option -x; expected -o FILE, -f FORMAT or --pid PID' heap -x
 expect_usage "unknown option of run: its options named, exit 2" 2 \
     'expected --port N, --addr HOST:PORT, --lib PATH' run --bogus
 expect_usage "unknown top-level option, exit 2" 2 'expected a command' --verbose

@@ -6,7 +6,7 @@
 # default rate, at PROFEP_MUTEX_RATE=1 (every contended call timed and
 # recorded) and =0, and for a program linked without -lpthread.  Then the
 # default mutex, which the library takes inline (its own compare-and-swap,
-# sampler/mutex.h): glibc's bookkeeping (owner, user count: destroy's EBUSY),
+# contention/mutex.h): glibc's bookkeeping (owner, user count: destroy's EBUSY),
 # exact counts under a fight, condition-variable ping-pong, a process-shared
 # mutex across fork, and the owner in a fork child.
 source test/e2e/lib.sh

@@ -8,7 +8,9 @@ source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl
 
-pe_start $P/p_sigprof_half 60 || exit 1
+# the timer engine's accounting: perf events (the default where allowed) sample
+# threads that block SIGPROF (e2e_cpu_perf)
+PE_ENV=PROFEP_CPU_ENGINE=timer pe_start $P/p_sigprof_half 60 || exit 1
 eventually 20 grep -q '^ready$' "$PE_OUT" || { bad "p_sigprof_half never ready"; pe_finish; }
 blk=$(awk '$2 == "busy-blk" { print $1 }' "$PE_OUT" | sort -n | tr '\n' ' ')
 

@@ -237,9 +237,9 @@ check "profep cpu: says where it saved and how to view" \
 (cd $T && $PF heap :${PE_ADDR#*:} -f svg 2>pf2.msg)
 check "profep heap -f svg: heap-DATE.svg, well-formed" \
     bash -c "f=\$(ls $T/heap-*.svg) && python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' \$f"
-out=$($PF cpu $PE_ADDR 3000 -o $T/never 2>&1); st=$? # above PROFEP_MAX_SECONDS
-check "profep: an error status is shown, exit 1" \
-    bash -c "[ $st = 1 ] && grep -q 'answered 400' <<<'$out' && [ ! -e $T/never ]"
+$PF cpu $PE_ADDR 3000 -o $T/never >$T/pf2.msg 2>&1; st=$? # above PROFEP_MAX_SECONDS: refused before asking
+check "profep: seconds above the server's limit refused at once, exit 2" \
+    bash -c "[ $st = 2 ] && grep -q PROFEP_MAX_SECONDS $T/pf2.msg && [ ! -e $T/never ]"
 $PF heap 127.0.0.1:1 >$T/pf3.msg 2>&1; st=$?
 check "profep: unreachable program: exit 1 with a hint" \
     bash -c "[ $st = 1 ] && grep -q 'profep run' $T/pf3.msg"

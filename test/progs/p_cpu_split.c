@@ -2,16 +2,20 @@
  * p_cpu_split: two worker threads ("split-a", "split-b") each burn CPU 75% in
  * cpu_three_quarters and 25% in cpu_one_quarter (equal work per call, called
  * 3:1).  After argv[2] seconds (default 1) a third thread "late-one" starts
- * and burns in late_work.  Runs argv[1] seconds (default 10).
+ * and burns in late_work.  Runs argv[1] seconds (default 10).  With argv[3]
+ * "block", the two workers block SIGPROF (as servers that block every signal
+ * in their workers do): the timer engine cannot sample them, perf events can.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 static volatile unsigned long sink;
-static volatile int stop;
+static volatile int stop, block;
 
 __attribute__((noinline)) static void
 spin(unsigned long n)
@@ -44,6 +48,12 @@ static void *
 worker(void *name)
 {
     pthread_setname_np(pthread_self(), name);
+    if (block) {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGPROF);
+        pthread_sigmask(SIG_BLOCK, &s, NULL);
+    }
     while (!stop) {
         cpu_three_quarters();
         cpu_three_quarters();
@@ -69,6 +79,7 @@ main(int argc, char **argv)
     double late_at = argc > 2 ? atof(argv[2]) : 1;
     pthread_t a, b, c;
 
+    block = argc > 3 && !strcmp(argv[3], "block");
     pthread_create(&a, NULL, worker, "split-a");
     pthread_create(&b, NULL, worker, "split-b");
     usleep((useconds_t)(late_at * 1e6));

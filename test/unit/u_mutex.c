@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../contention/mutex.h"
 #include "../../preload/init.h"
 #include "../../preload/rand.h"
-#include "../../sampler/mutex.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"
 

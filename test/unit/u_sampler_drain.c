@@ -12,9 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../preload/config.h"
 #include "../../proto/profile.h"
-#include "../../sampler/cpu.h"
 #include "../../sampler/sampler.h"
+#include "../../sampler/sampler_int.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"
 
@@ -33,6 +34,7 @@ main(void)
 
     CHECK(pe_unwind_init() == 0);
     CHECK(pe_sampler_init() == 0);
+    pe_cfg.cpu_engine = PE_CPU_ENGINE_TIMER; /* the timer engine's mechanics */
     /* a 1000 s period: this thread's own CPU timer never fires meanwhile */
     CHECK(pe_sampler_open(1000, 100000000, &w, &running) == 0);
     pe_cpu_accept_tkill = 1;

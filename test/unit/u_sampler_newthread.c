@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../preload/config.h"
 #include "../../preload/guard.h"
 #include "../../proto/profile.h"
 #include "../../sampler/sampler.h"
@@ -113,6 +114,7 @@ main(void)
     fclose(f);
     CHECK(pe_unwind_init() == 0);
     CHECK(pe_sampler_init() == 0);
+    pe_cfg.cpu_engine = PE_CPU_ENGINE_TIMER; /* the timer engine's mechanics */
     for (int i = 0; i < IDLE; i++)
         CHECK(pthread_create(&idle[i], NULL, idler, NULL) == 0);
     for (int r = 0; r < ROUNDS; r++) {

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "../../proto/profile.h"
+#include "../../sampler/allstacks.h"
 #include "../../sampler/sampler.h"
-#include "../../sampler/stacks.h"
 #include "../../stack/unwind.h"
 #include "../../symbols/symbols.h"
 #include "pe_test.h"

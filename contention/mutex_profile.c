@@ -15,7 +15,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/init.h"
-#include "kind.h"
+#include "../sampler/kind.h"
 #include "mutex.h"
 
 /* s1 -= s0, entry by entry (both from pe_mutex_snapshot, ascending id). */
@@ -125,7 +125,7 @@ recs_text(pe_sink_t *out, pe_mutex_rec_t *v, int n, int block)
         pe_mutex_rate(), st.sampled, st.dropped, st.capacity, st.no_stack);
 }
 
-/* ---- the kinds (kind.h) ---------------------------------------------------------- */
+/* ---- the kinds (sampler/kind.h) -------------------------------------------------- */
 
 static const char *
 mutex_unavailable(void)

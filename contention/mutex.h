@@ -244,7 +244,7 @@ int pe_mutex_stack(uint32_t id, uintptr_t *pcs, int max);
 void pe_mutex_get_stats(pe_mutex_stats_t *st);
 
 /* The profiles (Go's pprof and debug=1 text, mutex and block) are the kinds
-   pe_kind_mutex and pe_kind_block (kind.h), in mutex_profile.c. */
+   pe_kind_mutex and pe_kind_block (sampler/kind.h), in mutex_profile.c. */
 
 /* ---- test seams ------------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * mutex.c: lock contention sampling: the per-thread geometric countdown, the
  * timed real call of a sampled wait, and the fixed (kind, stack) -> totals
  * table the two contention endpoints read.  The interposers themselves are in
- * mutex_hooks.c; the profiles in mutex_profile.c (kind.h).  The design (paths,
+ * mutex_hooks.c; the profiles in mutex_profile.c (sampler/kind.h).  The design (paths,
  * sampling, what is recorded) is mutex.h's.
  *
  *   tab        the (kind, stack) entries: preload/stacktab.h, the kind as
@@ -22,8 +22,8 @@
 #include "../preload/rand.h"
 #include "../preload/stacktab.h"
 #include "../stack/unwind.h"
+#include "../trace/feed.h"
 #include "mutex.h"
-#include "trace.h"
 
 #define PE_MUTEX_ENTS 8192u /* distinct (kind, stack) entries kept */
 #define PE_MUTEX_BUCKETS (PE_MUTEX_ENTS * 2)
@@ -247,7 +247,7 @@ pe_mutex_sampled(int op, void *obj, pthread_mutex_t *m, const struct timespec *a
     if (kind >= 0) {
         pe_mutex_record(kind, ra, leaf, t1 - t0);
         PE_TRACE_EVENT(kind == PE_MUTEX_KIND_LOCK ? PE_TJ_EV_LOCK : PE_TJ_EV_COND, (int64_t)t0,
-                       (int64_t)t1, 0, NULL); /* a trace's lock waits (trace.h) */
+                       (int64_t)t1, 0, NULL); /* a trace's lock waits (trace/feed.h) */
     }
     errno = saved_errno;
     return rc;

@@ -1,5 +1,5 @@
 /*
- * state.c: whether the library is active in this process, and whether it
+ * init_state.c: whether the library is active in this process, and whether it
  * was attached to it while it ran (preload/attach.c).  Kept apart from
  * init.c (the constructor) so that modules and unit tests can ask and step
  * aside without pulling in the constructor.

@@ -1,5 +1,5 @@
 /*
- * cpu.h: what the CPU sampler's files share (not for other modules).
+ * sampler_int.h: what the CPU sampler's files share (not for other modules).
  *
  *   timer.c    OS calls: per-thread CPU timers (raw syscalls), SIGPROF
  *              disposition ownership (install only over SIG_DFL/SIG_IGN, the
@@ -8,14 +8,16 @@
  *              ticks) or into a stack-capture slot, nothing else.
  *   sampler.c  windows (CPU and wall-clock), the collector thread, thread and
  *              fork/exec hooks.
- *   stacks.c   on-demand capture of every thread's stack (capture slots).
+ *   engine_perf.c  the CPU engine without a signal (engine_perf.h): perf
+ *              events, read and unwound by the collector.
+ *   allstacks.c  on-demand capture of every thread's stack (capture slots).
  *
  * Shared fields name their writer and reader.
  *
  * Signal-safe: only what is marked PE_SIGSAFE.
  */
-#ifndef PE_SAMPLER_CPU_H
-#define PE_SAMPLER_CPU_H
+#ifndef PE_SAMPLER_INT_H
+#define PE_SAMPLER_INT_H
 
 #include <semaphore.h>
 #include <signal.h>
@@ -58,9 +60,10 @@
 
 /* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
 #define PE_RING_F_WALL 2u
-#define PE_RING_F_PROC 4u /* a wall sample read from /proc, no signal (sampler.c) */
+#define PE_RING_F_PROC 4u  /* a wall sample read from /proc, no signal (sampler.c) */
+#define PE_RING_F_PERF 16u /* a wall sample from the perf engine's last sample, no signal */
 /* With PROC: not signalled (the wait would fail, sigsafe.h); its system call's PC only */
-#define PE_RING_F_SYSCALL 16u
+#define PE_RING_F_SYSCALL 32u
 #define PE_RING_STATE_SHIFT 8
 #define PE_RING_STATE(flags) (((flags) >> PE_RING_STATE_SHIFT) & 15u)
 
@@ -86,7 +89,7 @@ PE_TESTONLY extern int pe_cpu_accept_tkill;
 
 PE_SIGSAFE void pe_cpu_handler(int sig, siginfo_t *si, void *uc);
 
-/* ---- stacks.c ------------------------------------------------------------------ */
+/* ---- allstacks.c ---------------------------------------------------------------- */
 
 /* The handler's half of a stack capture: value v (PE_SIGQ_CAPTURE) names a slot. */
 PE_SIGSAFE void pe_stacks_sig_capture(uint64_t v, void *uc);
@@ -152,7 +155,7 @@ pe_cpu_stack_short(void)
     return lo && (uintptr_t)&here - lo < PE_CPU_STACK_NEED;
 }
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
-   program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, stacks.c). */
+   program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, allstacks.c). */
 extern int pe_cpu_profiling;
 
-#endif /* PE_SAMPLER_CPU_H */
+#endif /* PE_SAMPLER_INT_H */

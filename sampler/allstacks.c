@@ -37,9 +37,9 @@
 #include "../stack/quiet.h"
 #include "../stack/unwind.h"
 #include "account.h"
-#include "cpu.h"
+#include "allstacks.h"
+#include "sampler_int.h"
 #include "sigsafe.h"
-#include "stacks.h"
 
 /* Threads signalled at once in one capture (those /proc cannot give); more
    are listed without a stack, and counted ("no capture slot free").  4096,

@@ -1,5 +1,5 @@
 /*
- * guard.c: the per-thread state (pe_tls), the cached tid and the stripe.
+ * tls.c: the per-thread state (pe_tls), the cached tid and the stripe.
  * The struct is zero-filled by the loader in every thread's static TLS block.
  */
 #include <sys/syscall.h>

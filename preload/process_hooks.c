@@ -1,5 +1,5 @@
 /*
- * hooks.c: the process-level interposers: pthread_create (thread registry,
+ * process_hooks.c: the process-level interposers: pthread_create (thread registry,
  * thread-start event), dlopen/dlmopen/dlclose/dl_iterate_phdr (keep the loader out of
  * our signal handler), the exec family (execveat too), posix_spawn, system
  * and popen (their events: no profiling signal crosses them, a program's

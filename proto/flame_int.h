@@ -1,5 +1,5 @@
 /*
- * flame.h: what the flame-graph encoders of proto/ (folded.c, svg.c) share and
+ * flame_int.h: what the flame-graph encoders of proto/ (folded.c, svg.c) share and
  * nobody else sees: the profile's stacks in flame-graph order.  They write
  * through a pe_bufsink_t (sink.h), so that a line-at-a-time encoder does not
  * send one HTTP chunk per line.
@@ -13,8 +13,8 @@
  *
  * Signal-safe: no.
  */
-#ifndef PE_FLAME_H
-#define PE_FLAME_H
+#ifndef PE_FLAME_INT_H
+#define PE_FLAME_INT_H
 
 #include <stdint.h>
 
@@ -76,4 +76,4 @@ pe_flame_same(const char *a, const char *b)
 /* Bytes gathered before each write to the caller's sink. */
 #define PE_FLAME_BUF 16384
 
-#endif /* PE_FLAME_H */
+#endif /* PE_FLAME_INT_H */

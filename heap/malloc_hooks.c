@@ -1,5 +1,5 @@
 /*
- * hooks.c: the exported malloc-family interposers.  Each is thin: make sure
+ * malloc_hooks.c: the exported malloc-family interposers.  Each is thin: make sure
  * the real functions are resolved (serving the bootstrap pool meanwhile),
  * count the allocation down and tail-call the real function; the few calls
  * that reach a sample point, run under an /allocs_profile recording or touch

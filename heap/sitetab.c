@@ -1,5 +1,5 @@
 /*
- * stacks.c: the one stack table of heap/: interned call stacks, each with the
+ * sitetab.c: the one stack table of heap/: interned call stacks, each with the
  * running totals of the samples taken there.  Both recorders (heap sampling,
  * /allocs_profile) name stacks by the ids handed out here.
  *

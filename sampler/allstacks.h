@@ -17,7 +17,7 @@
  * sem_timedwait return EINTR in the program).  The library's own threads are
  * never signalled.
  *
- * Signal-safe: no (the handler's half, pe_stacks_sig_capture, is in cpu.h).
+ * Signal-safe: no (the handler's half, pe_stacks_sig_capture, is in sampler_int.h).
  */
 #ifndef PE_STACKS_H
 #define PE_STACKS_H

@@ -1,0 +1,782 @@
+/*
+ * engine_perf.c: CPU samples from perf events, no signal (contract and
+ * bounds in engine_perf.h).  Owns the per-CPU rings, the events, the set of
+ * threads covered, and the reading of the rings; the unwinding is
+ * stack/unwind.c's (pe_unwind_copy), the windows and the collector are
+ * sampler.c's.
+ *
+ * Layout of one CPU's ring (perf_event_open(2)): a metadata page
+ * (data_head written by the kernel, data_tail by us), then 2^k data pages
+ * of records.  The ring belongs to a dummy event on the main thread for that
+ * CPU; every sampling event of that CPU sends its records there
+ * (PERF_EVENT_IOC_SET_OUTPUT), and so do the events threads inherit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../preload/aslimit.h"
+#include "../preload/guard.h"
+#include "../preload/proc.h"
+#include "../preload/threads.h"
+#include "../stack/cfi.h"
+#include "../stack/unwind.h"
+#include "engine_perf.h"
+
+#define STACK_COPY 8192        /* bytes of user stack each sample carries */
+#define RING_PAGES 128         /* data pages a CPU (512 KiB: ~63 samples) */
+#define RINGS_BYTES (8u << 20) /* all the rings together at most (many CPUs: smaller rings) */
+#define RING_PAGES_LEAST 4     /* one sample and a half */
+#define CPUS_MAX 1024
+#define TID_LIMIT (1u << 22) /* the kernel's PID_MAX_LIMIT on 64-bit */
+#define FD_SHARE 4           /* our events take at most 1/FD_SHARE of RLIMIT_NOFILE */
+#define FD_FLOOR 1024        /* where our event descriptors go, when the limit allows */
+#define EVENTS_MAX 65536     /* threads x CPUs at the start: kernel memory (~1 KiB an event) */
+
+/* x86-64's perf register numbers (asm/perf_regs.h) */
+#define REG_BP 6
+#define REG_SP 7
+#define REG_IP 8
+
+/* ---- data ------------------------------------------------------------------------ */
+
+static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
+static int on;                       /* under plock; read unlocked by pe_perf_on */
+static struct perf_event_attr sattr; /* the sampling events' attributes */
+static int ncpu;                     /* CPUs with a ring */
+static struct {
+    int cpu;
+    int fd; /* the dummy event owning the ring */
+    struct perf_event_mmap_page *meta;
+    uint8_t *data;
+    size_t size; /* data bytes, a power of two */
+} rings[CPUS_MAX];
+static size_t ring_pages; /* data pages a ring */
+static int *evfds;        /* the sampling events' descriptors */
+static int nev, evcap;
+static int fd_budget;    /* descriptors we may hold */
+static int kick_fd = -1; /* eventfd: wakes the collector from its poll */
+static uint8_t *covered; /* bitmap by tid: a thread some event samples */
+static uint64_t st_samples, st_lost, st_deep, st_unseen;
+static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
+static int st_fds_peak, st_rings_peak;
+static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
+static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
+
+/* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
+   session wants them for its running threads (pe_perf_recent), under plock. */
+#define RECENT_SLOTS 256
+typedef struct recent_s {
+    pid_t tid;
+    int n;
+    uint64_t t; /* CLOCK_MONOTONIC ns of the sample */
+    uintptr_t pcs[PE_MAX_FRAMES];
+} recent_t;
+static recent_t *recent;
+
+static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
+                                                   "branch-misses"};
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int
+perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
+{
+    return (int)syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Out of the program's way: at or above FD_FLOOR when the limit leaves room,
+   close-on-exec either way (PERF_FLAG_FD_CLOEXEC). */
+static int
+lift(int fd)
+{
+    struct rlimit rl;
+    int n;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= FD_FLOOR * 2)
+        return fd;
+    n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+    if (n < 0)
+        return fd;
+    close(fd);
+    return n;
+}
+
+/*
+ * Is fd still the kind of descriptor we made there ("perf_event", "eventfd")?
+ * Our descriptors are not in preload/fd.c's registry (a fixed table of a
+ * few, and these may be thousands), so a program's closefrom or close_range
+ * can close them and reuse the number; we never close or write to a number
+ * that is not ours any more.  Not proof (the program's own perf event or
+ * eventfd at that number would pass), which is rare enough.
+ */
+static int
+still_ours(int fd, const char *what)
+{
+    char path[64], link[64], want[48];
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    snprintf(want, sizeof(want), "anon_inode:[%s]", what);
+    n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0)
+        return 0; /* gone, or no /proc: leave it (a leak, never the program's file) */
+    link[n] = 0;
+    return !strcmp(link, want);
+}
+
+static void
+close_ours(int fd, const char *what)
+{
+    if (fd >= 0 && still_ours(fd, what))
+        close(fd);
+}
+
+static int
+tid_covered(pid_t tid)
+{
+    return tid > 0 && (unsigned)tid < TID_LIMIT && (covered[tid >> 3] >> (tid & 7)) & 1;
+}
+
+static void
+tid_mark(pid_t tid, int yes)
+{
+    if (tid <= 0 || (unsigned)tid >= TID_LIMIT)
+        return;
+    if (yes)
+        covered[tid >> 3] |= (uint8_t)(1u << (tid & 7));
+    else
+        covered[tid >> 3] &= (uint8_t) ~(1u << (tid & 7));
+}
+
+static void
+close_all(void)
+{
+    for (int i = 0; i < nev; i++)
+        close_ours(evfds[i], "perf_event");
+    nev = 0;
+    for (int c = 0; c < ncpu; c++) {
+        if (rings[c].meta)
+            munmap(rings[c].meta, (ring_pages + 1) * (size_t)getpagesize());
+        close_ours(rings[c].fd, "perf_event");
+        rings[c].meta = NULL;
+    }
+    ncpu = 0;
+    close_ours(kick_fd, "eventfd");
+    kick_fd = -1;
+    free(recent);
+    recent = NULL;
+    if (covered)
+        munmap(covered, TID_LIMIT / 8);
+    covered = NULL;
+}
+
+/*
+ * The CPUs a thread may run on: /sys/devices/system/cpu/online ("0-3,8"),
+ * or 0..CONF-1 without it.  Into cpu[], at most max; how many.
+ */
+static int
+online_cpus(int *cpu, int max)
+{
+    char buf[4096], *p = buf;
+    int n = 0, fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (got > 0) {
+        buf[got] = 0;
+        while (*p >= '0' && *p <= '9' && n < max) {
+            long lo = strtol(p, &p, 10), hi = lo;
+            if (*p == '-')
+                hi = strtol(p + 1, &p, 10);
+            for (long c = lo; c <= hi && n < max; c++)
+                cpu[n++] = (int)c;
+            if (*p == ',')
+                p++;
+        }
+    }
+    if (n == 0) {
+        long conf = sysconf(_SC_NPROCESSORS_CONF);
+        for (long c = 0; c < (conf > 0 ? conf : 1) && n < max; c++)
+            cpu[n++] = (int)c;
+    }
+    return n;
+}
+
+/* A ring on cpu, owned by a dummy event on the main thread.  0 or -errno. */
+static int
+ring_open(int cpu, size_t pages)
+{
+    struct perf_event_attr a;
+    size_t psz = (size_t)getpagesize();
+    void *m;
+    int fd;
+
+    memset(&a, 0, sizeof(a));
+    a.size = sizeof(a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_DUMMY;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.remove_on_exec = 1;
+    a.use_clockid = 1; /* as the sampling events: one clock a ring (SET_OUTPUT) */
+    a.clockid = CLOCK_MONOTONIC;
+    a.watermark = 1;
+    a.wakeup_watermark = (uint32_t)(pages * psz / 2); /* poll: a ring half full */
+    fd = perf_open(&a, getpid(), cpu, -1);
+    if (fd < 0 && errno == ESRCH) /* the main thread has exited: the calling thread (ours) */
+        fd = perf_open(&a, (pid_t)syscall(SYS_gettid), cpu, -1);
+    if (fd < 0)
+        return -errno;
+    fd = lift(fd);
+    m = mmap(NULL, (pages + 1) * psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    rings[ncpu].cpu = cpu;
+    rings[ncpu].fd = fd;
+    rings[ncpu].meta = m;
+    rings[ncpu].data = (uint8_t *)m + psz;
+    rings[ncpu].size = pages * psz;
+    ncpu++;
+    return 0;
+}
+
+/* Events on tid, one per CPU, each into its CPU's ring (plock held).
+   0, -ESRCH (gone), -EMFILE (our share is used up) or another -errno. */
+static int
+thread_open(pid_t tid)
+{
+    int opened = 0;
+
+    if (nev + ncpu > fd_budget)
+        return -EMFILE;
+    if (nev + ncpu > evcap) {
+        int cap = evcap ? evcap * 2 : 256;
+        int *v = realloc(evfds, (size_t)cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        evfds = v;
+        evcap = cap;
+    }
+    for (int c = 0; c < ncpu; c++) {
+        int fd = perf_open(&sattr, tid, rings[c].cpu, -1);
+        if (fd < 0) {
+            int err = -errno;
+            if (!opened)
+                return err;
+            continue; /* (the thread left meanwhile: its other events sample nothing) */
+        }
+        if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings[c].fd) < 0) {
+            int err = -errno;
+            close(fd);
+            return err;
+        }
+        evfds[nev++] = lift(fd);
+        opened++;
+        if (nev + ncpu + 1 > st_fds_peak)
+            st_fds_peak = nev + ncpu + 1; /* (with the kick descriptor) */
+    }
+    tid_mark(tid, 1);
+    return 0;
+}
+
+/* The attributes of the sampling events for event ev every `period`. */
+static void
+attr_for(struct perf_event_attr *a, int ev, int64_t period, int user_only)
+{
+    static const uint64_t hw[PE_PERF_EV_N] = {
+        0, PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CACHE_MISSES,
+        PERF_COUNT_HW_BRANCH_MISSES};
+
+    memset(a, 0, sizeof(*a));
+    a->size = sizeof(*a);
+    if (ev == PE_PERF_EV_CLOCK) {
+        a->type = PERF_TYPE_SOFTWARE;
+        a->config = PERF_COUNT_SW_TASK_CLOCK; /* ns of the thread's CPU time */
+        a->sample_period = (uint64_t)period;
+    } else {
+        /* counters: one sample per delay x 1e9 cycles or instructions (1 GHz),
+           per delay x 1e6 misses */
+        a->type = PERF_TYPE_HARDWARE;
+        a->config = hw[ev];
+        a->sample_period =
+            ev <= PE_PERF_EV_INSTRUCTIONS ? (uint64_t)period : (uint64_t)(period / 1000 + 1);
+    }
+    a->sample_type =
+        PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a->sample_regs_user = (1ull << REG_BP) | (1ull << REG_SP) | (1ull << REG_IP);
+    a->sample_stack_user = STACK_COPY;
+    a->exclude_kernel = user_only; /* time in system calls too, where we may */
+    a->exclude_hv = 1;
+    a->inherit = 1;        /* threads created later sample into the same rings */
+    a->inherit_thread = 1; /* threads only: a fork child is not ours to sample */
+    a->remove_on_exec = 1;
+    a->task = 1; /* PERF_RECORD_FORK/EXIT: which threads inherited */
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC; /* sample times comparable with ours (pe_perf_recent) */
+}
+
+/* ---- module API ------------------------------------------------------------------ */
+
+const char *
+pe_perf_event_name(int ev)
+{
+    return ev >= 0 && ev < PE_PERF_EV_N ? ev_names[ev] : "?";
+}
+
+int
+pe_perf_event_by_name(const char *s)
+{
+    for (int i = 0; i < PE_PERF_EV_N; i++)
+        if (!strcmp(s, ev_names[i]))
+            return i;
+    return -1;
+}
+
+int
+pe_perf_on(void)
+{
+    return __atomic_load_n(&on, __ATOMIC_ACQUIRE);
+}
+
+/* Why an errno from perf_event_open keeps the engine off. */
+static const char *
+why_errno(int err, int ev)
+{
+    switch (err) {
+    case -ENOENT:
+    case -EOPNOTSUPP:
+        return ev == PE_PERF_EV_CLOCK ? "perf events: the kernel has no task-clock event"
+                                      : "this machine has no hardware performance counters "
+                                        "(perf_event_open answers ENOENT: no PMU, as in most VMs)";
+    case -ENOSYS: return "perf events: the kernel has no perf_event_open (ENOSYS)";
+    case -EACCES:
+    case -EPERM:
+        return "perf events refused (EACCES/EPERM: kernel.perf_event_paranoid is 3 or more, "
+               "or a seccomp filter or container forbids perf_event_open)";
+    case -EMFILE:
+    case -ENFILE: return "perf events: no descriptor left (EMFILE)";
+    default: return "perf events: perf_event_open failed";
+    }
+}
+
+int
+pe_perf_start(int64_t period_ns, int ev, const char **why)
+{
+    size_t pages;
+    pe_proc_tasks_t it;
+    struct rlimit rl;
+    pid_t tid, *tids = NULL;
+    int n = 0, cap = 0, rc, cpus;
+
+    *why = NULL;
+    if (ev < 0 || ev >= PE_PERF_EV_N)
+        return -EINVAL;
+    (void)pe_cfi_init(); /* the unwinding's rule table (stack/cfi.h) */
+    pthread_mutex_lock(&plock);
+    if (on) {
+        pthread_mutex_unlock(&plock);
+        return -EBUSY;
+    }
+    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
+    st_fds_peak = st_rings_peak = 0;
+    cpus = online_cpus(cpu_ids, CPUS_MAX);
+    fd_budget = 1 << 20;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        fd_budget = (int)(rl.rlim_cur / FD_SHARE);
+    covered = mmap(NULL, TID_LIMIT / 8, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (covered == MAP_FAILED) {
+        covered = NULL;
+        rc = -ENOMEM;
+        *why = "perf events: no memory for the thread table";
+        goto err;
+    }
+    /* the threads now: every one needs an event per CPU */
+    if (pe_proc_tasks_open(&it) == 0) {
+        while ((tid = pe_proc_tasks_next(&it)) > 0) {
+            if (pe_threads_is_internal(tid))
+                continue;
+            if (n == cap) {
+                pid_t *v = realloc(tids, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
+                if (!v)
+                    break;
+                tids = v;
+            }
+            tids[n++] = tid;
+        }
+        pe_proc_tasks_close(&it);
+    }
+    if (n == 0) {
+        rc = -ESRCH;
+        *why = "perf events: /proc/self/task lists no thread";
+        goto err;
+    }
+    if ((int64_t)n * cpus > EVENTS_MAX) {
+        rc = -E2BIG;
+        *why = "perf events: threads x CPUs is above 65,536 events (kernel memory)";
+        goto err;
+    }
+    if ((int64_t)n * cpus + cpus > fd_budget) {
+        rc = -EMFILE;
+        *why = "perf events would need more descriptors (threads x CPUs) than a quarter of "
+               "RLIMIT_NOFILE";
+        goto err;
+    }
+    /* one sampling event first: its errno says whether perf events are
+       allowed here at all, before any ring is made */
+    attr_for(&sattr, ev, period_ns, 0);
+    rc = perf_open(&sattr, tids[0], -1, -1);
+    if (rc < 0 && (errno == EACCES || errno == EPERM)) {
+        attr_for(&sattr, ev, period_ns, 1); /* paranoid 2: user space only */
+        rc = perf_open(&sattr, tids[0], -1, -1);
+    }
+    if (rc < 0) {
+        rc = -errno;
+        *why = why_errno(rc, ev);
+        goto err;
+    }
+    close(rc);
+    pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    while (pages > RING_PAGES_LEAST && pages * (size_t)getpagesize() * (size_t)cpus > RINGS_BYTES)
+        pages /= 2;
+    for (int c = 0; c < cpus; c++) {
+        /* under RLIMIT_MEMLOCK / perf_event_mlock_kb: smaller rings (all alike) */
+        while ((rc = ring_open(cpu_ids[c], pages)) == -EPERM && ncpu == 0 &&
+               pages > RING_PAGES_LEAST)
+            pages /= 2;
+        ring_pages = pages;
+        if (rc < 0 && rc != -ENODEV && rc != -EINVAL) /* (an offline CPU: skipped) */
+            break;
+        rc = 0;
+    }
+    if (rc < 0 || ncpu == 0) {
+        rc = rc < 0 ? rc : -ENODEV;
+        *why = rc == -EPERM ? "perf events: their ring buffers exceed the locked-memory limit "
+                              "(RLIMIT_MEMLOCK, kernel.perf_event_mlock_kb)"
+                            : why_errno(rc, ev);
+        goto err;
+    }
+    if ((kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        rc = -errno;
+        *why = why_errno(rc, ev);
+        goto err;
+    }
+    kick_fd = lift(kick_fd);
+    for (int i = 0; i < n; i++) {
+        rc = thread_open(tids[i]);
+        if (rc == -ESRCH)
+            continue;
+        if (rc < 0) {
+            *why = why_errno(rc, ev);
+            goto err;
+        }
+    }
+    free(tids);
+    st_rings_peak = ncpu;
+    __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&plock);
+    return 0;
+
+err:
+    free(tids);
+    close_all();
+    pthread_mutex_unlock(&plock);
+    return rc < 0 ? rc : -EIO;
+}
+
+void
+pe_perf_stop(void)
+{
+    pthread_mutex_lock(&plock);
+    if (on) {
+        __atomic_store_n(&on, 0, __ATOMIC_RELEASE);
+        close_all();
+    }
+    pthread_mutex_unlock(&plock);
+}
+
+int
+pe_perf_scan(void (*drain)(void))
+{
+    pe_proc_tasks_t it;
+    pid_t tid, *tids = NULL;
+    int n = 0, cap = 0, total;
+
+    if (!pe_perf_on())
+        return -1;
+    /* list first, then read the rings: a thread listed and inherited has
+       its PERF_RECORD_FORK in a ring by then (the kernel writes it in
+       clone, before clone returns) */
+    if (pe_proc_tasks_open(&it) < 0)
+        return -1;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (n == cap) {
+            pid_t *v = realloc(tids, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
+            if (!v)
+                break;
+            tids = v;
+        }
+        tids[n++] = tid;
+    }
+    pe_proc_tasks_close(&it);
+    total = n;
+    drain();
+    pthread_mutex_lock(&plock);
+    if (st_lost != lost_at_scan) {
+        /* records were lost, fork records maybe among them: a thread that
+           looks uncovered may have inherited its events; opening more would
+           sample it twice.  Its samples mark it in the meantime; the next
+           scan (in a second: -1 leaves the count check unsatisfied) opens
+           what is still uncovered. */
+        lost_at_scan = st_lost;
+        n = 0;
+        total = -1;
+    }
+    for (int i = 0; on && i < n; i++) {
+        if (tid_covered(tids[i]) || pe_threads_is_internal(tids[i]))
+            continue;
+        if (thread_open(tids[i]) == -EMFILE) {
+            st_unseen++;
+            tid_mark(tids[i], 1); /* counted once */
+        }
+    }
+    pthread_mutex_unlock(&plock);
+    free(tids);
+    return total;
+}
+
+int
+pe_perf_pollfds(struct pollfd *fds, int max)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&plock);
+    for (int c = 0; on && c < ncpu && n < max; c++) {
+        fds[n].fd = rings[c].fd;
+        fds[n].events = POLLIN;
+        fds[n].revents = 0;
+        n++;
+    }
+    if (on && n < max && kick_fd >= 0) {
+        fds[n].fd = kick_fd;
+        fds[n].events = POLLIN;
+        fds[n].revents = 0;
+        n++;
+    }
+    pthread_mutex_unlock(&plock);
+    return n;
+}
+
+void
+pe_perf_kick(void)
+{
+    uint64_t one = 1;
+
+    /* under the lock: a descriptor closed meanwhile may be the program's by now */
+    pthread_mutex_lock(&plock);
+    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && write(kick_fd, &one, sizeof(one)) < 0) {
+        /* full: the collector is awake */
+    }
+    pthread_mutex_unlock(&plock);
+}
+
+void
+pe_perf_kicked(void)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&plock);
+    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && read(kick_fd, &v, sizeof(v)) < 0) {
+        /* empty: the wake-up was a ring's */
+    }
+    pthread_mutex_unlock(&plock);
+}
+
+/* One PERF_RECORD_SAMPLE: unwind its copy into out. */
+static void
+sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
+{
+    uint32_t pid, tid;
+    uint64_t t, abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
+    const uint8_t *stack = NULL;
+    pe_ring_slot_t *s;
+    int n, how = 0;
+
+#define TAKE(dst, len)                                                                             \
+    do {                                                                                           \
+        if ((size_t)(end - p) < (len))                                                             \
+            return;                                                                                \
+        memcpy((dst), p, (len));                                                                   \
+        p += (len);                                                                                \
+    } while (0)
+    TAKE(&pid, 4);
+    TAKE(&tid, 4);
+    TAKE(&t, 8);
+    TAKE(&abi, 8);
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE)
+        TAKE(regs, sizeof(regs)); /* in bit order: bp, sp, ip */
+    TAKE(&size, 8);
+    if (size) {
+        if ((uint64_t)(end - p) < size + 8)
+            return;
+        stack = p;
+        p += size;
+        TAKE(&dyn, 8);
+    }
+#undef TAKE
+    if ((pid_t)pid != getpid() || abi == PERF_SAMPLE_REGS_ABI_NONE ||
+        pe_threads_is_internal((pid_t)tid))
+        return;
+    st_samples++;
+    tid_mark((pid_t)tid, 1); /* sampled, so covered (its fork record may have been lost) */
+    if (!(s = pe_ring_claim(out))) {
+        pe_ring_drop(out, 1);
+        return;
+    }
+    if (dyn > size)
+        dyn = size;
+    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs, PE_RING_FRAMES, &how);
+    if (how == PE_UNWIND_COPY_DEEPER)
+        st_deep++;
+    s->tid = (pid_t)tid;
+    s->weight = 1;
+    s->nframes = n;
+    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
+    if (recent) {
+        recent_t *r = &recent[tid % RECENT_SLOTS];
+        r->tid = (pid_t)tid;
+        r->t = t;
+        r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
+        memcpy(r->pcs, s->pcs, (size_t)r->n * sizeof(r->pcs[0]));
+    }
+    pe_ring_publish(out, s);
+}
+
+int
+pe_perf_drain(pe_ring_t *out)
+{
+    uint64_t before;
+
+    pthread_mutex_lock(&plock);
+    before = st_samples;
+    for (int c = 0; on && c < ncpu; c++) {
+        struct perf_event_mmap_page *m = rings[c].meta;
+        uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = m->data_tail;
+        size_t mask = rings[c].size - 1;
+
+        while (tail < head) {
+            struct perf_event_header h;
+            size_t at = (size_t)(tail & mask), first;
+
+            memcpy(&h, rings[c].data + at, sizeof(h)); /* headers are 8-aligned: never split */
+            if (h.size < sizeof(h) || h.size > head - tail)
+                break; /* (a torn record: cannot happen; give up the rest) */
+            first = rings[c].size - at < h.size ? rings[c].size - at : h.size;
+            memcpy(rec, rings[c].data + at, first);
+            memcpy(rec + first, rings[c].data, h.size - first);
+            if (h.type == PERF_RECORD_SAMPLE) {
+                sample(out, rec + sizeof(h), rec + h.size);
+            } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+                uint64_t lost;
+                memcpy(&lost, rec + sizeof(h) + 8, 8);
+                st_lost += lost;
+            } else if ((h.type == PERF_RECORD_FORK || h.type == PERF_RECORD_EXIT) &&
+                       h.size >= sizeof(h) + 16) {
+                uint32_t ids[4]; /* pid, ppid, tid, ptid */
+                memcpy(ids, rec + sizeof(h), sizeof(ids));
+                if ((pid_t)ids[0] == getpid())
+                    tid_mark((pid_t)ids[2], h.type == PERF_RECORD_FORK);
+            }
+            tail += h.size;
+        }
+        __atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+    }
+    before = st_samples - before;
+    pthread_mutex_unlock(&plock);
+    return (int)before;
+}
+
+void
+pe_perf_keep_recent(int yes)
+{
+    pthread_mutex_lock(&plock);
+    if (yes && on && !recent)
+        recent = calloc(RECENT_SLOTS, sizeof(*recent));
+    else if (!yes) {
+        free(recent);
+        recent = NULL;
+    }
+    pthread_mutex_unlock(&plock);
+}
+
+int
+pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&plock);
+    if (on && recent) {
+        const recent_t *r = &recent[(uint32_t)tid % RECENT_SLOTS];
+        if (r->tid == tid && r->t >= since && r->n > 0) {
+            n = r->n < max ? r->n : max;
+            memcpy(pcs, r->pcs, (size_t)n * sizeof(pcs[0]));
+        }
+    }
+    pthread_mutex_unlock(&plock);
+    return n;
+}
+
+void
+pe_perf_stats(pe_perf_stats_t *st)
+{
+    pthread_mutex_lock(&plock);
+    st->samples = st_samples;
+    st->lost = st_lost;
+    st->deep = st_deep;
+    st->unseen = st_unseen;
+    st->fds = on ? nev + ncpu + 1 : 0;
+    st->fds_peak = st_fds_peak;
+    st->rings_peak = st_rings_peak;
+    st->rings = on ? ncpu : 0;
+    st->ring_kib = ring_pages * (uint64_t)getpagesize() / 1024;
+    pthread_mutex_unlock(&plock);
+}
+
+void
+pe_perf_atfork_child(void)
+{
+    /* the rings were not copied (VM_DONTCOPY): forget them; close our copies
+       of the descriptors (the parent's events stay the parent's) */
+    pthread_mutex_init(&plock, NULL);
+    if (!on)
+        return;
+    on = 0;
+    for (int i = 0; i < nev; i++)
+        close_ours(evfds[i], "perf_event");
+    nev = 0;
+    for (int c = 0; c < ncpu; c++) {
+        close_ours(rings[c].fd, "perf_event");
+        rings[c].meta = NULL;
+    }
+    ncpu = 0;
+    close_ours(kick_fd, "eventfd");
+    kick_fd = -1;
+    covered = NULL; /* (a private mapping the child has a copy of: left) */
+}
