@@ -1,5 +1,5 @@
 /*
- * stacks.c: on-demand capture of every application thread's stack, and the
+ * allstacks.c: on-demand capture of every application thread's stack, and the
  * threadcreate profile.  Owns the capture slot table (one mmap, made at the
  * first capture) shared with the SIGPROF handler, the capture lock, and the
  * text forms (Go's debug=1 and debug=2).  The signal is taken through timer.c

@@ -1,5 +1,5 @@
 /*
- * stacks.h: every application thread's stack now (/debug/pprof/goroutine,
+ * allstacks.h: every application thread's stack now (/debug/pprof/goroutine,
  * /task_backtraces, the peek signal), and the stacks that created the live
  * threads (/debug/pprof/threadcreate).
  *
