@@ -160,6 +160,8 @@ $(BUILD)/test/p_%: test/progs/p_%.c $(wildcard test/progs/*.h)
 
 # a libseccomp program (test/e2e/e2e_alone.sh; libseccomp-dev, scripts/deps.sh)
 $(BUILD)/test/p_alone_seccomp: PROG_LIBS := -lseccomp
+# a launcher under a filter refusing perf_event_open (test/e2e/e2e_cpu_fallback.sh)
+$(BUILD)/test/p_seccomp_noperf: PROG_LIBS := -lseccomp
 
 $(BUILD)/test/p_%: test/progs/p_%.cc
 	@mkdir -p $(dir $@)

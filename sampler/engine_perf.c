@@ -365,10 +365,13 @@ why_errno(int err, int ev)
                                       : "this machine has no hardware performance counters "
                                         "(perf_event_open answers ENOENT: no PMU, as in most VMs)";
     case -ENOSYS: return "perf events: the kernel has no perf_event_open (ENOSYS)";
+    /* which errno it was tells the operator where to look */
     case -EACCES:
+        return "perf events refused (perf_event_open: EACCES, permission denied: "
+               "kernel.perf_event_paranoid is 3 or more, or a security module forbids it)";
     case -EPERM:
-        return "perf events refused (EACCES/EPERM: kernel.perf_event_paranoid is 3 or more, "
-               "or a seccomp filter or container forbids perf_event_open)";
+        return "perf events refused (perf_event_open: EPERM, operation not permitted: "
+               "a seccomp filter or container forbids it, or kernel.perf_event_paranoid)";
     case -EMFILE:
     case -ENFILE: return "perf events: no descriptor left (EMFILE)";
     default: return "perf events: perf_event_open failed";
