@@ -19,7 +19,7 @@ want() { case " $extras " in *" $1 "*) return 0 ;; esac; return 1; }
 extras="$*"
 pkgs="gcc g++ make pkg-config curl libunwind-dev zlib1g-dev libcivetweb-dev libnanopb-dev nanopb
       golang-go python3 protobuf-compiler valgrind bzip2 xz-utils binutils libjemalloc2 openssl
-      clang-format rustc libseccomp-dev"
+      clang-format rustc libseccomp-dev strace"
 want bench && pkgs="$pkgs google-perftools libgoogle-perftools-dev libjemalloc2 hyperfine time redis-server redis-tools"
 want fuzz && pkgs="$pkgs clang libclang-rt-14-dev"
 want server && pkgs="$pkgs redis-server redis-tools"
