@@ -46,11 +46,11 @@
 
 /* ---- data ----------------------------------------------------------------------- */
 
-pthread_t collector;
-int collector_stop; /* writer: close; reader: collector */
+pthread_t pe_sampler_collector;
+int pe_sampler_collector_stop; /* writer: close; reader: collector */
 /* The thread count and thread_events (sampler.c) at the last scan (collector,
    and the scan in cpu_session.c). */
-int scan_total, scan_events;
+int pe_sampler_scan_total, pe_sampler_scan_events;
 
 /* Thread names, direct-mapped by tid (collector/closer only, under wlock). */
 static struct {
@@ -71,7 +71,9 @@ static int
 threads_unseen(void)
 {
     struct stat st;
-    int expect = scan_total + __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE) - scan_events;
+    int expect = pe_sampler_scan_total +
+                 __atomic_load_n(&pe_sampler_thread_events, __ATOMIC_ACQUIRE) -
+                 pe_sampler_scan_events;
 
     if (stat("/proc/self/task", &st) < 0)
         return 1;
@@ -86,7 +88,8 @@ thread_name(pid_t tid)
 
     if (names[h].tid != tid || t - names[h].when > NAME_REFRESH_NS) {
         char buf[32];
-        if (pe_threads_name(tid, buf, sizeof(buf)) == 0 || gone_name(tid, buf, sizeof(buf))) {
+        if (pe_threads_name(tid, buf, sizeof(buf)) == 0 ||
+            pe_sampler_gone_name(tid, buf, sizeof(buf))) {
             snprintf(names[h].name, sizeof(names[h].name), "%s", buf);
         } else if (names[h].tid != tid) {
             snprintf(names[h].name, sizeof(names[h].name), "%d", (int)tid);
@@ -103,13 +106,13 @@ thread_name(pid_t tid)
 static const pe_kind_t *
 kind_of(uint32_t flags)
 {
-    const pe_kind_t *none = skinds[0];
+    const pe_kind_t *none = pe_sampler_skinds[0];
 
     for (int i = 0; i < NKINDS; i++) {
-        if (skinds[i]->ring_flag & flags)
-            return skinds[i];
-        if (!skinds[i]->ring_flag)
-            none = skinds[i];
+        if (pe_sampler_skinds[i]->ring_flag & flags)
+            return pe_sampler_skinds[i];
+        if (!pe_sampler_skinds[i]->ring_flag)
+            none = pe_sampler_skinds[i];
     }
     return none;
 }
@@ -136,10 +139,10 @@ drain(void)
         labels[0].key = "thread";
         labels[0].num = s->tid;
         labels[1].key = "thread_name";
-        labels[1].str = windows ? thread_name(s->tid) : "";
+        labels[1].str = pe_sampler_windows ? thread_name(s->tid) : "";
         if (k->labels)
             nl += k->labels(s->flags, &labels[2]);
-        for (pe_sampler_win_t *w = windows; w; w = w->next) {
+        for (pe_sampler_win_t *w = pe_sampler_windows; w; w = w->next) {
             if (w->kind != k)
                 continue;
             if (w->nused + n > w->nmax) {
@@ -169,7 +172,7 @@ drain(void)
 
 /* The perf engine's rings into the ring, then the ring into the windows (wlock held). */
 void
-drain_all(void)
+pe_sampler_drain_all(void)
 {
     if (pe_perf_on())
         pe_perf_drain(&pe_cpu_ring);
@@ -177,11 +180,11 @@ drain_all(void)
 }
 
 void
-drain_locked(void)
+pe_sampler_drain_locked(void)
 {
-    pthread_mutex_lock(&wlock);
-    drain_all();
-    pthread_mutex_unlock(&wlock);
+    pthread_mutex_lock(&pe_sampler_wlock);
+    pe_sampler_drain_all();
+    pthread_mutex_unlock(&pe_sampler_wlock);
 }
 
 /* Perf engine: events for threads no event covers (a raw clone, a thread
@@ -189,12 +192,12 @@ drain_locked(void)
 static void
 perf_scan(void)
 {
-    int events = __atomic_load_n(&thread_events, __ATOMIC_ACQUIRE);
-    int total = pe_perf_scan(drain_locked);
+    int events = __atomic_load_n(&pe_sampler_thread_events, __ATOMIC_ACQUIRE);
+    int total = pe_perf_scan(pe_sampler_drain_locked);
 
     if (total >= 0) {
-        scan_total = total;
-        scan_events = events;
+        pe_sampler_scan_total = total;
+        pe_sampler_scan_events = events;
     }
 }
 
@@ -208,7 +211,7 @@ abs_ts(int64_t ns, struct timespec *ts)
 /* Wake the collector (it sleeps on the semaphore, or in poll while the perf
    engine runs: then through the engine's kick descriptor). */
 void
-wake_collector(void)
+pe_sampler_wake_collector(void)
 {
     sem_post(&pe_cpu_wake);
     pe_perf_kick();
@@ -255,7 +258,7 @@ collector_sleep(int64_t until)
 }
 
 void *
-collector_main(void *unused)
+pe_sampler_collector_main(void *unused)
 {
     sigset_t all;
     int64_t next_drain, next_wall, next_check, next_full, now;
@@ -266,14 +269,14 @@ collector_main(void *unused)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pe_threads_mark_internal();
     prctl(PR_SET_NAME, "pe-cpu-collect", 0, 0, 0);
-    scan_threads();
+    pe_sampler_scan_threads();
     now = pe_clock_ns(CLOCK_MONOTONIC);
     next_wall = now;
     next_check = now + TICK_NS;
     next_full = now + FULL_SCAN_NS;
     last_wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
     next_drain = now + DRAIN_NS;
-    while (!__atomic_load_n(&collector_stop, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&pe_sampler_collector_stop, __ATOMIC_ACQUIRE)) {
         int64_t wp, next;
         int posted, fast;
 
@@ -288,7 +291,7 @@ collector_main(void *unused)
         wgen = __atomic_load_n(&pe_wall_gen, __ATOMIC_ACQUIRE);
         /* The session's period is published before its generation: read it
            again now (a session may have started during the sleep). */
-        wp = __atomic_load_n(&wall_period_ns, __ATOMIC_ACQUIRE);
+        wp = __atomic_load_n(&pe_sampler_wall_period_ns, __ATOMIC_ACQUIRE);
         if (wgen != last_wgen) { /* a new session: its first tick is now, not overdue */
             last_wgen = wgen;
             next_wall = now;
@@ -298,13 +301,13 @@ collector_main(void *unused)
                that passed, never a burst of signals. */
             int64_t periods = 1 + (now - next_wall) / wp;
 
-            wall_tick(wgen, periods);
+            pe_sampler_wall_tick(wgen, periods);
             next_wall += periods * wp;
         } else if (!wgen) {
             next_wall = now;
         }
-        if (__atomic_exchange_n(&want_scan, 0, __ATOMIC_ACQ_REL)) {
-            scan_threads();
+        if (__atomic_exchange_n(&pe_sampler_want_scan, 0, __ATOMIC_ACQ_REL)) {
+            pe_sampler_scan_threads();
             next_full = now + FULL_SCAN_NS;
         }
         if (wgen) {
@@ -314,21 +317,21 @@ collector_main(void *unused)
             next_drain += DRAIN_NS;
             if (next_drain <= now)
                 next_drain = now + DRAIN_NS;
-            pthread_mutex_lock(&wlock);
-            drain_all();
-            pthread_mutex_unlock(&wlock);
+            pthread_mutex_lock(&pe_sampler_wlock);
+            pe_sampler_drain_all();
+            pthread_mutex_unlock(&pe_sampler_wlock);
             if (++i % SCAN_EVERY == 0) {
                 if (pe_perf_on() && threads_unseen())
                     perf_scan();
-                scan_threads();
+                pe_sampler_scan_threads();
             }
             continue;
         }
         if (posted || now >= next_check || (fast && now >= next_drain)) {
             next_drain = now + DRAIN_NS;
-            pthread_mutex_lock(&wlock);
-            drain_all();
-            pthread_mutex_unlock(&wlock);
+            pthread_mutex_lock(&pe_sampler_wlock);
+            pe_sampler_drain_all();
+            pthread_mutex_unlock(&pe_sampler_wlock);
         }
         if (now >= next_check) {
             next_check = now + TICK_NS;
@@ -336,16 +339,16 @@ collector_main(void *unused)
                 if (pe_perf_on())
                     perf_scan(); /* (no timers to arm: the cookie is 0) */
                 else
-                    scan_threads();
+                    pe_sampler_scan_threads();
                 next_full = now + FULL_SCAN_NS;
             }
         }
     }
     /* stop: no new samples from this session, then no timers, no events */
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
-    timers_disarm_all();
+    pe_sampler_timers_disarm_all();
     if (pe_perf_on()) {
-        drain_locked();
+        pe_sampler_drain_locked();
         pe_perf_stop();
     }
     return NULL;

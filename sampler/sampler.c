@@ -52,19 +52,19 @@
  * no lock).  Their rows are in cpu_session.c and wall.c; a new sampled kind is
  * a row here and a PE_RING_F_ bit its samples carry (NKINDS: sampler_int.h).
  */
-const pe_kind_t *const skinds[] = {&pe_kind_cpu, &pe_kind_wall};
+const pe_kind_t *const pe_sampler_skinds[] = {&pe_kind_cpu, &pe_kind_wall};
 _Static_assert(WHY_N == PE_ARRAY_SIZE(((pe_kind_close_t *)0)->why), "close's reasons");
 
 static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
-pe_sampler_win_t *windows; /* under wlock */
-static int nwin;           /* under life: windows of both kinds */
-static int nkind[NKINDS];  /* under life: windows per kind */
-static int aside;          /* pe_sampler_step_aside ran: nothing opens again (under life) */
+pthread_mutex_t pe_sampler_wlock = PTHREAD_MUTEX_INITIALIZER;
+pe_sampler_win_t *pe_sampler_windows; /* under wlock */
+static int nwin;                      /* under life: windows of both kinds */
+static int nkind[NKINDS];             /* under life: windows per kind */
+static int aside; /* pe_sampler_step_aside ran: nothing opens again (under life) */
 
 /* Application threads started minus exited as the hooks heard them (any
    thread, atomic); the collector compares it at each scan (collector.c). */
-int thread_events;
+int pe_sampler_thread_events;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -107,7 +107,7 @@ static int
 kind_index(const pe_kind_t *k)
 {
     for (int i = 0; i < NKINDS; i++)
-        if (skinds[i] == k)
+        if (pe_sampler_skinds[i] == k)
             return i;
     return -1;
 }
@@ -173,16 +173,18 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
         rc = -EBUSY;
         goto err_unlock;
     }
-    if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != cpu_event) {
-        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile of event=%s is running",
-                 pe_perf_event_name(cpu_event));
+    if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != pe_sampler_cpu_event) {
+        snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text),
+                 "a CPU profile of event=%s is running", pe_perf_event_name(pe_sampler_cpu_event));
         rc = -EXDEV;
         goto err_unlock;
     }
     if (k == &pe_kind_cpu && nkind[kind] > 0 &&
-        ((eng == PE_CPU_ENGINE_PERF && !cpu_perf) || (eng == PE_CPU_ENGINE_TIMER && cpu_perf))) {
-        snprintf(cpu_refusal, sizeof(cpu_refusal), "a CPU profile by the %s engine is running",
-                 cpu_perf ? "perf" : "timer");
+        ((eng == PE_CPU_ENGINE_PERF && !pe_sampler_cpu_perf) ||
+         (eng == PE_CPU_ENGINE_TIMER && pe_sampler_cpu_perf))) {
+        snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text),
+                 "a CPU profile by the %s engine is running",
+                 pe_sampler_cpu_perf ? "perf" : "timer");
         rc = -EXDEV;
         goto err_unlock;
     }
@@ -198,14 +200,14 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
             pe_cpu_sig_release();
             goto err_unlock;
         }
-        pthread_mutex_lock(&wlock);
+        pthread_mutex_lock(&pe_sampler_wlock);
         while (pe_ring_peek(&pe_cpu_ring)) /* a stale session's leftovers */
             pe_ring_release(&pe_cpu_ring, pe_ring_peek(&pe_cpu_ring));
-        pthread_mutex_unlock(&wlock);
+        pthread_mutex_unlock(&pe_sampler_wlock);
         __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
         started = 1;
     }
-    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = cpu_pick(want, ev, eng)) < 0) {
+    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = pe_sampler_cpu_pick(want, ev, eng)) < 0) {
         if (started) {
             __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
             pe_cpu_sig_release();
@@ -215,13 +217,13 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
     if (nkind[kind] == 0) {
         k->start(want, capture);
         if (!started)
-            wake_collector(); /* a running collector: scan, or tick, now */
+            pe_sampler_wake_collector(); /* a running collector: scan, or tick, now */
     }
     if (started) {
-        __atomic_store_n(&collector_stop, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&pe_sampler_collector_stop, 0, __ATOMIC_RELEASE);
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &saved);
-        rc = -pthread_create(&collector, NULL, collector_main, NULL);
+        rc = -pthread_create(&pe_sampler_collector, NULL, pe_sampler_collector_main, NULL);
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (rc < 0) {
             __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
@@ -233,19 +235,19 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
     }
     w->t0_real = pe_clock_ns(CLOCK_REALTIME);
     w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
-    w->ticks0 = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED);
-    w->quiet0 = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED);
-    w->unsig0 = __atomic_load_n(&wall_unsignalled, __ATOMIC_RELAXED);
-    w->wperf0 = __atomic_load_n(&wall_perf, __ATOMIC_RELAXED);
+    w->ticks0 = __atomic_load_n(&pe_sampler_wall_ticks, __ATOMIC_RELAXED);
+    w->quiet0 = __atomic_load_n(&pe_sampler_wall_quiet, __ATOMIC_RELAXED);
+    w->unsig0 = __atomic_load_n(&pe_sampler_wall_unsignalled, __ATOMIC_RELAXED);
+    w->wperf0 = __atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED);
     for (int i = 0; i < WHY_N; i++)
-        w->why0[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED);
-    pthread_mutex_lock(&wlock);
-    drain_all(); /* what came before this window belongs to the others */
+        w->why0[i] = __atomic_load_n(&pe_sampler_wall_why[i], __ATOMIC_RELAXED);
+    pthread_mutex_lock(&pe_sampler_wlock);
+    pe_sampler_drain_all(); /* what came before this window belongs to the others */
     w->ring_dropped0 = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED);
     pe_perf_stats(&w->perf0);
-    w->next = windows;
-    windows = w;
-    pthread_mutex_unlock(&wlock);
+    w->next = pe_sampler_windows;
+    pe_sampler_windows = w;
+    pthread_mutex_unlock(&pe_sampler_wlock);
     nwin++;
     nkind[kind]++;
     pthread_mutex_unlock(&life);
@@ -291,14 +293,14 @@ pe_sampler_close(pe_sampler_win_t *w)
     memset(&c, 0, sizeof(c));
     pthread_mutex_lock(&life);
     if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
-        pthread_mutex_lock(&wlock);
-        for (pp = &windows; *pp; pp = &(*pp)->next) {
+        pthread_mutex_lock(&pe_sampler_wlock);
+        for (pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {
             if (*pp == w) {
                 *pp = w->next;
                 break;
             }
         }
-        pthread_mutex_unlock(&wlock);
+        pthread_mutex_unlock(&pe_sampler_wlock);
         pthread_mutex_unlock(&life);
         p = w->prof;
         free(w);
@@ -306,38 +308,39 @@ pe_sampler_close(pe_sampler_win_t *w)
     }
     c.period = *w->kind->period;
     if (nwin == 1) {
-        __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        wake_collector();
-        pthread_join(collector, NULL);
+        __atomic_store_n(&pe_sampler_collector_stop, 1, __ATOMIC_RELEASE);
+        pe_sampler_wake_collector();
+        pthread_join(pe_sampler_collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     } else if (nkind[kind] == 1) {
         w->kind->stop(); /* windows of the other kind stay: the collector runs on */
     }
-    c.ticks = __atomic_load_n(&wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
-    c.quiet = __atomic_load_n(&wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
-    c.unsignalled = __atomic_load_n(&wall_unsignalled, __ATOMIC_RELAXED) - w->unsig0;
+    c.ticks = __atomic_load_n(&pe_sampler_wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
+    c.quiet = __atomic_load_n(&pe_sampler_wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
+    c.unsignalled = __atomic_load_n(&pe_sampler_wall_unsignalled, __ATOMIC_RELAXED) - w->unsig0;
     for (int i = 0; i < WHY_N; i++) {
-        c.why[i] = __atomic_load_n(&wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
+        c.why[i] = __atomic_load_n(&pe_sampler_wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
         c.sigs += c.why[i];
     }
-    pthread_mutex_lock(&wlock);
-    drain_all();
+    pthread_mutex_lock(&pe_sampler_wlock);
+    pe_sampler_drain_all();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
-    perf_cpu = w->kind == &pe_kind_cpu && cpu_perf;
+    perf_cpu = w->kind == &pe_kind_cpu && pe_sampler_cpu_perf;
     if (w->kind == &pe_kind_cpu)
-        engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
-    else if (__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) != w->wperf0)
+        pe_sampler_engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
+    else if (__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) != w->wperf0)
         snprintf(perf, sizeof(perf),
                  "capture: %llu samples of running threads from the perf engine's last samples "
                  "of them (a CPU profile by perf events ran beside; no signal)",
-                 (unsigned long long)(__atomic_load_n(&wall_perf, __ATOMIC_RELAXED) - w->wperf0));
-    for (pp = &windows; *pp; pp = &(*pp)->next) {
+                 (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) -
+                                      w->wperf0));
+    for (pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
             *pp = w->next;
             break;
         }
     }
-    pthread_mutex_unlock(&wlock);
+    pthread_mutex_unlock(&pe_sampler_wlock);
     nkind[kind]--;
     if (--nwin == 0) {
         pe_cpu_sig_quiesce(100); /* a tick or timer signal still on its way */
@@ -385,9 +388,9 @@ pe_sampler_step_aside(void)
     if (!aside && nwin > 0) {
         /* Windows still open (a /profile_start session, the peek): the
            collector leaves and deletes every timer, then SIGPROF goes back. */
-        __atomic_store_n(&collector_stop, 1, __ATOMIC_RELEASE);
-        wake_collector();
-        pthread_join(collector, NULL);
+        __atomic_store_n(&pe_sampler_collector_stop, 1, __ATOMIC_RELEASE);
+        pe_sampler_wake_collector();
+        pthread_join(pe_sampler_collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
         pe_cpu_sig_quiesce(100);
         __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
@@ -424,11 +427,11 @@ pe_sampler_thread_started(void)
     pe_cpu_stack_note();
     if (pe_tls.internal)
         return;
-    __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&pe_sampler_thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_START, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     for (int k = 0; k < NKINDS; k++)
-        if (skinds[k]->thread_start)
-            skinds[k]->thread_start(pe_gettid());
+        if (pe_sampler_skinds[k]->thread_start)
+            pe_sampler_skinds[k]->thread_start(pe_gettid());
 }
 
 void
@@ -436,11 +439,11 @@ pe_sampler_thread_exiting(void)
 {
     if (pe_tls.internal)
         return;
-    __atomic_sub_fetch(&thread_events, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&pe_sampler_thread_events, 1, __ATOMIC_RELEASE);
     PE_TRACE_EVENT(PE_TJ_EV_THREAD_EXIT, pe_clock_ns(CLOCK_MONOTONIC), 0, 0, NULL);
     for (int k = 0; k < NKINDS; k++)
-        if (skinds[k]->thread_exit)
-            skinds[k]->thread_exit(pe_gettid());
+        if (pe_sampler_skinds[k]->thread_exit)
+            pe_sampler_skinds[k]->thread_exit(pe_gettid());
 }
 
 void
@@ -461,16 +464,16 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&pe_cpu_profiling, 0, __ATOMIC_RELEASE);
         pthread_mutex_init(&life, NULL);
-        pthread_mutex_init(&wlock, NULL);
-        pe_spin_reset(&tlock);
-        pe_spin_reset(&gone_lock);
+        pthread_mutex_init(&pe_sampler_wlock, NULL);
+        pe_spin_reset(&pe_sampler_tlock);
+        pe_spin_reset(&pe_sampler_gone_lock);
         if (pe_cpu_ring.slots) /* the collector may have been waiting on it */
             sem_init(&pe_cpu_wake, 0, 0);
         pe_perf_atfork_child(); /* its rings are not in the child */
-        cpu_perf = 0;
-        memset(timers, 0, sizeof(timers));
-        ntimers_hi = 0;
-        windows = NULL;
+        pe_sampler_cpu_perf = 0;
+        memset(pe_sampler_timers, 0, sizeof(pe_sampler_timers));
+        pe_sampler_ntimers_hi = 0;
+        pe_sampler_windows = NULL;
         nwin = 0;
         memset(nkind, 0, sizeof(nkind));
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);

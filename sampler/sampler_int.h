@@ -118,7 +118,7 @@ void pe_cpu_sig_quiesce(int timeout_ms);
 
 /* Create a CPU-time timer on thread `tid` delivering PE_SAMPLER_SIG to it,
    first expiry random in (0, period], then every period.  0 or -errno. */
-int pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid);
+int pe_cpu_timer_create(pid_t tid, int64_t pe_sampler_period_ns, uint64_t cookie, int *timerid);
 void pe_cpu_timer_delete(int timerid);
 
 /* Constructor: says in one line when the process starts under a seccomp filter. */
@@ -207,11 +207,11 @@ struct pe_sampler_win_s {
     uint64_t trunc_why[PE_TRUNC_N]; /* truncated, by what the leaf was (account.h) */
 };
 
-extern const pe_kind_t *const skinds[2];
-#define NKINDS ((int)PE_ARRAY_SIZE(skinds))
-extern pthread_mutex_t wlock;
-extern pe_sampler_win_t *windows;
-extern int thread_events;
+extern const pe_kind_t *const pe_sampler_skinds[2];
+#define NKINDS ((int)PE_ARRAY_SIZE(pe_sampler_skinds))
+extern pthread_mutex_t pe_sampler_wlock;
+extern pe_sampler_win_t *pe_sampler_windows;
+extern int pe_sampler_thread_events;
 
 /* ---- cpu_session.c ------------------------------------------------------------- */
 
@@ -221,39 +221,40 @@ struct pe_cpu_timer_s {
     int timerid;
     unsigned mark;
 };
-extern int64_t period_ns;
-extern int want_scan;
-extern int cpu_perf, cpu_event;
-extern char cpu_refusal[256];
-extern pe_spin_t gone_lock;
-extern pe_spin_t tlock;
-extern struct pe_cpu_timer_s timers[TIMERS_MAX];
-extern int ntimers_hi;
-void timers_disarm_all(void);
-void scan_threads(void);
-const char *gone_name(pid_t tid, char *buf, size_t len);
-int cpu_pick(int64_t period, int ev, int eng);
-void engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf, size_t plen);
+extern int64_t pe_sampler_period_ns;
+extern int pe_sampler_want_scan;
+extern int pe_sampler_cpu_perf, pe_sampler_cpu_event;
+extern char pe_sampler_cpu_refusal_text[256];
+extern pe_spin_t pe_sampler_gone_lock;
+extern pe_spin_t pe_sampler_tlock;
+extern struct pe_cpu_timer_s pe_sampler_timers[TIMERS_MAX];
+extern int pe_sampler_ntimers_hi;
+void pe_sampler_timers_disarm_all(void);
+void pe_sampler_scan_threads(void);
+const char *pe_sampler_gone_name(pid_t tid, char *buf, size_t len);
+int pe_sampler_cpu_pick(int64_t period, int ev, int eng);
+void pe_sampler_engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf,
+                            size_t plen);
 
 /* ---- wall.c ---------------------------------------------------------------------- */
 
-extern int64_t wall_period_ns;
-extern uint64_t wall_ticks;
-extern uint64_t wall_quiet, wall_why[WHY_N];
-extern uint64_t wall_unsignalled;
-extern uint64_t wall_perf;
-extern pid_t *wall_tids;
-extern int nwall_tids, wall_tids_cap;
-void wall_tick(uint32_t gen, int64_t periods);
+extern int64_t pe_sampler_wall_period_ns;
+extern uint64_t pe_sampler_wall_ticks;
+extern uint64_t pe_sampler_wall_quiet, pe_sampler_wall_why[WHY_N];
+extern uint64_t pe_sampler_wall_unsignalled;
+extern uint64_t pe_sampler_wall_perf;
+extern pid_t *pe_sampler_wall_tids;
+extern int pe_sampler_nwall_tids, pe_sampler_wall_tids_cap;
+void pe_sampler_wall_tick(uint32_t gen, int64_t periods);
 
 /* ---- collector.c ----------------------------------------------------------------- */
 
-extern pthread_t collector;
-extern int collector_stop;
-extern int scan_total, scan_events;
-void drain_all(void);
-void drain_locked(void);
-void wake_collector(void);
-void *collector_main(void *unused);
+extern pthread_t pe_sampler_collector;
+extern int pe_sampler_collector_stop;
+extern int pe_sampler_scan_total, pe_sampler_scan_events;
+void pe_sampler_drain_all(void);
+void pe_sampler_drain_locked(void);
+void pe_sampler_wake_collector(void);
+void *pe_sampler_collector_main(void *unused);
 
 #endif /* PE_SAMPLER_INT_H */

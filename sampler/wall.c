@@ -25,22 +25,22 @@
 
 /* ---- data ----------------------------------------------------------------------- */
 
-int64_t wall_period_ns; /* of the running wall session (idem) */
+int64_t pe_sampler_wall_period_ns; /* of the running wall session (idem) */
 static uint32_t wall_gen_next;
-uint64_t wall_ticks; /* ticks sent (collector), read by close */
+uint64_t pe_sampler_wall_ticks; /* ticks sent (collector), read by close */
 /* Wall samples taken from /proc without a signal, and wall signals sent by
    reason (collector). */
-uint64_t wall_quiet, wall_why[WHY_N];
+uint64_t pe_sampler_wall_quiet, pe_sampler_wall_why[WHY_N];
 /* Wall samples not signalled: the thread waited in a call a signal would interrupt (collector). */
-uint64_t wall_unsignalled;
+uint64_t pe_sampler_wall_unsignalled;
 /* Wall samples of running threads taken from the perf engine's last samples (collector). */
-uint64_t wall_perf;
+uint64_t pe_sampler_wall_perf;
 static int wall_capture; /* PE_SAMPLER_CAPTURE_* of the wall session (writer: open, under life) */
 
 /* Application threads seen by the last scan, for the wall ticks (collector
    only): as many as the program has (grown by the scan; kept if it cannot). */
-pid_t *wall_tids;
-int nwall_tids, wall_tids_cap;
+pid_t *pe_sampler_wall_tids;
+int pe_sampler_nwall_tids, pe_sampler_wall_tids_cap;
 static int wall_rot;
 
 /* ---- the tick ---------------------------------------------------------------------- */
@@ -69,7 +69,7 @@ wall_quiet_sample(pid_t tid, uint32_t weight, unsigned *state, int *reason)
         return 0;
     }
     n = pe_py_interleave_tid(tid, pcs, n, PE_MAX_FRAMES); /* CPython (pyframes.h) */
-    __atomic_add_fetch(&wall_quiet, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pe_sampler_wall_quiet, 1, __ATOMIC_RELAXED);
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
         pe_ring_drop(&pe_cpu_ring, weight);
         return 1;
@@ -97,7 +97,7 @@ wall_may_signal(pid_t tid, uint32_t weight, unsigned state)
 
     if (rc != 0)
         return rc == 1;
-    __atomic_add_fetch(&wall_unsignalled, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pe_sampler_wall_unsignalled, 1, __ATOMIC_RELAXED);
     if (!ss.pc)
         return 0;
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
@@ -127,7 +127,7 @@ wall_perf_sample(pid_t tid, uint32_t weight, unsigned state, uint64_t since)
 
     if (n <= 0)
         return 0;
-    __atomic_add_fetch(&wall_perf, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pe_sampler_wall_perf, 1, __ATOMIC_RELAXED);
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
         pe_ring_drop(&pe_cpu_ring, weight);
         return 1;
@@ -151,9 +151,9 @@ wall_perf_sample(pid_t tid, uint32_t weight, unsigned state, uint64_t since)
  * Collector only.
  */
 void
-wall_tick(uint32_t gen, int64_t periods)
+pe_sampler_wall_tick(uint32_t gen, int64_t periods)
 {
-    int n = nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
+    int n = pe_sampler_nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
     uint64_t since = 0;
@@ -163,15 +163,15 @@ wall_tick(uint32_t gen, int64_t periods)
     if (quiet && pe_perf_on()) {
         /* perf events sample the running threads already: their last
            stacks, fresh from the rings, stand for them (no signal) */
-        int64_t p = __atomic_load_n(&wall_period_ns, __ATOMIC_RELAXED);
-        if (period_ns > p)
-            p = period_ns;
+        int64_t p = __atomic_load_n(&pe_sampler_wall_period_ns, __ATOMIC_RELAXED);
+        if (pe_sampler_period_ns > p)
+            p = pe_sampler_period_ns;
         pe_perf_keep_recent(1);
         pe_perf_drain(&pe_cpu_ring);
         since = (uint64_t)(pe_clock_ns(CLOCK_MONOTONIC) - 2 * p);
     }
     for (int j = 0; j < k; j++) {
-        pid_t tid = wall_tids[(wall_rot + j) % n];
+        pid_t tid = pe_sampler_wall_tids[(wall_rot + j) % n];
         unsigned st;
         int reason = WHY_ASKED;
 
@@ -188,11 +188,11 @@ wall_tick(uint32_t gen, int64_t periods)
         }
         /* a vanished thread answers ESRCH */
         if (pe_cpu_sigq_send(tid, PE_SIGQ_WALLV(st, (unsigned)weight, gen)) == 0)
-            __atomic_add_fetch(&wall_why[reason], 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&pe_sampler_wall_why[reason], 1, __ATOMIC_RELAXED);
     }
     if (n)
         wall_rot = (wall_rot + k) % n;
-    __atomic_add_fetch(&wall_ticks, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pe_sampler_wall_ticks, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the kind ---------------------------------------------------------------------- */
@@ -201,11 +201,11 @@ wall_tick(uint32_t gen, int64_t periods)
 static void
 wall_start(int64_t period, int capture)
 {
-    __atomic_store_n(&wall_period_ns, period, __ATOMIC_RELEASE);
+    __atomic_store_n(&pe_sampler_wall_period_ns, period, __ATOMIC_RELEASE);
     __atomic_store_n(&wall_capture, capture, __ATOMIC_RELEASE);
     if (++wall_gen_next > PE_SIGQ_GEN_MAX)
         wall_gen_next = 1;
-    __atomic_store_n(&wall_ticks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pe_sampler_wall_ticks, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pe_wall_gen, wall_gen_next, __ATOMIC_RELEASE);
 }
 
@@ -258,7 +258,7 @@ const pe_kind_t pe_kind_wall = {
     .period_type = {"wall", "nanoseconds"},
     .flags = PE_KIND_F_CAPTURE,
     .unavailable = pe_cpu_seccomp_reason,
-    .period = &wall_period_ns,
+    .period = &pe_sampler_wall_period_ns,
     .ring_flag = PE_RING_F_WALL,
     .start = wall_start,
     .stop = wall_stop,
