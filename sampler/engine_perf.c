@@ -2,8 +2,8 @@
  * engine_perf.c: CPU samples from perf events, no signal (contract and
  * bounds in engine_perf.h).  Owns the per-CPU rings, the events, the set of
  * threads covered, and the reading of the rings; the unwinding is
- * stack/unwind.c's (pe_unwind_copy), the windows and the collector are
- * sampler.c's.
+ * stack/unwind.c's (pe_unwind_copy), the windows are sampler.c's and the
+ * collector collector.c's.
  *
  * Layout of one CPU's ring (perf_event_open(2)): a metadata page
  * (data_head written by the kernel, data_tail by us), then 2^k data pages

@@ -74,7 +74,8 @@ typedef struct pe_kind_s {
     int (*text)(pe_sink_t *out, void *recs, int n);
 } pe_kind_t;
 
-/* The kinds (sampler.c: cpu, wall; contention/mutex_profile.c: mutex, block). */
+/* The kinds (cpu_session.c: cpu, wall.c: wall; contention/mutex_profile.c:
+   mutex, block). */
 extern const pe_kind_t pe_kind_cpu, pe_kind_wall, pe_kind_mutex, pe_kind_block;
 
 #endif /* PE_KIND_H */

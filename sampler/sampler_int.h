@@ -6,8 +6,13 @@
  *              libjsig-style stored program disposition).
  *   handler.c  the SIGPROF handler: unwind into the ring (CPU timers, wall
  *              ticks) or into a stack-capture slot, nothing else.
- *   sampler.c  windows (CPU and wall-clock), the collector thread, thread and
+ *   sampler.c  windows (CPU and wall-clock): open, close, thread and
  *              fork/exec hooks.
+ *   cpu_session.c  CPU sessions: the engine choice, the timer table, the
+ *              thread scan, the CPU kind.
+ *   wall.c     wall-clock sampling: the ticks, the /proc capture without a
+ *              signal, the wall kind.
+ *   collector.c  the collector thread: drains the ring into the windows.
  *   engine_perf.c  the CPU engine without a signal (engine_perf.h): perf
  *              events, read and unwound by the collector.
  *   allstacks.c  on-demand capture of every thread's stack (capture slots).
@@ -19,15 +24,23 @@
 #ifndef PE_SAMPLER_INT_H
 #define PE_SAMPLER_INT_H
 
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "../preload/sigown.h"
+#include "../preload/spin.h"
+#include "../proto/profile.h"
+#include "account.h"
+#include "engine_perf.h"
+#include "kind.h"
 #include "ring.h"
+#include "sampler.h"
 
 #define PE_SAMPLER_SIG SIGPROF
 /* si_value of our timers: tag in the top 16 bits, session generation below. */
@@ -60,7 +73,7 @@
 
 /* Ring slot flags beyond ring.h's: a wall-clock sample, and its state code. */
 #define PE_RING_F_WALL 2u
-#define PE_RING_F_PROC 4u  /* a wall sample read from /proc, no signal (sampler.c) */
+#define PE_RING_F_PROC 4u  /* a wall sample read from /proc, no signal (wall.c) */
 #define PE_RING_F_PERF 16u /* a wall sample from the perf engine's last sample, no signal */
 /* With PROC: not signalled (the wait would fail, sigsafe.h); its system call's PC only */
 #define PE_RING_F_SYSCALL 32u
@@ -80,9 +93,10 @@ extern pe_ring_t pe_cpu_ring;
 /* The collector sleeps on it; the handler posts it when the ring is half full
    (sem_post is async-signal-safe).  sem_init by sampler.c before the ring. */
 extern sem_t pe_cpu_wake;
-/* Cookie of the running session, 0 when none (writer: sampler.c; reader: handler). */
+/* Cookie of the running session, 0 when none (writers: cpu_session.c, collector.c, sampler.c;
+   reader: handler). */
 extern uint64_t pe_cpu_cookie;
-/* Generation of the running wall-clock session, 0 when none (writer: sampler.c). */
+/* Generation of the running wall-clock session, 0 when none (writers: wall.c, sampler.c). */
 extern uint32_t pe_wall_gen;
 /* Test hook: also record SI_TKILL signals from this process (bench, unit tests). */
 PE_TESTONLY extern int pe_cpu_accept_tkill;
@@ -104,7 +118,7 @@ void pe_cpu_sig_quiesce(int timeout_ms);
 
 /* Create a CPU-time timer on thread `tid` delivering PE_SAMPLER_SIG to it,
    first expiry random in (0, period], then every period.  0 or -errno. */
-int pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid);
+int pe_cpu_timer_create(pid_t tid, int64_t pe_sampler_period_ns, uint64_t cookie, int *timerid);
 void pe_cpu_timer_delete(int timerid);
 
 /* Constructor: says in one line when the process starts under a seccomp filter. */
@@ -157,5 +171,90 @@ pe_cpu_stack_short(void)
 /* Users of the signal right now (CPU/wall sessions, stack captures): while > 0 a
    program's sigaction is stored, not applied.  Atomic add/sub (sampler.c, allstacks.c). */
 extern int pe_cpu_profiling;
+
+/*
+ * The sessions' shared state (sampler.c, cpu_session.c, wall.c, collector.c).
+ * Each group names the file that defines it; the comments there say who
+ * writes and reads.  Not signal-safe: the handler sees none of it.
+ */
+
+/* ---- wall.c (the enum: why a wall sample took a signal) ------------------------- */
+
+enum { WHY_ASKED, WHY_RUNNING, WHY_WOKE, WHY_CANNOT, WHY_N };
+
+/* ---- sampler.c ------------------------------------------------------------------ */
+
+struct pe_sampler_win_s {
+    struct pe_sampler_win_s *next;
+    const pe_kind_t *kind;
+    int ki; /* its index in skinds */
+    pe_prof_t *prof;
+    int64_t nmax, nused;      /* frame budget (n) and frames kept */
+    uint64_t samples, weight; /* signals and signals+overruns kept */
+    uint64_t over_cap;        /* weight dropped beyond n */
+    uint64_t truncated;       /* weight of leaf-only samples */
+    uint64_t cut;             /* weight of stacks cut in JIT code (PE_RING_F_CUT) */
+    uint64_t oom;             /* weight lost to allocation failure */
+    uint64_t ring_dropped0;   /* pe_cpu_ring.dropped at open */
+    pe_perf_stats_t perf0;    /* the perf engine's counters at open */
+    uint64_t ticks0;          /* wall_ticks at open */
+    uint64_t quiet0;          /* wall_quiet at open */
+    uint64_t unsig0;          /* wall_unsignalled at open */
+    uint64_t wperf0;          /* wall_perf at open */
+    uint64_t why0[WHY_N];     /* wall_why at open */
+    int64_t t0_real, t0_mono;
+
+    uint64_t trunc_why[PE_TRUNC_N]; /* truncated, by what the leaf was (account.h) */
+};
+
+extern const pe_kind_t *const pe_sampler_skinds[2];
+#define NKINDS ((int)PE_ARRAY_SIZE(pe_sampler_skinds))
+extern pthread_mutex_t pe_sampler_wlock;
+extern pe_sampler_win_t *pe_sampler_windows;
+extern int pe_sampler_thread_events;
+
+/* ---- cpu_session.c ------------------------------------------------------------- */
+
+#define TIMERS_MAX 8192 /* threads with a CPU timer at once; the rest counted */
+struct pe_cpu_timer_s {
+    pid_t tid;
+    int timerid;
+    unsigned mark;
+};
+extern int64_t pe_sampler_period_ns;
+extern int pe_sampler_want_scan;
+extern int pe_sampler_cpu_perf, pe_sampler_cpu_event;
+extern char pe_sampler_cpu_refusal_text[256];
+extern pe_spin_t pe_sampler_gone_lock;
+extern pe_spin_t pe_sampler_tlock;
+extern struct pe_cpu_timer_s pe_sampler_timers[TIMERS_MAX];
+extern int pe_sampler_ntimers_hi;
+void pe_sampler_timers_disarm_all(void);
+void pe_sampler_scan_threads(void);
+const char *pe_sampler_gone_name(pid_t tid, char *buf, size_t len);
+int pe_sampler_cpu_pick(int64_t period, int ev, int eng);
+void pe_sampler_engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf,
+                            size_t plen);
+
+/* ---- wall.c ---------------------------------------------------------------------- */
+
+extern int64_t pe_sampler_wall_period_ns;
+extern uint64_t pe_sampler_wall_ticks;
+extern uint64_t pe_sampler_wall_quiet, pe_sampler_wall_why[WHY_N];
+extern uint64_t pe_sampler_wall_unsignalled;
+extern uint64_t pe_sampler_wall_perf;
+extern pid_t *pe_sampler_wall_tids;
+extern int pe_sampler_nwall_tids, pe_sampler_wall_tids_cap;
+void pe_sampler_wall_tick(uint32_t gen, int64_t periods);
+
+/* ---- collector.c ----------------------------------------------------------------- */
+
+extern pthread_t pe_sampler_collector;
+extern int pe_sampler_collector_stop;
+extern int pe_sampler_scan_total, pe_sampler_scan_events;
+void pe_sampler_drain_all(void);
+void pe_sampler_drain_locked(void);
+void pe_sampler_wake_collector(void);
+void *pe_sampler_collector_main(void *unused);
 
 #endif /* PE_SAMPLER_INT_H */

@@ -43,7 +43,7 @@ thread_cpu_clock(pid_t tid)
 static PE_TLS uint64_t rng;
 
 int
-pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
+pe_cpu_timer_create(pid_t tid, int64_t period, uint64_t cookie, int *timerid)
 {
     struct sigevent sev;
     struct itimerspec its;
@@ -60,11 +60,11 @@ pe_cpu_timer_create(pid_t tid, int64_t period_ns, uint64_t cookie, int *timerid)
     /* first expiry random in (0, period]: short threads are sampled in proportion */
     if (!rng)
         pe_rand_seed(&rng);
-    first = 1 + (int64_t)(pe_rand_next(&rng) % (uint64_t)period_ns);
+    first = 1 + (int64_t)(pe_rand_next(&rng) % (uint64_t)period);
     its.it_value.tv_sec = first / 1000000000;
     its.it_value.tv_nsec = first % 1000000000;
-    its.it_interval.tv_sec = period_ns / 1000000000;
-    its.it_interval.tv_nsec = period_ns % 1000000000;
+    its.it_interval.tv_sec = period / 1000000000;
+    its.it_interval.tv_nsec = period % 1000000000;
     if (syscall(SYS_timer_settime, id, 0, &its, NULL) < 0) {
         int err = -errno;
         syscall(SYS_timer_delete, id);
