@@ -87,6 +87,8 @@ recs_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
                         "%" PRIu64 " sampled waits dropped (table full, bound %" PRIu64
                         " stacks), %" PRIu64 " without a stack",
                         st.dropped, st.capacity, st.no_stack);
+    if (*pe_init_interpose_note())
+        pe_prof_comment(p, "lock interposers %s", pe_init_interpose_note());
     return p;
 }
 

@@ -22,6 +22,7 @@
 
 #include "../heap/heap.h"
 #include "../preload/config.h"
+#include "../preload/init.h"
 #include "../preload/log.h"
 #include "../preload/real.h"
 #include "interpose_int.h"
@@ -203,6 +204,7 @@ pe_interpose_attach(void)
         goto out;
     got.skip_base = self_base;
     set_reals();
+    pe_init_set_interpose_note(note); /* the mutex and block profiles say it too */
     /* The heap's after-attach way first: no slot may lead to free() while
        it could still read below a block (heap.h). */
     if (row_on("malloc") && row_on("free")) {

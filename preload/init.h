@@ -33,6 +33,10 @@ const char *pe_init_no_interposers(void);
 void pe_init_set_attached(int64_t when, const char *no_interposers);
 /* "since attach at 2026-11-28 09:30:43 UTC" into buf, or "" when loaded at start. */
 const char *pe_init_attach_note(char *buf, size_t len);
+/* What the last attach's redirection did and left alone (interpose.c's note, a
+   string that stays valid), for the profiles of every interposer; "" otherwise. */
+void pe_init_set_interpose_note(const char *note);
+const char *pe_init_interpose_note(void);
 
 /* Start the server at once with start-up's second phase (preload/attach.c). */
 int pe_init_serve_now(void);

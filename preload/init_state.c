@@ -50,6 +50,20 @@ pe_init_set_attached(int64_t when, const char *no_interposers)
     __atomic_store_n(&attached_at, when, __ATOMIC_RELEASE);
 }
 
+static const char *interpose_note = "";
+
+void
+pe_init_set_interpose_note(const char *note)
+{
+    __atomic_store_n(&interpose_note, note ? note : "", __ATOMIC_RELEASE);
+}
+
+const char *
+pe_init_interpose_note(void)
+{
+    return __atomic_load_n(&interpose_note, __ATOMIC_ACQUIRE);
+}
+
 const char *
 pe_init_attach_note(char *buf, size_t len)
 {

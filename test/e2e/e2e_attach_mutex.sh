@@ -28,6 +28,10 @@ code=$(pe_fetch /debug/pprof/block "$T/block.pb.gz")
 m=$(cum_ns "$T/mutex.pb.gz" fight_lock); b=$(cum_ns "$T/block.pb.gz" fight_lock)
 [ "${m:-0}" -gt 0 ] && ok "mutex profile names fight_lock ($m ns)" || bad "mutex profile without fight_lock"
 [ "${b:-0}" -gt 0 ] && ok "block profile names fight_lock ($b ns)" || bad "block profile without fight_lock"
+for k in mutex block; do # the walk's figures and whatever it left alone, as the heap says them
+    go tool pprof -comments "$T/$k.pb.gz" 2>/dev/null | grep -q 'lock interposers since attach at .*relocation slots redirected' &&
+        ok "$k profile says what the attach redirected" || bad "$k profile without the attach's note"
+done
 w=$(cum_ns "$T/block.pb.gz" wait_for_item)
 [ "${w:-0}" -gt 0 ] && ok "block profile names wait_for_item ($w ns)" || bad "block profile without wait_for_item"
 shim_cmd detach && ok "detached: $SHIM_LINE" || bad "detach: $SHIM_RC $SHIM_LINE"
