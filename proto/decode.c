@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "decode.h"
+#include "proto_int.h"
 
 /* ---- protobuf, just enough of profile.proto --------------------------------------------- */
 
@@ -334,17 +335,43 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
 /*
  * A member's own comments (which engine sampled it, the threads it could not
  * sample, what was cut) are kept, each after the caller's labels that say
- * whose it is ("pid 4242: unsampled: ...").  Bounded: the merge keeps at most
- * DECODE_MAX_COMMENTS of one profile.
+ * whose it is ("pid 4242, program x: unsampled: ...").  Its sample count
+ * ("cpu: 60 samples, ...") is left out: the merge's samples say it.  Bounded:
+ * DECODE_MEMBER_COMMENTS of one profile, and DECODE_ROOM_LEFT of the model's
+ * comments stay for the caller's own (what was merged, what was not).
  */
-#define DECODE_MAX_COMMENTS 16
+#define DECODE_MEMBER_COMMENTS 4
+#define DECODE_ROOM_LEFT 4
+
+/* "cpu: 60 samples, weight 60 ..." */
+static int
+is_count(const char *text)
+{
+    const char *colon = strchr(text, ':');
+
+    return colon && colon - text < 16 && colon[1] == ' ' && colon[2] >= '0' && colon[2] <= '9' &&
+           strstr(colon, " samples");
+}
+
+static void
+keep_comment(pe_prof_merge_t *m, const dec_t *d, uint64_t idx, const char *who, int *kept)
+{
+    char text[512];
+
+    str_dup(d, idx, text, sizeof(text));
+    if (!text[0] || is_count(text) || *kept >= DECODE_MEMBER_COMMENTS ||
+        m->prof->ncomments >= PE_PROF_MAX_COMMENTS - DECODE_ROOM_LEFT)
+        return;
+    if (pe_prof_comment(m->prof, "%s%s%s", who, who[0] ? ": " : "", text) == 0)
+        (*kept)++;
+}
 
 static void
 merge_comments(pe_prof_merge_t *m, const dec_t *d, const uint8_t *buf, size_t len,
                const pe_prof_label_t *extra, int nextra)
 {
     pb_t b = {buf, buf + len}, sub;
-    char who[96] = "", text[512];
+    char who[96] = "";
     uint64_t v;
     int num, wt, kept = 0;
     size_t at = 0;
@@ -358,23 +385,16 @@ merge_comments(pe_prof_merge_t *m, const dec_t *d, const uint8_t *buf, size_t le
             break;
         at += (size_t)n;
     }
-    while (b.p < b.end && kept < DECODE_MAX_COMMENTS) {
+    while (b.p < b.end) {
         if (field(&b, &num, &wt, &v, &sub) < 0)
             break;
         if (num != 13)
             continue;
-        if (wt == 0) { /* one index */
-            str_dup(d, v, text, sizeof(text));
-            if (text[0] && pe_prof_comment(m->prof, "%s%s%s", who, who[0] ? ": " : "", text) == 0)
-                kept++;
-        } else if (wt == 2) { /* packed indices */
-            while (sub.p < sub.end && kept < DECODE_MAX_COMMENTS && varint(&sub, &v) == 0) {
-                str_dup(d, v, text, sizeof(text));
-                if (text[0] &&
-                    pe_prof_comment(m->prof, "%s%s%s", who, who[0] ? ": " : "", text) == 0)
-                    kept++;
-            }
-        }
+        if (wt == 0) /* one index */
+            keep_comment(m, d, v, who, &kept);
+        else if (wt == 2) /* packed indices */
+            while (sub.p < sub.end && varint(&sub, &v) == 0)
+                keep_comment(m, d, v, who, &kept);
     }
 }
 

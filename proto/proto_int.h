@@ -20,7 +20,7 @@
 #include "profile.h"
 
 #define PE_PROF_MAX_TYPES 4
-#define PE_PROF_MAX_COMMENTS 8
+#define PE_PROF_MAX_COMMENTS 24
 
 /* ---- model data (model.c) ----------------------------------------------- */
 
