@@ -68,17 +68,23 @@ esac
 t0=$(date +%s%N)
 pids=
 for i in 1 2 3 4 5 6 7 8; do
-    curl -s -m 40 -o "$T/par$i.json" -w '%{http_code}\n' "http://$PE_ADDR/heap_snapshot" >"$T/par$i.code" &
+    curl -s -m 40 -D "$T/par$i.hdr" -o "$T/par$i.json" -w '%{http_code}\n' "http://$PE_ADDR/heap_snapshot" >"$T/par$i.code" &
     pids="$pids $!"
 done
 wait $pids # not the workload, which is a child too
 t1=$(date +%s%N)
-okc=0
+# Six long requests run at once; a seventh is refused at once with 503 and
+# Retry-After (ENDPOINTS.md, the bound that keeps workers for the quick endpoints).
+okc=0 busy=0 got=
 for i in 1 2 3 4 5 6 7 8; do
-    [ "$(cat "$T/par$i.code")" = 200 ] && okc=$((okc + 1))
+    case $(cat "$T/par$i.code") in
+    200) okc=$((okc + 1)); got="$got $T/par$i.json" ;;
+    503) grep -qi '^Retry-After:' "$T/par$i.hdr" && busy=$((busy + 1)) ;;
+    esac
 done
-[ $okc = 8 ] && $CHK --all "$T"/par?.json >/dev/null 2>"$T/chk.err" && ok "8 concurrent snapshots during churn, all valid ($(((t1 - t0) / 1000000)) ms)" ||
-    bad "$okc of 8 concurrent snapshots 200: $(cat "$T/chk.err")"
+[ $okc -ge 6 ] && [ $((okc + busy)) = 8 ] && $CHK --all $got >/dev/null 2>"$T/chk.err" &&
+    ok "8 concurrent snapshots during churn: $okc answered, all valid, $busy refused with Retry-After ($(((t1 - t0) / 1000000)) ms)" ||
+    bad "8 concurrent snapshots: $okc 200, $busy 503 with Retry-After: $(cat "$T/chk.err")"
 pe_stop_ready three
 
 pe_start_ready off PROFEP_HEAP_RATE=0 -- "$BUILD/test/p_heap_three" 1 1 1 || pe_finish
