@@ -239,6 +239,42 @@ may_signal(pe_stack_t *st, int mode)
     return 0;
 }
 
+/*
+ * A thread not to be signalled (may_signal's 0) that /proc could not give
+ * either is usually one caught between a wake-up and its next wait (a loop
+ * of short naps): back in a call a millisecond later, where /proc can read
+ * it.  Try again twice, within a budget of the whole capture's time (*left,
+ * in ms), so many such threads cost at most that.  1 when /proc gave it.
+ */
+static int
+quiet_retry(pe_stack_t *st, int *left)
+{
+    uintptr_t pcs[PE_MAX_FRAMES];
+
+    for (int k = 0; k < 2 && *left > 0; k++) {
+        struct timespec ms = {0, 1000000};
+        const char *why = NULL, *state = st->state;
+        int reused = 0, rc;
+
+        nanosleep(&ms, NULL);
+        (*left)--;
+        rc = pe_quiet_capture(st->tid, pcs, PE_MAX_FRAMES, &state, &why, &reused);
+        if (rc == -ESRCH)
+            return 0;
+        if (rc > 0) {
+            memcpy(st->pcs, pcs, (size_t)rc * sizeof(pcs[0]));
+            st->nframes = pe_py_interleave_tid(st->tid, st->pcs, rc, PE_MAX_FRAMES);
+            st->state = state;
+            st->answered = 1;
+            st->method = "proc";
+            st->reused = reused;
+            st->why = NULL;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- capture -------------------------------------------------------------------- */
 
 int
@@ -308,6 +344,7 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
     pe_stacks_t *r, **out = io;
     pid_t *tids;
     int *slot, n, i, rc, pending, need, acquired = 0, kept = *io != NULL;
+    int retry_ms = 4; /* quiet_retry's budget for the whole capture */
     int64_t t0, ts, deadline, resend;
     uint32_t gen = 0;
     int names = !(mode & PE_STACKS_NO_NAMES);
@@ -387,6 +424,8 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
         if (slot[i] != -1)
             continue;
         if ((j = may_signal(st, mode)) <= 0) { /* as late as can be: it may block any time */
+            if (j == 0)
+                (void)quiet_retry(st, &retry_ms);
             slot[i] = j == -ESRCH ? -2 : -3;
             continue;
         }
