@@ -344,12 +344,12 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
     pe_stacks_t *r, **out = io;
     pid_t *tids;
     int *slot, n, i, rc, pending, need, acquired = 0, kept = *io != NULL;
-    int retry_ms = 4; /* quiet_retry's budget for the whole capture */
+    int retry_ms = (mode & PE_STACKS_NOW) ? 0 : 4; /* quiet_retry's budget for the whole capture */
     int64_t t0, ts, deadline, resend;
     uint32_t gen = 0;
     int names = !(mode & PE_STACKS_NO_NAMES);
 
-    mode &= ~PE_STACKS_NO_NAMES;
+    mode &= ~(PE_STACKS_NO_NAMES | PE_STACKS_NOW);
     pe_py_init();
     tids = NULL;
     slot = NULL;

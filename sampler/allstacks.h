@@ -81,6 +81,10 @@ int pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out) PE_NODIS
 /* Or'd into a mode: name[] is left empty (no /proc/TID/comm read a thread: the caller
    knows its threads, e.g. the trace's recorder, which captures every few ms). */
 #define PE_STACKS_NO_NAMES 0x100
+/* Or'd into a mode: every stack as of the capture, paired with the state /proc gave
+   then (the trace's slices); without it a thread /proc could not read and that may
+   not be signalled is read again a millisecond later (quiet_retry). */
+#define PE_STACKS_NOW 0x200
 /*
  * pe_stacks_capture_mode into *io when it is not NULL (a capture of the same caller's:
  * its array is reused, grown when too small), else into a new one.  On error *io is

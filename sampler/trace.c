@@ -284,7 +284,8 @@ tick(rec_t *r, int64_t now, int wait_ms)
 {
     pe_tj_trace_t *t = r->t;
     pe_stacks_t *s;
-    int rc = pe_stacks_capture_into(wait_ms, PE_STACKS_AUTO | PE_STACKS_NO_NAMES, &r->cap);
+    int rc = pe_stacks_capture_into(wait_ms, PE_STACKS_AUTO | PE_STACKS_NO_NAMES | PE_STACKS_NOW,
+                                    &r->cap);
 
     if (rc < 0)
         return rc;
