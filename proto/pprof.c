@@ -41,6 +41,22 @@ out_write(pb_ostream_t *stream, const pb_byte_t *buf, size_t count)
  * are plain structs, so pb_encode_submessage's sizing pass is deterministic.
  */
 
+/* Every fixed array of profile.options holds what the model can put in it: a
+   count past max_count is a stack overrun in the encoder, not an error. */
+#define PB_CAP(type, field) (sizeof(((type *)0)->field) / sizeof(((type *)0)->field[0]))
+_Static_assert(PB_CAP(perftools_profiles_Sample, location_id) >= PE_MAX_FRAMES,
+               "profile.options: Sample.location_id max_count");
+_Static_assert(PB_CAP(perftools_profiles_Sample, value) >= PE_PROF_MAX_TYPES,
+               "profile.options: Sample.value max_count");
+_Static_assert(PB_CAP(perftools_profiles_Sample, label) >= PE_PROF_MAX_LABELS,
+               "profile.options: Sample.label max_count");
+_Static_assert(PB_CAP(perftools_profiles_Location, line) >= PE_PROF_PB_LINES,
+               "profile.options: Location.line max_count");
+_Static_assert(PB_CAP(perftools_profiles_Profile, sample_type) >= PE_PROF_MAX_TYPES,
+               "profile.options: Profile.sample_type max_count");
+_Static_assert(PB_CAP(perftools_profiles_Profile, comment) >= PE_PROF_MAX_COMMENTS,
+               "profile.options: Profile.comment max_count");
+
 static bool
 enc_samples(pb_ostream_t *stream, const pb_field_t *field, void *const *arg)
 {

@@ -26,6 +26,7 @@
 #include "pe_test.h"
 #include "profile.pb.h"
 #include "proto/profile.h"
+#include "proto/proto_int.h"
 #include "symbols/symbols.h"
 
 #define MS 1000000LL
@@ -401,6 +402,17 @@ test_pprof(void)
     CHECK(decode_pprof(&mb, &d, &prof));
     CHECK(d.nsample == 6 && d.nfunction == 1 && d.lines == 1);
     CHECK(d.main_mapping_has_functions == 0);
+    pe_membuf_free(&mb);
+
+    /* Every comment the model keeps is encoded (a pid=all merge fills them:
+       with Profile.comment's max_count at 8 the encoder overran its stack). */
+    while (pe_prof_comment(p, "comment %d", p->ncomments) == 0 && p->ncomments < PE_PROF_MAX_COMMENTS)
+        ;
+    CHECKF(p->ncomments == PE_PROF_MAX_COMMENTS, "comments %d", p->ncomments);
+    pe_membuf_init(&mb);
+    CHECK(pe_prof_write_pprof(p, &mb.sink) == 0);
+    CHECK(decode_pprof(&mb, &d, &prof));
+    CHECKF(prof.comment_count == PE_PROF_MAX_COMMENTS, "decoded %d", prof.comment_count);
     pe_membuf_free(&mb);
     pe_prof_free(p);
 }
