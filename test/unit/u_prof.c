@@ -406,7 +406,8 @@ test_pprof(void)
 
     /* Every comment the model keeps is encoded (a pid=all merge fills them:
        with Profile.comment's max_count at 8 the encoder overran its stack). */
-    while (pe_prof_comment(p, "comment %d", p->ncomments) == 0 && p->ncomments < PE_PROF_MAX_COMMENTS)
+    while (pe_prof_comment(p, "comment %d", p->ncomments) == 0 &&
+           p->ncomments < PE_PROF_MAX_COMMENTS)
         ;
     CHECKF(p->ncomments == PE_PROF_MAX_COMMENTS, "comments %d", p->ncomments);
     pe_membuf_init(&mb);
