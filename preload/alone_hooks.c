@@ -300,7 +300,8 @@ pe_alone_dormant_at_load(void)
         return 0;
     __atomic_store_n(&aside, 1, __ATOMIC_RELEASE);
     pe_log_info("pid %d (%s) started under a seccomp filter: no profiling here (a filter may "
-                "kill the process on a system call of ours; PROFEP_SECCOMP=serve serves anyway)",
+                "kill the process on a system call of ours; PROFEP_SECCOMP=serve serves anyway, "
+                "=try profiles too if the filter answers errors, as Docker's default profile does)",
                 (int)getpid(), pe_cfg_progname());
     return 1;
 }

@@ -389,15 +389,20 @@ load_log(const pe_cfg_row_t *row, const char *s, void *field)
     return -EINVAL;
 }
 
-/* PROFEP_SECCOMP: "dormant" (0) or "serve" (1). */
+/* PROFEP_SECCOMP: "dormant", "serve" or "try" (PE_SECCOMP_*). */
 static int
 load_seccomp(const pe_cfg_row_t *row, const char *s, void *field)
 {
+    static const char *const names[] = {"dormant", "serve", "try"};
+
     (void)row;
-    if (strcasecmp(s, "dormant") && strcasecmp(s, "serve"))
-        return -EINVAL;
-    *(int *)field = !strcasecmp(s, "serve");
-    return 0;
+    for (int i = 0; i < (int)PE_ARRAY_SIZE(names); i++) {
+        if (!strcasecmp(s, names[i])) {
+            *(int *)field = i;
+            return 0;
+        }
+    }
+    return -EINVAL;
 }
 
 /* PROFEP_CPU_ENGINE: "auto" (0), "perf" (1) or "timer" (2). */
@@ -687,9 +692,10 @@ const pe_cfg_row_t pe_cfg_rows[] = {
      .def = "dormant",
      .parse = load_seccomp,
      FIELD(seccomp_serve),
-     .allowed = "dormant or serve",
-     .help = "a process started under a seccomp filter: dormant (one line), or serve anyway "
-             "(CPU, wall and stacks off)"},
+     .allowed = "dormant, serve or try",
+     .help = "a process started under a seccomp filter: dormant (one line), serve anyway "
+             "(CPU, wall and stacks off), or try those too, trusting the filter to answer "
+             "errors (as Docker's default profile does)"},
     {.name = "PROFEP_CPU_ENGINE",
      .def = "auto",
      .parse = load_cpu_engine,

@@ -29,6 +29,9 @@
 
 /* PROFEP_CPU_ENGINE: how CPU profiles are sampled (sampler/engine_perf.h). */
 enum { PE_CPU_ENGINE_AUTO = 0, PE_CPU_ENGINE_PERF = 1, PE_CPU_ENGINE_TIMER = 2 };
+/* PROFEP_SECCOMP: under a filter at load, stay dormant, serve without signal-based
+   profiling, or try it (trusting the filter to answer errors). */
+enum { PE_SECCOMP_DORMANT = 0, PE_SECCOMP_SERVE = 1, PE_SECCOMP_TRY = 2 };
 
 typedef struct pe_cfg_s {
     char addr[128];      /* PROFEP_ADDR as given ("127.0.0.1:16825") */
@@ -47,7 +50,7 @@ typedef struct pe_cfg_s {
     int64_t mutex_rate;  /* PROFEP_MUTEX_RATE: 1 in N contentions, 0 = off */
     char tls_cert[256];  /* PROFEP_TLS_CERT, absolute, "" = plain HTTP */
     int64_t debug_mem;   /* PROFEP_DEBUG_MEM bytes of debug info kept, 0 = no lines */
-    int seccomp_serve;   /* PROFEP_SECCOMP: 1 serve under a filter at load, 0 dormant */
+    int seccomp_serve;   /* PROFEP_SECCOMP: PE_SECCOMP_DORMANT, _SERVE or _TRY (both serve) */
     int cpu_engine;      /* PROFEP_CPU_ENGINE: PE_CPU_ENGINE_AUTO, _PERF or _TIMER */
 
     /* PROFEP_PORT_FILE, %p expanded, made absolute at load */

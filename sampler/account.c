@@ -39,11 +39,12 @@ proc_closed(void)
 }
 
 /* Does the process itself run under a filter?  Then every thread does, and the
-   sampler said so already (the profile is refused): no thread is singled out. */
+   sampler said so already (the profile is refused, or tried under
+   PROFEP_SECCOMP=try): no thread is singled out. */
 static int
 self_seccomp(void)
 {
-    return pe_cpu_seccomp_reason() != NULL;
+    return pe_seccomp_filtered();
 }
 
 /* "tids 12 13 14" (and "+N more") into buf. */

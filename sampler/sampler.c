@@ -82,7 +82,7 @@ ring_slots(void)
 const char *
 pe_sampler_unavailable(void)
 {
-    const char *why = pe_cpu_seccomp_reason();
+    const char *why = pe_seccomp_reason();
 
     if (why)
         return why;
@@ -94,7 +94,7 @@ pe_sampler_init(void)
 {
     if (!pe_real_ready)
         pe_real_init();
-    pe_cpu_seccomp_init();
+    pe_seccomp_init();
     return 0;
 }
 

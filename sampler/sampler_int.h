@@ -41,6 +41,7 @@
 #include "kind.h"
 #include "ring.h"
 #include "sampler.h"
+#include "seccomp.h"
 
 #define PE_SAMPLER_SIG SIGPROF
 /* si_value of our timers: tag in the top 16 bits, session generation below. */
@@ -121,12 +122,8 @@ void pe_cpu_sig_quiesce(int timeout_ms);
 int pe_cpu_timer_create(pid_t tid, int64_t pe_sampler_period_ns, uint64_t cookie, int *timerid);
 void pe_cpu_timer_delete(int timerid);
 
-/* Constructor: says in one line when the process starts under a seccomp filter. */
-void pe_cpu_seccomp_init(void);
-/* Why a seccomp filter keeps signal-based profiling off, or NULL. */
-const char *pe_cpu_seccomp_reason(void);
 /* Take the signal for a profile: 0, -EPERM when the program handles it, or
-   -EACCES under a seccomp filter (pe_cpu_seccomp_reason). */
+   -EACCES under a seccomp filter (pe_seccomp_reason). */
 int pe_cpu_sig_acquire(void);
 /* 1 when the program handles the signal itself (so pe_cpu_sig_acquire would fail). */
 int pe_cpu_sig_program_owns(void);

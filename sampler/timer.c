@@ -10,10 +10,8 @@
  * can never take the default action (terminate); it is ignored instead.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -147,71 +145,6 @@ pe_cpu_timer_delete(int timerid)
     errno = saved;
 }
 
-/* ---- seccomp ---------------------------------------------------------------------- */
-
-/*
- * A seccomp filter may answer timer_create or rt_tgsigqueueinfo with an
- * error, or kill the process on them, and a filter cannot be read back
- * without privileges; trying is the only test, and it could be fatal.  So
- * signal-based profiling is off when the process started under a filter
- * (our threads inherit it), or when the thread asking has one now (a filter
- * synchronised to every thread).  A filter a program installs on its own
- * threads only (prctl) does not reach ours, which make those calls.
- */
-static int seccomp_at_load;
-
-/* The calling thread's "Seccomp:" mode (0 none, 2 filter), -1 unknown (no /proc). */
-static int
-seccomp_mode(void)
-{
-    char buf[4096], *p;
-    ssize_t n, got = 0;
-    int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    while (got < (ssize_t)sizeof(buf) - 1) {
-        n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got);
-        if (n > 0)
-            got += n;
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    close(fd);
-    buf[got] = 0;
-    p = strstr(buf, "\nSeccomp:");
-    return p ? atoi(p + 10) : -1;
-}
-
-void
-pe_cpu_seccomp_init(void)
-{
-    int saved = errno;
-
-    if (seccomp_mode() == 2) {
-        seccomp_at_load = 1;
-        pe_log_warn("started under a seccomp filter: CPU, wall-clock and thread-stack profiling "
-                    "are off (a filter may kill the process on timer_create or "
-                    "rt_tgsigqueueinfo)");
-    }
-    errno = saved;
-}
-
-const char *
-pe_cpu_seccomp_reason(void)
-{
-    int saved = errno, mode;
-
-    if (seccomp_at_load)
-        return "the process started under a seccomp filter, which may kill it on "
-               "timer_create or rt_tgsigqueueinfo";
-    mode = seccomp_mode();
-    errno = saved;
-    return mode == 2 ? "a seccomp filter now covers every thread of the process, and may kill it "
-                       "on timer_create or rt_tgsigqueueinfo"
-                     : NULL;
-}
-
 /* ---- the signal disposition ------------------------------------------------------ */
 
 /*
@@ -248,7 +181,7 @@ pe_cpu_sig_acquire(void)
     sigset_t saved;
     int rc = 0;
 
-    if (pe_cpu_seccomp_reason())
+    if (pe_seccomp_reason())
         return -EACCES;
     pe_sigown_lock(&pe_cpu_sig, &saved);
     if (pe_cpu_sig.owned) {
