@@ -13,7 +13,8 @@
 #     (test/progs/p_seccomp_noperf.c), PROFEP_SECCOMP=serve: as documented
 #     (README, docs/HARDENING.md), a process started under a filter serves
 #     with CPU profiling off, since a filter may kill it on timer_create: 503
-#     saying so, and the program runs on unharmed.
+#     saying so, and the program runs on unharmed (PROFEP_SECCOMP=try, which
+#     profiles there, is e2e_cpu_seccomp's).
 source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl
