@@ -85,8 +85,9 @@ main(void)
         }
         if (k->start && r->handler != pe_http_h_sampled_stop)
             CHECKF(!!(k->flags & PE_KIND_F_CAPTURE) == pe_param_listed(r->params, "capture"),
-                   "%s: capture= listed %s the %s kind takes it", r->path,
-                   pe_param_listed(r->params, "capture") ? "but not" : "and", k->name);
+                   "%s: capture= %s, the %s kind %s it", r->path,
+                   pe_param_listed(r->params, "capture") ? "listed" : "not listed", k->name,
+                   k->flags & PE_KIND_F_CAPTURE ? "takes" : "does not take");
     }
 
     /* Every kind has its routes: a session's start and stop, or cumulative and delta. */
