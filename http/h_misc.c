@@ -88,7 +88,7 @@ index_quick(pe_sink_t *s, const pe_req_t *r)
     pe_sink_put(s, "<ul class=\"quick\">\n");
     for (size_t i = 0; i < PE_ARRAY_SIZE(quick); i++) {
         const pe_route_t *rt = route_at(quick[i].path);
-        const char *why = rt && rt->unavailable ? rt->unavailable() : NULL;
+        const char *why = rt ? pe_http_route_unavailable(rt) : NULL;
 
         if (!strcmp(quick[i].path, "/heap_timeline") && !pe_heap_hist_running())
             why = "the heap history thread is not running";
@@ -148,7 +148,7 @@ pe_http_h_index(pe_req_t *r)
                    "<th>parameters (=what absent means)</th></tr>\n");
     for (i = 0; i < pe_nroutes; i++) {
         const pe_route_t *rt = &pe_routes[i];
-        const char *why = rt->unavailable ? rt->unavailable() : NULL;
+        const char *why = pe_http_route_unavailable(rt);
 
         pe_sink_printf(s, "<tr%s><td>", why ? " class=\"off\"" : "");
         if (rt->methods & PE_M_GET)

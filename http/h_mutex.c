@@ -5,8 +5,9 @@
  * formats: pprof (the kind's build), `seconds=N` for the delta over N s,
  * `debug=1` for Go's legacy text (the kind's text); and godeltaprof's
  * delta_mutex and delta_block, the change since the previous call of that
- * path.  This file picks the window (baseline.c) and sends the answer; a new
- * recorded kind is a one-line handler here over its row.
+ * path.  This file picks the window (baseline.c) and sends the answer; which
+ * kind, its route row says (routes.c), so a new recorded kind needs no code
+ * here.
  *
  * Signal-safe: no (HTTP worker threads).
  */
@@ -20,16 +21,19 @@
 static int
 recorded(pe_req_t *r, const pe_kind_t *k, pe_http_baseline_t *base)
 {
-    pe_http_recs_t recs = {k->snapshot, k->delta, k->rec_size};
-    const char *why = k->unavailable ? k->unavailable() : NULL;
+    pe_http_recs_t recs;
+    const char *why;
     void *v;
     pe_resp_t resp;
     int n, rc, debug;
     int64_t dur;
     pe_prof_t *p;
 
-    if (why)
+    if (!k || !k->build)
+        return pe_http_error(r, 500, "%s: no recorded kind", r->path);
+    if ((why = k->unavailable ? k->unavailable() : NULL))
         return pe_http_error(r, 503, "%s", why);
+    recs = (pe_http_recs_t){k->snapshot, k->delta, k->rec_size};
     if ((rc = pe_http_recs_window(r, &recs, base, &v, &n, &debug, &dur)))
         return rc;
     if (debug >= 1) {
@@ -49,36 +53,37 @@ recorded(pe_req_t *r, const pe_kind_t *k, pe_http_baseline_t *base)
 
 /* ---- handlers ------------------------------------------------------------------- */
 
-int
-pe_http_h_pprof_mutex(pe_req_t *r)
+static const pe_kind_t *
+route_kind(const pe_req_t *r)
 {
-    return recorded(r, &pe_kind_mutex, NULL);
+    const pe_route_t *rt = pe_http_find_route(r->path);
+
+    return rt ? rt->kind : NULL;
 }
 
 int
-pe_http_h_pprof_block(pe_req_t *r)
+pe_http_h_recorded(pe_req_t *r)
 {
-    return recorded(r, &pe_kind_block, NULL);
+    return recorded(r, route_kind(r), NULL);
 }
 
-static pe_http_baseline_t delta_mutex_base = PE_HTTP_BASELINE_INIT;
-static pe_http_baseline_t delta_block_base = PE_HTTP_BASELINE_INIT;
+/* godeltaprof's per-path memory: one baseline per route (index into pe_routes). */
+static pe_http_baseline_t delta_base[PE_HTTP_MAX_ROUTES] = {[0 ... PE_HTTP_MAX_ROUTES - 1] =
+                                                                PE_HTTP_BASELINE_INIT};
 
 int
-pe_http_h_delta_mutex(pe_req_t *r)
+pe_http_h_recorded_delta(pe_req_t *r)
 {
-    return recorded(r, &pe_kind_mutex, &delta_mutex_base);
-}
+    const pe_route_t *rt = pe_http_find_route(r->path);
 
-int
-pe_http_h_delta_block(pe_req_t *r)
-{
-    return recorded(r, &pe_kind_block, &delta_block_base);
+    if (!rt)
+        return pe_http_error(r, 500, "%s: no route", r->path);
+    return recorded(r, rt->kind, &delta_base[rt - pe_routes]);
 }
 
 void
 pe_http_mutex_atfork_child(void)
 {
-    pe_http_baseline_atfork_child(&delta_mutex_base);
-    pe_http_baseline_atfork_child(&delta_block_base);
+    for (int i = 0; i < PE_HTTP_MAX_ROUTES; i++)
+        pe_http_baseline_atfork_child(&delta_base[i]);
 }

@@ -1,11 +1,13 @@
 /*
- * h_profile.c: the sampling profile endpoints, CPU (/profile, /profile_start,
- * /profile_stop, /debug/pprof/profile) and wall-clock (/profile_wall,
- * /profile_wall_start, /profile_wall_stop, and fgprof's /debug/fgprof).  Both kinds are served by
- * the same code over a small table: each request opens its own window on the one shared sampler
- * (sampler/sampler.h), so overlapping requests each get their own window's samples; an open-ended
- * session is one window held here. Formats (pprof=false, format=...) are pe_http_send_profile's
- * business.
+ * h_profile.c: the sampled kinds' endpoints (sampler/kind.h): CPU (/profile,
+ * /profile_start, /profile_stop, /debug/pprof/profile) and wall-clock
+ * (/profile_wall, /profile_wall_start, /profile_wall_stop, and fgprof's
+ * /debug/fgprof).  Which kind a request asks for, its route row says
+ * (routes.c): every kind is served by the same code, so a new sampled kind
+ * needs no code here.  Each request opens its own window on the one shared
+ * sampler (sampler/sampler.h), so overlapping requests each get their own
+ * window's samples; an open-ended session is one window held here. Formats
+ * (pprof=false, format=...) are pe_http_send_profile's business.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,38 +26,65 @@
 #include "../symbols/symbols.h"
 #include "http_int.h"
 
-/* ---- the two kinds ----------------------------------------------------------------- */
+/* A kind's one open-ended session. */
+typedef struct session_s {
+    pthread_mutex_t lock;
+    pe_sampler_win_t *w; /* under lock */
+    double delay;
+} session_t;
 
+/* ---- the kinds ---------------------------------------------------------------------- */
+
+/* What a request needs of its kind: the row, what it is called, and its one
+   open-ended session. */
 typedef struct kind_s {
-    const char *what;  /* in messages: "CPU", "wall-clock" */
-    const char *stem;  /* file name stem */
-    const char *start; /* its _start and _stop paths */
+    const pe_kind_t *kind; /* the sampler's row (sampler/kind.h) */
+    const char *what;      /* in messages: "CPU", "wall-clock" */
+    const char *stem;      /* file name stem */
+    const char *start;     /* its _start and _stop paths (routes.c) */
     const char *stop;
     double min_delay;
-    const pe_kind_t *kind; /* the sampler's row (sampler/kind.h) */
-    /* The one open-ended session of this kind (guarded by `lock`). */
-    pthread_mutex_t lock;
-    pe_sampler_win_t *sess;
-    double sess_delay;
+    session_t *sess;
 } kind_t;
 
-static kind_t cpu = {
-    "CPU", "profile",    "/profile_start",          "/profile_stop",
-    1e-5,  &pe_kind_cpu, PTHREAD_MUTEX_INITIALIZER, NULL,
-    0,
-};
-/* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
-static kind_t wall = {
-    "wall-clock",
-    "wall",
-    "/profile_wall_start",
-    "/profile_wall_stop",
-    1e-3,
-    &pe_kind_wall,
-    PTHREAD_MUTEX_INITIALIZER,
-    NULL,
-    0,
-};
+/* The open-ended sessions, one per kind: at the index of the kind's first route. */
+static session_t sessions[PE_HTTP_MAX_ROUTES] = {
+    [0 ... PE_HTTP_MAX_ROUTES - 1] = {PTHREAD_MUTEX_INITIALIZER, NULL, 0}};
+
+/* The path of k's route served by h, or "" (messages name it). */
+static const char *
+path_of(const pe_kind_t *k, pe_http_handler_t h)
+{
+    for (int i = 0; i < pe_nroutes; i++)
+        if (pe_routes[i].kind == k && pe_routes[i].handler == h)
+            return pe_routes[i].path;
+    return "";
+}
+
+/* The request's kind (its route's) into *e: 0, or the 500 sent when its
+   route names no sampled kind. */
+static int
+kind_of(pe_req_t *r, kind_t *e)
+{
+    const pe_route_t *rt = pe_http_find_route(r->path);
+    const pe_kind_t *k = rt ? rt->kind : NULL;
+    int cpu = k == &pe_kind_cpu, first = 0;
+
+    if (!k || !k->start)
+        return pe_http_error(r, 500, "%s: no sampled kind", r->path);
+    while (pe_routes[first].kind != k)
+        first++;
+    e->kind = k;
+    e->sess = &sessions[first];
+    e->start = path_of(k, pe_http_h_sampled_start);
+    e->stop = path_of(k, pe_http_h_sampled_stop);
+    /* The rows that do not say (kind.h): CPU's and wall's names until now. */
+    e->what = k->title ? k->title : cpu ? "CPU" : k == &pe_kind_wall ? "wall-clock" : k->name;
+    e->stem = k->stem ? k->stem : cpu ? "profile" : k->name;
+    /* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
+    e->min_delay = k->min_period ? (double)k->min_period / 1e9 : cpu ? 1e-5 : 1e-3;
+    return 0;
+}
 
 /* ---- helpers -------------------------------------------------------------------- */
 
@@ -374,46 +403,47 @@ out:
 }
 
 static int
-session_start(pe_req_t *r, kind_t *k)
+session_start(pe_req_t *r, const kind_t *k)
 {
+    session_t *ss = k->sess;
     double n, delay;
     char line[200];
     int rc;
 
     if ((rc = sampling_params(r, k, &n, &delay)))
         return rc;
-    pthread_mutex_lock(&k->lock);
-    if (k->sess) {
+    pthread_mutex_lock(&ss->lock);
+    if (ss->w) {
         rc = pe_http_error(r, 409,
                            "a %s profile session is already running (delay=%g s); "
                            "stop it with %s",
-                           k->what, k->sess_delay, k->stop);
+                           k->what, ss->delay, k->stop);
         goto out;
     }
-    if ((rc = open_window(r, k, n, delay, &k->sess)))
+    if ((rc = open_window(r, k, n, delay, &ss->w)))
         goto out;
-    k->sess_delay = delay;
+    ss->delay = delay;
     snprintf(line, sizeof(line),
              "%s profiling started (delay=%g s, n=%.0f); %s returns the "
              "profile\n",
              k->what, delay, n, k->stop);
     rc = pe_http_reply(r, 200, "text/plain", line);
 out:
-    pthread_mutex_unlock(&k->lock);
+    pthread_mutex_unlock(&ss->lock);
     return rc;
 }
 
 static int
-session_stop(pe_req_t *r, kind_t *k)
+session_stop(pe_req_t *r, const kind_t *k)
 {
     pe_sampler_win_t *w;
     pe_prof_t *p;
     int rc;
 
-    pthread_mutex_lock(&k->lock);
-    w = k->sess;
-    k->sess = NULL;
-    pthread_mutex_unlock(&k->lock);
+    pthread_mutex_lock(&k->sess->lock);
+    w = k->sess->w;
+    k->sess->w = NULL;
+    pthread_mutex_unlock(&k->sess->lock);
     if (!w)
         return pe_http_error(r, 409, "no %s profile session is running; start one with %s", k->what,
                              k->start);
@@ -429,53 +459,50 @@ session_stop(pe_req_t *r, kind_t *k)
 /* ---- handlers ------------------------------------------------------------------- */
 
 int
-pe_http_h_profile(pe_req_t *r)
+pe_http_h_sampled(pe_req_t *r)
 {
-    return timed_profile(r, &cpu, "duration", 10, 0);
+    kind_t k;
+    int rc = kind_of(r, &k);
+
+    return rc ? rc : timed_profile(r, &k, "duration", 10, 0);
 }
 
 int
-pe_http_h_pprof_profile(pe_req_t *r)
+pe_http_h_sampled_go(pe_req_t *r)
 {
-    return timed_profile(r, &cpu, "seconds", 30, 0);
-}
+    kind_t k;
+    int rc = kind_of(r, &k);
 
-int
-pe_http_h_profile_start(pe_req_t *r)
-{
-    return session_start(r, &cpu);
-}
-
-int
-pe_http_h_profile_stop(pe_req_t *r)
-{
-    return session_stop(r, &cpu);
-}
-
-int
-pe_http_h_profile_wall(pe_req_t *r)
-{
-    return timed_profile(r, &wall, "duration", 10, 0);
-}
-
-int
-pe_http_h_profile_wall_start(pe_req_t *r)
-{
-    return session_start(r, &wall);
-}
-
-int
-pe_http_h_profile_wall_stop(pe_req_t *r)
-{
-    return session_stop(r, &wall);
+    return rc ? rc : timed_profile(r, &k, "seconds", 30, 0);
 }
 
 /* fgprof's /debug/fgprof?seconds=N (default 30): a wall-clock profile of every
    thread, as fgprof's users and Grafana Alloy's scraper read it. */
 int
-pe_http_h_fgprof(pe_req_t *r)
+pe_http_h_sampled_fgprof(pe_req_t *r)
 {
-    return timed_profile(r, &wall, "seconds", 30, 1);
+    kind_t k;
+    int rc = kind_of(r, &k);
+
+    return rc ? rc : timed_profile(r, &k, "seconds", 30, 1);
+}
+
+int
+pe_http_h_sampled_start(pe_req_t *r)
+{
+    kind_t k;
+    int rc = kind_of(r, &k);
+
+    return rc ? rc : session_start(r, &k);
+}
+
+int
+pe_http_h_sampled_stop(pe_req_t *r)
+{
+    kind_t k;
+    int rc = kind_of(r, &k);
+
+    return rc ? rc : session_stop(r, &k);
 }
 
 void
@@ -484,7 +511,8 @@ pe_http_profile_atfork_child(void)
     static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
     /* The sessions' windows were the parent's (the sampler dropped them). */
-    memcpy(&cpu.lock, &fresh, sizeof(fresh));
-    memcpy(&wall.lock, &fresh, sizeof(fresh));
-    cpu.sess = wall.sess = NULL;
+    for (int i = 0; i < PE_HTTP_MAX_ROUTES; i++) {
+        memcpy(&sessions[i].lock, &fresh, sizeof(fresh));
+        sessions[i].w = NULL;
+    }
 }

@@ -61,8 +61,13 @@ typedef struct pe_route_s {
        The index lists them; a typo of one answers 400 (pe_params_check). */
     const char *params;
     /* Why the capability cannot work right now, or NULL (the index shows it;
-       the handlers answer 503 with their own line).  May itself be NULL. */
+       the handlers answer 503 with their own line).  May itself be NULL; a
+       kind's route leaves it NULL and takes its kind's (pe_http_route_unavailable). */
     const char *(*unavailable)(void);
+    /* The profile kind it serves (sampler/kind.h), or NULL.  Its handler is
+       one of the kind's family (pe_http_h_sampled*, pe_http_h_recorded*),
+       which reads the kind from here: a new kind needs rows, no handler. */
+    const struct pe_kind_s *kind;
 } pe_route_t;
 
 #define PE_M_GET 1u
@@ -71,6 +76,13 @@ typedef struct pe_route_s {
 
 extern const pe_route_t pe_routes[];
 extern const int pe_nroutes;
+/* At most this many routes (per-path state such as godeltaprof's baselines is an array). */
+#define PE_HTTP_MAX_ROUTES 64
+/* The route serving path ("/" and "/debug/pprof": the index), or NULL. */
+const pe_route_t *pe_http_find_route(const char *path);
+/* Why rt cannot answer now (its own check, else its kind's), or NULL: the
+   index shows it. */
+const char *pe_http_route_unavailable(const pe_route_t *rt);
 /* What every endpoint takes besides its own (routes.c, h_tree.c). */
 #define PE_HTTP_GLOBAL_PARAMS "token pid"
 /* 0, or the 400 sent for a typo of one of route's parameters or a value
@@ -218,15 +230,13 @@ PE_TESTONLY void pe_http_sha256_b64(const void *data, size_t len, char out[45]);
 int pe_http_h_index(pe_req_t *r);
 int pe_http_h_cmdline(pe_req_t *r);
 int pe_http_h_symbol(pe_req_t *r);
-/* h_profile.c (CPU and wall-clock; fgprof's path is a wall-clock profile) */
-int pe_http_h_profile(pe_req_t *r);
-int pe_http_h_profile_start(pe_req_t *r);
-int pe_http_h_profile_stop(pe_req_t *r);
-int pe_http_h_pprof_profile(pe_req_t *r);
-int pe_http_h_profile_wall(pe_req_t *r);
-int pe_http_h_profile_wall_start(pe_req_t *r);
-int pe_http_h_profile_wall_stop(pe_req_t *r);
-int pe_http_h_fgprof(pe_req_t *r);
+/* h_profile.c: the routes of a sampled kind (CPU, wall-clock; kind.h), the
+   kind read from the route */
+int pe_http_h_sampled(pe_req_t *r);        /* ?duration=N (default 10) s of profile */
+int pe_http_h_sampled_go(pe_req_t *r);     /* go tool pprof's ?seconds=N (default 30) */
+int pe_http_h_sampled_fgprof(pe_req_t *r); /* the same under fgprof's sample type names */
+int pe_http_h_sampled_start(pe_req_t *r);  /* open the kind's one open-ended session */
+int pe_http_h_sampled_stop(pe_req_t *r);   /* close it and send its profile */
 /* h_heap.c */
 int pe_http_h_allocs_profile(pe_req_t *r);
 int pe_http_h_allocs_profile_start(pe_req_t *r);
@@ -246,11 +256,9 @@ int pe_http_h_heap_peak(pe_req_t *r);
 int pe_http_h_heap_timeline(pe_req_t *r);
 /* h_snapshot.c */
 int pe_http_h_heap_snapshot(pe_req_t *r);
-/* h_mutex.c */
-int pe_http_h_pprof_mutex(pe_req_t *r);
-int pe_http_h_pprof_block(pe_req_t *r);
-int pe_http_h_delta_mutex(pe_req_t *r);
-int pe_http_h_delta_block(pe_req_t *r);
+/* h_mutex.c: the routes of a recorded kind (lock contention; kind.h) */
+int pe_http_h_recorded(pe_req_t *r);       /* cumulative, Go's seconds=N, debug=1 */
+int pe_http_h_recorded_delta(pe_req_t *r); /* godeltaprof: since this path's previous call */
 /* h_threads.c (every thread: stacks now, threadcreate) */
 int pe_http_h_goroutine(pe_req_t *r);
 int pe_http_h_task_backtraces(pe_req_t *r);

@@ -1,9 +1,10 @@
 /*
  * routes.c: the one routing table, and the checks every request passes in
  * order: Host and cross-site (421/403, origin.c), query (400), token (401),
- * path (404), method (405); then the handler.  Also the
- * cap on concurrent long requests, so that quick endpoints always find a
- * worker.
+ * path (404), method (405); then the handler.  A profile kind's rows
+ * (sampler/kind.h) name the kind, whose family's handler reads it from here
+ * and whose `unavailable` they take.  Also the cap on concurrent long
+ * requests, so that quick endpoints always find a worker.
  */
 #include <civetweb.h>
 #include <errno.h>
@@ -12,11 +13,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../contention/mutex.h"
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
-#include "../preload/init.h"
+#include "../sampler/kind.h"
 #include "../sampler/sampler.h"
 #include "../trace/feed.h"
 #include "http_int.h"
@@ -39,18 +39,9 @@ allocs_unavailable(void)
     return pe_heap_available() ? NULL : pe_heap_reason();
 }
 
-static const char *
-mutex_unavailable(void)
-{
-    if (pe_init_no_interposers())
-        return pe_init_no_interposers();
-    return pe_mutex_rate() <= 0 ? "lock contention profiling is off (PROFEP_MUTEX_RATE=0)" : NULL;
-}
-
 #define SIG pe_sampler_unavailable
 #define HEAP heap_unavailable
 #define ALLOCS allocs_unavailable
-#define MUTEX mutex_unavailable
 
 /* The parameters pe_http_send_profile reads (respond.c): every profile's formats. */
 #define FMT "format pprof sample_index names granularity groupby mincount maxdepth"
@@ -59,75 +50,101 @@ mutex_unavailable(void)
 /* Heap ages and checkpoints (h_heap_time.c). */
 #define AGE "min_age max_age"
 
+/* Path, handler, methods, help, example query, parameters, why it cannot work
+   now (NULL: nothing, or its kind's), and the kind its family's handler serves. */
 const pe_route_t pe_routes[] = {
-    {"/debug/pprof/", pe_http_h_index, GH, "this index", "", "", NULL},
-    {"/profile", pe_http_h_profile, GH, "CPU profile of every thread for duration s", "?duration=5",
-     "n delay duration event engine " FMT, SIG},
-    {"/profile_start", pe_http_h_profile_start, GH, "start an open-ended CPU profile", "",
-     "n delay event engine", SIG},
-    {"/profile_stop", pe_http_h_profile_stop, GH, "stop it and return the profile", "", FMT, NULL},
-    {"/profile_wall", pe_http_h_profile_wall, GH,
+    {"/debug/pprof/", pe_http_h_index, GH, "this index", "", "", NULL, NULL},
+    {"/profile", pe_http_h_sampled, GH, "CPU profile of every thread for duration s", "?duration=5",
+     "n delay duration event engine " FMT, NULL, &pe_kind_cpu},
+    {"/profile_start", pe_http_h_sampled_start, GH, "start an open-ended CPU profile", "",
+     "n delay event engine", NULL, &pe_kind_cpu},
+    {"/profile_stop", pe_http_h_sampled_stop, GH, "stop it and return the profile", "", FMT, NULL,
+     &pe_kind_cpu},
+    {"/profile_wall", pe_http_h_sampled, GH,
      "wall-clock profile of every thread, running or blocked", "?duration=5",
-     "n delay duration capture " FMT, SIG},
-    {"/profile_wall_start", pe_http_h_profile_wall_start, GH,
-     "start an open-ended wall-clock profile", "", "n delay capture", SIG},
-    {"/profile_wall_stop", pe_http_h_profile_wall_stop, GH, "stop it and return the profile", "",
-     FMT, NULL},
+     "n delay duration capture " FMT, NULL, &pe_kind_wall},
+    {"/profile_wall_start", pe_http_h_sampled_start, GH, "start an open-ended wall-clock profile",
+     "", "n delay capture", NULL, &pe_kind_wall},
+    {"/profile_wall_stop", pe_http_h_sampled_stop, GH, "stop it and return the profile", "", FMT,
+     NULL, &pe_kind_wall},
     {"/allocs_profile", pe_http_h_allocs_profile, GH,
      "record malloc-family calls with probability sample_rate for duration s", "?duration=5",
-     "sample_rate duration " FMT, ALLOCS},
+     "sample_rate duration " FMT, ALLOCS, NULL},
     {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations", "",
-     "sample_rate", ALLOCS},
+     "sample_rate", ALLOCS, NULL},
     {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH,
-     "stop and return the allocation profile", "", FMT, NULL},
+     "stop and return the allocation profile", "", FMT, NULL, NULL},
     {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
-     "live sampled heap as a Chrome DevTools .heapsnapshot", "", "all_one " AGE, HEAP},
+     "live sampled heap as a Chrome DevTools .heapsnapshot", "", "all_one " AGE, HEAP, NULL},
     {"/heap_peak", pe_http_h_heap_peak, GH, "live heap per stack at its sampled peak", "",
-     "debug " FMT, HEAP},
+     "debug " FMT, HEAP, NULL},
     {"/heap_timeline", pe_http_h_heap_timeline, GH,
      "the last hour of RSS, sampled heap, glibc arenas, threads (HTML chart)", "", "format seconds",
-     NULL},
-    {"/debug/pprof/profile", pe_http_h_pprof_profile, GH,
-     "CPU profile for seconds s (go tool pprof)", "?seconds=5", "n delay seconds event engine " FMT,
-     SIG},
+     NULL, NULL},
+    {"/debug/pprof/profile", pe_http_h_sampled_go, GH, "CPU profile for seconds s (go tool pprof)",
+     "?seconds=5", "n delay seconds event engine " FMT, NULL, &pe_kind_cpu},
     {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default)", "",
-     WIN " since " AGE " " FMT, HEAP},
+     WIN " since " AGE " " FMT, HEAP, NULL},
     {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
-     "sampled allocations since start (alloc_space default)", "", WIN " since " AGE " " FMT, HEAP},
+     "sampled allocations since start (alloc_space default)", "", WIN " since " AGE " " FMT, HEAP,
+     NULL},
     {"/debug/pprof/delta_heap", pe_http_h_delta_heap, GH,
-     "godeltaprof: allocations since the previous call of this path, live heap now", "", FMT, HEAP},
-    {"/debug/pprof/delta_mutex", pe_http_h_delta_mutex, GH,
-     "godeltaprof: lock contention since the previous call of this path", "", FMT, MUTEX},
-    {"/debug/pprof/delta_block", pe_http_h_delta_block, GH,
-     "godeltaprof: time blocked since the previous call of this path", "", FMT, MUTEX},
-    {"/debug/fgprof", pe_http_h_fgprof, GH,
+     "godeltaprof: allocations since the previous call of this path, live heap now", "", FMT, HEAP,
+     NULL},
+    {"/debug/pprof/delta_mutex", pe_http_h_recorded_delta, GH,
+     "godeltaprof: lock contention since the previous call of this path", "", FMT, NULL,
+     &pe_kind_mutex},
+    {"/debug/pprof/delta_block", pe_http_h_recorded_delta, GH,
+     "godeltaprof: time blocked since the previous call of this path", "", FMT, NULL,
+     &pe_kind_block},
+    {"/debug/fgprof", pe_http_h_sampled_fgprof, GH,
      "fgprof: wall-clock profile of every thread, on- and off-CPU, for seconds s (default 30)",
-     "?seconds=5", "n delay seconds capture " FMT, SIG},
+     "?seconds=5", "n delay seconds capture " FMT, NULL, &pe_kind_wall},
     {"/debug/pprof/trace", pe_http_h_trace, GH,
      "every thread on a time axis for seconds s (default 1): Chrome trace-event JSON "
      "for speedscope and Perfetto UI",
-     "?seconds=1", "seconds delay mem gzip", SIG},
+     "?seconds=1", "seconds delay mem gzip", SIG, NULL},
     {"/debug/pprof/goroutine", pe_http_h_goroutine, GH, "every thread's stack now", "?debug=1",
-     "debug capture " FMT, SIG},
+     "debug capture " FMT, SIG, NULL},
     {"/debug/pprof/threadcreate", pe_http_h_threadcreate, GH,
-     "stacks that created the live threads", "", "debug " FMT, NULL},
-    {"/debug/pprof/mutex", pe_http_h_pprof_mutex, GH,
-     "contended pthread mutexes and rwlocks (contentions, delay)", "", WIN " " FMT, MUTEX},
-    {"/debug/pprof/block", pe_http_h_pprof_block, GH,
-     "time blocked on locks and condition variables", "", WIN " " FMT, MUTEX},
+     "stacks that created the live threads", "", "debug " FMT, NULL, NULL},
+    {"/debug/pprof/mutex", pe_http_h_recorded, GH,
+     "contended pthread mutexes and rwlocks (contentions, delay)", "", WIN " " FMT, NULL,
+     &pe_kind_mutex},
+    {"/debug/pprof/block", pe_http_h_recorded, GH, "time blocked on locks and condition variables",
+     "", WIN " " FMT, NULL, &pe_kind_block},
     {"/debug/pprof/processes", pe_http_h_processes, GH,
-     "the processes of this tree, as JSON (any endpoint takes pid=N, some pid=all)", "", "", NULL},
+     "the processes of this tree, as JSON (any endpoint takes pid=N, some pid=all)", "", "", NULL,
+     NULL},
     {"/debug/pprof/cmdline", pe_http_h_cmdline, GH, "the program's arguments, NUL-separated", "",
-     "", NULL},
+     "", NULL, NULL},
     /* Its query is a list of addresses, not parameters. */
     {"/debug/pprof/symbol", pe_http_h_symbol, GH | PE_M_POST,
-     "Go's symbol protocol (POST 0xADDR+0xADDR...)", "", NULL, NULL},
+     "Go's symbol protocol (POST 0xADDR+0xADDR...)", "", NULL, NULL, NULL},
     {"/task_backtraces", pe_http_h_task_backtraces, GH, "every thread's stack now, as text", "",
-     "capture", SIG},
+     "capture", SIG, NULL},
     {"/debug_engine", pe_http_h_debug_engine, PE_M_POST,
-     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", "", "", NULL},
+     "POST {\"profile_type\": ...}: run it, write the result under PROFEP_STAGE_DIR", "", "", NULL,
+     NULL},
 };
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
+_Static_assert(PE_ARRAY_SIZE(pe_routes) <= PE_HTTP_MAX_ROUTES, "PE_HTTP_MAX_ROUTES");
+
+/* A stop only hands back what a session holds: it answers whatever the kind says. */
+const char *
+pe_http_route_unavailable(const pe_route_t *rt)
+{
+    const pe_kind_t *k = rt->kind;
+    const char *why;
+
+    if (rt->unavailable || !k)
+        return rt->unavailable ? rt->unavailable() : NULL;
+    if (rt->handler == pe_http_h_sampled_stop)
+        return NULL;
+    why = k->unavailable ? k->unavailable() : NULL;
+    /* a sampled kind takes the sampler's signal: a program that handles it rules it out */
+    return why || !k->start ? why : pe_sampler_unavailable();
+}
 
 /* ---- long-request slots --------------------------------------------------------- */
 
@@ -250,8 +267,8 @@ method_bit(const char *m)
     return 0;
 }
 
-static const pe_route_t *
-find_route(const char *path)
+const pe_route_t *
+pe_http_find_route(const char *path)
 {
     int i;
 
@@ -268,7 +285,7 @@ find_route(const char *path)
 int
 pe_http_route(pe_req_t *r)
 {
-    const pe_route_t *route = find_route(r->path);
+    const pe_route_t *route = pe_http_find_route(r->path);
     unsigned bit = method_bit(r->method);
     int status;
 
@@ -350,7 +367,7 @@ pe_http_dispatch(struct mg_connection *conn, void *cbdata)
     /* Everything but the quick endpoints holds a slot for its whole time:
        past the cap it is refused at once (503, Retry-After) instead of
        queueing ahead of them (docs/HARDENING.md). */
-    route = find_route(r->path);
+    route = pe_http_find_route(r->path);
     if (!quick(route)) {
         if ((status = pe_http_long_begin(r)))
             goto out;

@@ -15,8 +15,9 @@
  *            and `delta` give the records of a window, `build` the profile and
  *            `text` Go's debug=1 text.
  * Adding a kind: a file defining `const pe_kind_t pe_kind_<name>` (declared
- * below), a route row and its one-line handler (README, "adding a profile
- * kind").  Unused members are NULL/0.
+ * below) and its route rows in http/routes.c, which name the row and one of
+ * the family's handlers; the routes take the kind's `unavailable` (docs/
+ * DESIGN.md, "Adding a profile kind").  Unused members are NULL/0.
  *
  * Signal-safe: no (start, stop and the builders run on HTTP threads under the
  * sampler's lock; thread_start/thread_exit on the thread itself, no lock).
@@ -62,6 +63,10 @@ typedef struct pe_kind_s {
        flags, into l[0..1]; how many (or NULL: none). */
     int (*labels)(uint32_t flags, pe_prof_label_t *l);
     void (*comment)(pe_prof_t *p, const pe_kind_close_t *c); /* its comment lines */
+    /* What the HTTP side calls it (NULL/0: http/h_profile.c's defaults). */
+    const char *title;  /* in messages: "CPU", "wall-clock" */
+    const char *stem;   /* a profile's file name stem: "profile", "wall" */
+    int64_t min_period; /* the least period (delay=) a request may ask, ns */
 
     /* -- recorded kinds (a table kept all along) -- */
     size_t rec_size;                      /* one record */
@@ -77,5 +82,7 @@ typedef struct pe_kind_s {
 /* The kinds (cpu_session.c: cpu, wall.c: wall; contention/mutex_profile.c:
    mutex, block). */
 extern const pe_kind_t pe_kind_cpu, pe_kind_wall, pe_kind_mutex, pe_kind_block;
+/* All of them, for what checks every kind (test/unit/u_kinds.c: each has its routes). */
+#define PE_KINDS &pe_kind_cpu, &pe_kind_wall, &pe_kind_mutex, &pe_kind_block
 
 #endif /* PE_KIND_H */

@@ -119,6 +119,9 @@ int
 pe_sampler_open_kind(const pe_kind_t *k, double delay, int64_t max_frames, int capture,
                      pe_sampler_win_t **out, double *running_delay)
 {
+    /* capture is the kind's to take (kind.h): another kind starts as the default */
+    if (!(k->flags & PE_KIND_F_CAPTURE))
+        capture = PE_SAMPLER_CAPTURE_AUTO;
     return open_kind_ev(k, delay, max_frames, capture, PE_PERF_EV_CLOCK, -1, out, running_delay);
 }
 
