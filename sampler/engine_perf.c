@@ -53,6 +53,8 @@
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static int on;                       /* under plock; read unlocked by pe_perf_on */
+static int publish; /* started for a CPU session: samples go to the sampler's ring (else wall's
+                       last stacks only) */
 static struct perf_event_attr sattr; /* the sampling events' attributes */
 static int ncpu;                     /* CPUs with a ring */
 static struct {
@@ -72,6 +74,7 @@ static uint64_t st_samples, st_lost, st_deep, st_unseen;
 static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
 static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
+static uintptr_t upcs[PE_RING_FRAMES]; /* a stack no ring slot takes (collector, plock) */
 static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
 
 /* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
@@ -378,8 +381,8 @@ why_errno(int err, int ev)
     }
 }
 
-int
-pe_perf_start(int64_t period_ns, int ev, const char **why)
+static int
+start(int64_t period_ns, int ev, int pub, const char **why)
 {
     size_t pages;
     pe_proc_tasks_t it;
@@ -492,6 +495,12 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
     }
     free(tids);
     st_rings_peak = ncpu;
+    publish = pub;
+    if (!pub && !(recent = calloc(RECENT_SLOTS, sizeof(*recent)))) {
+        rc = -ENOMEM;
+        *why = "perf events: no memory for the threads' last stacks";
+        goto err;
+    }
     __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&plock);
     return 0;
@@ -501,6 +510,24 @@ err:
     close_all();
     pthread_mutex_unlock(&plock);
     return rc < 0 ? rc : -EIO;
+}
+
+int
+pe_perf_start(int64_t period_ns, int ev, const char **why)
+{
+    return start(period_ns, ev, 1, why);
+}
+
+int
+pe_perf_start_wall(int64_t period_ns, const char **why)
+{
+    return start(period_ns, PE_PERF_EV_CLOCK, 0, why);
+}
+
+int
+pe_perf_for_cpu(void)
+{
+    return pe_perf_on() && __atomic_load_n(&publish, __ATOMIC_RELAXED);
 }
 
 void
@@ -619,6 +646,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     uint64_t t, abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
     const uint8_t *stack = NULL;
     pe_ring_slot_t *s;
+    uintptr_t *pcs;
     int n, how = 0;
 
 #define TAKE(dst, len)                                                                             \
@@ -648,26 +676,30 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
         return;
     st_samples++;
     tid_mark((pid_t)tid, 1); /* sampled, so covered (its fork record may have been lost) */
-    if (!(s = pe_ring_claim(out))) {
+    s = NULL;
+    if (publish && !(s = pe_ring_claim(out)))
         pe_ring_drop(out, 1);
+    if (!s && !recent)
         return;
-    }
+    pcs = s ? s->pcs : upcs; /* (wall only: the last stack, no CPU sample) */
     if (dyn > size)
         dyn = size;
-    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs, PE_RING_FRAMES, &how);
+    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, pcs, PE_RING_FRAMES, &how);
     if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
-    s->tid = (pid_t)tid;
-    s->weight = 1;
-    s->nframes = n;
-    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
     if (recent) {
         recent_t *r = &recent[tid % RECENT_SLOTS];
         r->tid = (pid_t)tid;
         r->t = t;
         r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
-        memcpy(r->pcs, s->pcs, (size_t)r->n * sizeof(r->pcs[0]));
+        memcpy(r->pcs, pcs, (size_t)r->n * sizeof(r->pcs[0]));
     }
+    if (!s)
+        return;
+    s->tid = (pid_t)tid;
+    s->weight = 1;
+    s->nframes = n;
+    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
     pe_ring_publish(out, s);
 }
 
@@ -722,7 +754,7 @@ pe_perf_keep_recent(int yes)
     pthread_mutex_lock(&plock);
     if (yes && on && !recent)
         recent = calloc(RECENT_SLOTS, sizeof(*recent));
-    else if (!yes) {
+    else if (!yes && publish) { /* (a wall-only engine keeps them until it stops) */
         free(recent);
         recent = NULL;
     }
@@ -782,4 +814,5 @@ pe_perf_atfork_child(void)
     close_ours(kick_fd, "eventfd");
     kick_fd = -1;
     covered = NULL; /* (a private mapping the child has a copy of: left) */
+    recent = NULL;  /* (idem, a heap copy) */
 }
