@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/aslimit.h"
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/proc.h"
 #include "../preload/threads.h"
@@ -100,29 +101,30 @@ perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 }
 
 /* Out of the program's way: at or above FD_FLOOR when the limit leaves room,
-   close-on-exec either way (PERF_FLAG_FD_CLOEXEC). */
+   close-on-exec either way (PERF_FLAG_FD_CLOEXEC), and held in preload/fd.h's
+   registry (a program's close, close_range, closefrom leave it open). */
 static int
 lift(int fd)
 {
     struct rlimit rl;
     int n;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= FD_FLOOR * 2)
-        return fd;
-    n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
-    if (n < 0)
-        return fd;
-    close(fd);
-    return n;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > FD_FLOOR * 2 &&
+        (n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR)) >= 0) {
+        close(fd);
+        fd = n;
+    }
+    (void)pe_fd_bulk_hold(fd); /* (-ENOMEM: unguarded, still_ours below) */
+    return fd;
 }
 
 /*
  * Is fd still the kind of descriptor we made there ("perf_event", "eventfd")?
- * Our descriptors are not in preload/fd.c's registry (a fixed table of a
- * few, and these may be thousands), so a program's closefrom or close_range
- * can close them and reuse the number; we never close or write to a number
- * that is not ours any more.  Not proof (the program's own perf event or
- * eventfd at that number would pass), which is rare enough.
+ * Held in preload/fd.h's registry, in bulk: a program's close, close_range
+ * and closefrom leave them; its dup2 onto one, or a raw close system call,
+ * still takes the number; we never close or write to a number that is not
+ * ours any more.  Not proof (the program's own perf event or eventfd at that
+ * number would pass), which is rare enough.
  */
 static int
 still_ours(int fd, const char *what)
@@ -142,7 +144,8 @@ still_ours(int fd, const char *what)
 static void
 close_ours(int fd, const char *what)
 {
-    if (fd >= 0 && still_ours(fd, what))
+    /* held: closed past the close hook (in a fork child too); else checked */
+    if (fd >= 0 && pe_fd_bulk_close(fd) == -EBADF && still_ours(fd, what))
         close(fd);
 }
 
@@ -247,7 +250,7 @@ ring_open(int cpu, size_t pages)
     m = mmap(NULL, (pages + 1) * psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         int err = -errno;
-        close(fd);
+        close_ours(fd, "perf_event");
         return err;
     }
     rings[ncpu].cpu = cpu;
