@@ -53,7 +53,7 @@
 /* ---- data ------------------------------------------------------------------------ */
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-static int on;                       /* under plock; read unlocked by pe_perf_on */
+static int on;      /* under plock; read unlocked by pe_perf_on */
 static int publish; /* started for a CPU session: samples go to the sampler's ring (else wall's
                        last stacks only) */
 static struct perf_event_attr sattr; /* the sampling events' attributes */
@@ -74,9 +74,10 @@ static uint8_t *covered; /* bitmap by tid: a thread some event samples */
 static uint64_t st_samples, st_lost, st_deep, st_unseen;
 static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
-static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
+static uint8_t rec[65536 + 64];        /* one record, copied out of the ring (collector) */
 static uintptr_t upcs[PE_RING_FRAMES]; /* a stack no ring slot takes (collector, plock) */
-static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
+static int cpu_ids[CPUS_MAX];          /* the online CPUs (pe_perf_start) */
+static pid_t self;                     /* our pid at the start (getpid is a system call a sample) */
 
 /* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
    session wants them for its running threads (pe_perf_recent), under plock. */
@@ -404,6 +405,7 @@ start(int64_t period_ns, int ev, int pub, const char **why)
     }
     st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
     st_fds_peak = st_rings_peak = 0;
+    self = getpid();
     cpus = online_cpus(cpu_ids, CPUS_MAX);
     fd_budget = 1 << 20;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -674,7 +676,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
         TAKE(&dyn, 8);
     }
 #undef TAKE
-    if ((pid_t)pid != getpid() || abi == PERF_SAMPLE_REGS_ABI_NONE ||
+    if ((pid_t)pid != self || abi == PERF_SAMPLE_REGS_ABI_NONE ||
         pe_threads_is_internal((pid_t)tid))
         return;
     st_samples++;
@@ -722,24 +724,30 @@ pe_perf_drain(pe_ring_t *out)
         while (tail < head) {
             struct perf_event_header h;
             size_t at = (size_t)(tail & mask), first;
+            const uint8_t *r;
 
             memcpy(&h, rings[c].data + at, sizeof(h)); /* headers are 8-aligned: never split */
             if (h.size < sizeof(h) || h.size > head - tail)
                 break; /* (a torn record: cannot happen; give up the rest) */
             first = rings[c].size - at < h.size ? rings[c].size - at : h.size;
-            memcpy(rec, rings[c].data + at, first);
-            memcpy(rec + first, rings[c].data, h.size - first);
+            if (first == h.size) {
+                r = rings[c].data + at; /* in one piece: read in place (8 KiB a sample) */
+            } else {
+                memcpy(rec, rings[c].data + at, first);
+                memcpy(rec + first, rings[c].data, h.size - first);
+                r = rec;
+            }
             if (h.type == PERF_RECORD_SAMPLE) {
-                sample(out, rec + sizeof(h), rec + h.size);
+                sample(out, r + sizeof(h), r + h.size);
             } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
                 uint64_t lost;
-                memcpy(&lost, rec + sizeof(h) + 8, 8);
+                memcpy(&lost, r + sizeof(h) + 8, 8);
                 st_lost += lost;
             } else if ((h.type == PERF_RECORD_FORK || h.type == PERF_RECORD_EXIT) &&
                        h.size >= sizeof(h) + 16) {
                 uint32_t ids[4]; /* pid, ppid, tid, ptid */
-                memcpy(ids, rec + sizeof(h), sizeof(ids));
-                if ((pid_t)ids[0] == getpid())
+                memcpy(ids, r + sizeof(h), sizeof(ids));
+                if ((pid_t)ids[0] == self)
                     tid_mark((pid_t)ids[2], h.type == PERF_RECORD_FORK);
             }
             tail += h.size;
