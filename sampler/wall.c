@@ -27,7 +27,8 @@
 #include "sigsafe.h"
 
 #define WALL_PER_TICK 16 /* threads signalled per wall tick (async-profiler's cap) */
-#define PERF_FRESH_NS 1000000000LL /* a running thread's perf sample is its stack: at most this old */
+/* a running thread's last perf sample stands for it at most this old */
+#define PERF_FRESH_NS 1000000000LL
 
 /* ---- data ----------------------------------------------------------------------- */
 
@@ -174,8 +175,9 @@ wall_nosig_sample(pid_t tid, uint32_t weight, unsigned state, int reason)
     }
     /* woken from the call /proc last saw it in, and has run under a period
        since: still about there (a thread that sleeps in short naps) */
-    if (lastq[h].tid == tid && lastq[h].n > 0 && pe_quiet_last_call(tid, line, sizeof(line), &ran) &&
-        ran >= 0 && ran < __atomic_load_n(&pe_sampler_wall_period_ns, __ATOMIC_RELAXED)) {
+    if (lastq[h].tid == tid && lastq[h].n > 0 &&
+        pe_quiet_last_call(tid, line, sizeof(line), &ran) && ran >= 0 &&
+        ran < __atomic_load_n(&pe_sampler_wall_period_ns, __ATOMIC_RELAXED)) {
         __atomic_add_fetch(&pe_sampler_wall_quiet, 1, __ATOMIC_RELAXED);
         if (!(s = pe_ring_claim(&pe_cpu_ring))) {
             pe_ring_drop(&pe_cpu_ring, weight);
@@ -395,13 +397,13 @@ wall_comment(pe_prof_t *p, const pe_kind_close_t *c)
         pe_prof_comment(p, "capture: running threads signalled; perf events not used: %s",
                         wall_perf_why);
     else if (wall_perf_want && wall_nosig)
-        pe_prof_comment(p,
-                        "capture: running threads from perf events (no signal); %llu samples of "
-                        "running threads left out this session (no fresh perf sample: just "
-                        "woken, or running in the kernel)",
-                        (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf_miss,
-                                                             __ATOMIC_RELAXED) -
-                                             wall_miss0));
+        pe_prof_comment(
+            p,
+            "capture: running threads from perf events (no signal); %llu samples of "
+            "running threads left out this session (no fresh perf sample: just "
+            "woken, or running in the kernel)",
+            (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf_miss, __ATOMIC_RELAXED) -
+                                 wall_miss0));
 }
 
 const pe_kind_t pe_kind_wall = {
