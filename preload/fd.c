@@ -414,12 +414,6 @@ pe_fd_bulk_next(unsigned from, unsigned last)
     return -1;
 }
 
-int
-pe_fd_bulk_count(void)
-{
-    return __atomic_load_n(&bulk_n, __ATOMIC_RELAXED);
-}
-
 /* ---- our listening socket lost --------------------------------------------------- */
 
 void

@@ -62,8 +62,6 @@ int pe_fd_bulk_close(int fd);
 PE_SIGSAFE int pe_fd_bulk_is(int fd);
 /* The lowest held descriptor in [from, last] still ours, or -1. */
 PE_SIGSAFE int pe_fd_bulk_next(unsigned from, unsigned last);
-/* How many are held. */
-int pe_fd_bulk_count(void);
 
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);
