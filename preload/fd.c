@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -282,6 +284,136 @@ pe_fd_adopt(int fd, int kind)
     return fd;
 }
 
+/* ---- held in bulk: perf events -------------------------------------------------------- */
+
+/*
+ * One bit a descriptor number, [0, BULK_MAX): 128 KiB of address space,
+ * reserved at the first hold, touched only where bits are set.  A bit is
+ * trusted only while /proc says the number is still an anonymous perf event
+ * or eventfd (a raw close and a reuse by the program clear it).
+ */
+#define BULK_MAX (1 << 20) /* the kernel's default nr_open */
+static uint64_t *bulk;
+static int bulk_lo = BULK_MAX, bulk_hi = -1; /* bounds of the bits ever set */
+static int bulk_n;
+
+PE_SIGSAFE static int
+bulk_bit(int fd)
+{
+    uint64_t *b = __atomic_load_n(&bulk, __ATOMIC_ACQUIRE);
+
+    return b && fd >= 0 && fd < BULK_MAX &&
+           (__atomic_load_n(&b[fd >> 6], __ATOMIC_RELAXED) >> (fd & 63) & 1);
+}
+
+PE_SIGSAFE static void
+bulk_set(int fd, int yes)
+{
+    uint64_t m = 1ull << (fd & 63);
+
+    if (yes)
+        __atomic_fetch_or(&bulk[fd >> 6], m, __ATOMIC_RELEASE);
+    else if (__atomic_fetch_and(&bulk[fd >> 6], ~m, __ATOMIC_RELEASE) & m)
+        __atomic_sub_fetch(&bulk_n, 1, __ATOMIC_RELAXED);
+}
+
+/* Is fd (still) an anonymous perf event or eventfd?  readlink: a system call. */
+PE_SIGSAFE static int
+bulk_kind_ok(int fd)
+{
+    char path[40] = "/proc/self/fd/", link[40];
+    int i = 14, n = fd, d = 1;
+    ssize_t len;
+
+    while (n / d >= 10)
+        d *= 10;
+    for (; d; d /= 10)
+        path[i++] = (char)('0' + n / d % 10);
+    path[i] = 0;
+    len = readlink(path, link, sizeof(link) - 1);
+    if (len < 0)
+        return 0;
+    link[len] = 0;
+    return !strcmp(link, "anon_inode:[perf_event]") || !strcmp(link, "anon_inode:[eventfd]");
+}
+
+int
+pe_fd_bulk_hold(int fd)
+{
+    int low;
+
+    if (fd < 0 || fd >= BULK_MAX)
+        return -ERANGE;
+    if (!__atomic_load_n(&bulk, __ATOMIC_ACQUIRE)) {
+        void *m = mmap(NULL, BULK_MAX / 8, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        uint64_t *none = NULL;
+        if (m == MAP_FAILED)
+            return -ENOMEM;
+        if (!__atomic_compare_exchange_n(&bulk, &none, (uint64_t *)m, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            munmap(m, BULK_MAX / 8);
+    }
+    if (!__atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
+        __atomic_store_n(&pe_fd_owner, getpid(), __ATOMIC_RELAXED);
+    if (!bulk_bit(fd))
+        __atomic_add_fetch(&bulk_n, 1, __ATOMIC_RELAXED);
+    bulk_set(fd, 1);
+    if (fd < __atomic_load_n(&bulk_lo, __ATOMIC_RELAXED))
+        __atomic_store_n(&bulk_lo, fd, __ATOMIC_RELAXED);
+    if (fd > __atomic_load_n(&bulk_hi, __ATOMIC_RELAXED))
+        __atomic_store_n(&bulk_hi, fd, __ATOMIC_RELAXED);
+    low = __atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED); /* (the hooks' quick pass) */
+    while (fd < low && !__atomic_compare_exchange_n(&pe_fd_lowest, &low, fd, 1, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED)) {
+    }
+    return 0;
+}
+
+int
+pe_fd_bulk_close(int fd)
+{
+    if (!bulk_bit(fd))
+        return -EBADF;
+    bulk_set(fd, 0);
+    /* closed behind our back and reused: the number is the program's now */
+    return bulk_kind_ok(fd) ? pe_fd_sys_close(fd) : -EBADF;
+}
+
+PE_SIGSAFE int
+pe_fd_bulk_is(int fd)
+{
+    if (!bulk_bit(fd) || getpid() != __atomic_load_n(&pe_fd_owner, __ATOMIC_RELAXED))
+        return 0;
+    if (bulk_kind_ok(fd))
+        return 1;
+    bulk_set(fd, 0); /* not ours any more */
+    return 0;
+}
+
+PE_SIGSAFE int
+pe_fd_bulk_next(unsigned from, unsigned last)
+{
+    int hi = __atomic_load_n(&bulk_hi, __ATOMIC_RELAXED);
+    unsigned fd = from;
+
+    if (!__atomic_load_n(&bulk_n, __ATOMIC_RELAXED) || hi < 0)
+        return -1;
+    if (fd < (unsigned)__atomic_load_n(&bulk_lo, __ATOMIC_RELAXED))
+        fd = (unsigned)__atomic_load_n(&bulk_lo, __ATOMIC_RELAXED);
+    if (last > (unsigned)hi)
+        last = (unsigned)hi;
+    for (; fd <= last; fd++) {
+        if (!(fd & 63) && !__atomic_load_n(&bulk[fd >> 6], __ATOMIC_RELAXED)) {
+            fd += 63; /* a word with no bit */
+            continue;
+        }
+        if (pe_fd_bulk_is((int)fd))
+            return (int)fd;
+    }
+    return -1;
+}
+
 /* ---- our listening socket lost --------------------------------------------------- */
 
 void
@@ -303,7 +435,8 @@ pe_fd_atfork_child(void)
     int i, r;
 
     /* No server in the child: its copies of our sockets go (a daemon's
-       surviving child must not keep the port).  The unwinder's pipe stays. */
+       surviving child must not keep the port).  The unwinder's pipe stays.
+       The bulk ones (perf events) are their owner's to close (engine_perf.c). */
     __atomic_store_n(&pe_fd_owner, getpid(), __ATOMIC_RELAXED);
     for (i = 0; i < PE_FD_SLOTS; i++) {
         int st = __atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE);

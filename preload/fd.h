@@ -45,6 +45,24 @@ int pe_fd_stderr_same(void);
  */
 int pe_fd_replace(int fd, int with);
 
+/*
+ * Held in bulk: descriptors of ours too many for the table and that our code
+ * reaches only by their number (sampler/engine_perf.c's perf events, one a
+ * thread and CPU, and its eventfd).  They are not moved (the caller places
+ * them), and nothing translates calls on them; the program's close,
+ * close_range and closefrom leave them open (a close of one "succeeds"), its
+ * dup2 onto one replaces it (ours is gone then).  Each is checked against
+ * /proc before it is kept (an anonymous perf event or eventfd still there).
+ * hold: 0 or -errno (not held: unguarded).  close: our code's close of a held
+ * one (the bit cleared; not closed when the number is no longer ours: -EBADF).
+ */
+int pe_fd_bulk_hold(int fd);
+int pe_fd_bulk_close(int fd);
+/* 1 if fd is held in bulk and still ours (a stale bit is cleared). */
+PE_SIGSAFE int pe_fd_bulk_is(int fd);
+/* The lowest held descriptor in [from, last] still ours, or -1. */
+PE_SIGSAFE int pe_fd_bulk_next(unsigned from, unsigned last);
+
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);
 

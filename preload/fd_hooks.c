@@ -42,16 +42,32 @@ close(int fd)
         pe_fd_release(s);
         return r >= 0 ? pe_fd_sys_close(r) : 0;
     }
-    if (pe_fd_ours_at(fd))
+    if (pe_fd_ours_at(fd) || pe_fd_bulk_is(fd))
         return 0; /* the program's close of ours "succeeds"; the number stays taken */
     return pe_fd_sys_close(fd);
 }
 
 static int
-sys_close_range(unsigned first, unsigned last, int flags)
+sys_close_range1(unsigned first, unsigned last, int flags)
 {
     int (*f)(unsigned, unsigned, int) = PE_FD_REAL(close_range);
     return f ? f(first, last, flags) : (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* [first, last] but the ones held in bulk (fd.h), lowest first. */
+static int
+sys_close_range(unsigned first, unsigned last, int flags)
+{
+    int b, rc;
+
+    while (first <= last && (b = pe_fd_bulk_next(first, last)) >= 0) {
+        if ((unsigned)b > first && (rc = sys_close_range1(first, (unsigned)b - 1, flags)) != 0)
+            return rc;
+        if ((unsigned)b == last)
+            return 0;
+        first = (unsigned)b + 1;
+    }
+    return first <= last ? sys_close_range1(first, last, flags) : 0;
 }
 
 PE_EXPORT int
@@ -62,7 +78,7 @@ close_range(unsigned first, unsigned last, int flags)
 
     if (pe_fd_ours_ctx() || (flags & CLOSE_RANGE_CLOEXEC) || first > last ||
         last < (unsigned)__atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
-        return sys_close_range(first, last, flags);
+        return sys_close_range1(first, last, flags);
     for (i = 0; i < pe_fd_used(); i++) {
         int r = __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED);
         if (__atomic_load_n(&pe_fd_slots[i].state, __ATOMIC_ACQUIRE) == S_LIVE && r >= 0 &&
@@ -105,7 +121,7 @@ closefrom(int lowfd)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536)
         max = (long)rl.rlim_cur;
     for (fd = lowfd; fd < max; fd++)
-        if (pe_fd_ours_ctx() || !pe_fd_ours_at((int)fd))
+        if (pe_fd_ours_ctx() || (!pe_fd_ours_at((int)fd) && !pe_fd_bulk_is((int)fd)))
             pe_fd_sys_close((int)fd);
 }
 

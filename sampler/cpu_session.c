@@ -210,6 +210,8 @@ pe_sampler_cpu_pick(int64_t period, int ev, int eng)
 
     pe_sampler_cpu_perf = 0;
     pe_sampler_cpu_event = ev;
+    if (pe_perf_on() && !pe_perf_for_cpu())
+        pe_perf_stop(); /* a wall session's alone: ours now, at our period (wall.c) */
     if (eng < 0)
         eng = pe_cfg.cpu_engine;
     if (ev == PE_PERF_EV_CLOCK && eng == PE_CPU_ENGINE_TIMER)
@@ -221,6 +223,8 @@ pe_sampler_cpu_pick(int64_t period, int ev, int eng)
     else if ((rc = pe_perf_start(period, ev, &why)) == 0)
         pe_sampler_cpu_perf = 1;
     snprintf(cpu_why, sizeof(cpu_why), "%s", why ? why : "");
+    if (!pe_sampler_cpu_perf)
+        pe_sampler_wall_perf_resume(); /* the timers for CPU: the wall session's own again */
     if (rc < 0 && (ev != PE_PERF_EV_CLOCK || eng == PE_CPU_ENGINE_PERF)) {
         snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text), "%s", cpu_why);
         return rc == -ENOENT ? -ENOENT : -ENOTSUP;
@@ -283,10 +287,11 @@ cpu_stop(void)
 {
     __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
     pe_sampler_timers_disarm_all();
-    if (pe_perf_on()) {
+    if (pe_perf_for_cpu()) {
         pe_sampler_drain_locked(); /* its last samples, then no events */
         pe_perf_stop();
     }
+    pe_sampler_wall_perf_resume(); /* the wall windows that stay: their own engine */
 }
 
 /* A new thread gets its timer from its first instruction on: no scan needed to find it. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/aslimit.h"
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/proc.h"
 #include "../preload/threads.h"
@@ -52,7 +53,9 @@
 /* ---- data ------------------------------------------------------------------------ */
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-static int on;                       /* under plock; read unlocked by pe_perf_on */
+static int on;      /* under plock; read unlocked by pe_perf_on */
+static int publish; /* started for a CPU session: samples go to the sampler's ring (else wall's
+                       last stacks only) */
 static struct perf_event_attr sattr; /* the sampling events' attributes */
 static int ncpu;                     /* CPUs with a ring */
 static struct {
@@ -71,8 +74,10 @@ static uint8_t *covered; /* bitmap by tid: a thread some event samples */
 static uint64_t st_samples, st_lost, st_deep, st_unseen;
 static uint64_t lost_at_scan; /* st_lost at the last scan (collector) */
 static int st_fds_peak, st_rings_peak;
-static uint8_t rec[65536 + 64]; /* one record, copied out of the ring (collector) */
-static int cpu_ids[CPUS_MAX];   /* the online CPUs (pe_perf_start) */
+static uint8_t rec[65536 + 64];        /* one record, copied out of the ring (collector) */
+static uintptr_t upcs[PE_RING_FRAMES]; /* a stack no ring slot takes (collector, plock) */
+static int cpu_ids[CPUS_MAX];          /* the online CPUs (pe_perf_start) */
+static pid_t self;                     /* our pid at the start (getpid is a system call a sample) */
 
 /* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
    session wants them for its running threads (pe_perf_recent), under plock. */
@@ -97,29 +102,30 @@ perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 }
 
 /* Out of the program's way: at or above FD_FLOOR when the limit leaves room,
-   close-on-exec either way (PERF_FLAG_FD_CLOEXEC). */
+   close-on-exec either way (PERF_FLAG_FD_CLOEXEC), and held in preload/fd.h's
+   registry (a program's close, close_range, closefrom leave it open). */
 static int
 lift(int fd)
 {
     struct rlimit rl;
     int n;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= FD_FLOOR * 2)
-        return fd;
-    n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
-    if (n < 0)
-        return fd;
-    close(fd);
-    return n;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > FD_FLOOR * 2 &&
+        (n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR)) >= 0) {
+        close(fd);
+        fd = n;
+    }
+    (void)pe_fd_bulk_hold(fd); /* (-ENOMEM: unguarded, still_ours below) */
+    return fd;
 }
 
 /*
  * Is fd still the kind of descriptor we made there ("perf_event", "eventfd")?
- * Our descriptors are not in preload/fd.c's registry (a fixed table of a
- * few, and these may be thousands), so a program's closefrom or close_range
- * can close them and reuse the number; we never close or write to a number
- * that is not ours any more.  Not proof (the program's own perf event or
- * eventfd at that number would pass), which is rare enough.
+ * Held in preload/fd.h's registry, in bulk: a program's close, close_range
+ * and closefrom leave them; its dup2 onto one, or a raw close system call,
+ * still takes the number; we never close or write to a number that is not
+ * ours any more.  Not proof (the program's own perf event or eventfd at that
+ * number would pass), which is rare enough.
  */
 static int
 still_ours(int fd, const char *what)
@@ -139,7 +145,8 @@ still_ours(int fd, const char *what)
 static void
 close_ours(int fd, const char *what)
 {
-    if (fd >= 0 && still_ours(fd, what))
+    /* held: closed past the close hook (in a fork child too); else checked */
+    if (fd >= 0 && pe_fd_bulk_close(fd) == -EBADF && still_ours(fd, what))
         close(fd);
 }
 
@@ -244,7 +251,7 @@ ring_open(int cpu, size_t pages)
     m = mmap(NULL, (pages + 1) * psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         int err = -errno;
-        close(fd);
+        close_ours(fd, "perf_event");
         return err;
     }
     rings[ncpu].cpu = cpu;
@@ -378,8 +385,8 @@ why_errno(int err, int ev)
     }
 }
 
-int
-pe_perf_start(int64_t period_ns, int ev, const char **why)
+static int
+start(int64_t period_ns, int ev, int pub, const char **why)
 {
     size_t pages;
     pe_proc_tasks_t it;
@@ -398,6 +405,7 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
     }
     st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
     st_fds_peak = st_rings_peak = 0;
+    self = getpid();
     cpus = online_cpus(cpu_ids, CPUS_MAX);
     fd_budget = 1 << 20;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -492,6 +500,12 @@ pe_perf_start(int64_t period_ns, int ev, const char **why)
     }
     free(tids);
     st_rings_peak = ncpu;
+    publish = pub;
+    if (!pub && !(recent = calloc(RECENT_SLOTS, sizeof(*recent)))) {
+        rc = -ENOMEM;
+        *why = "perf events: no memory for the threads' last stacks";
+        goto err;
+    }
     __atomic_store_n(&on, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&plock);
     return 0;
@@ -501,6 +515,24 @@ err:
     close_all();
     pthread_mutex_unlock(&plock);
     return rc < 0 ? rc : -EIO;
+}
+
+int
+pe_perf_start(int64_t period_ns, int ev, const char **why)
+{
+    return start(period_ns, ev, 1, why);
+}
+
+int
+pe_perf_start_wall(int64_t period_ns, const char **why)
+{
+    return start(period_ns, PE_PERF_EV_CLOCK, 0, why);
+}
+
+int
+pe_perf_for_cpu(void)
+{
+    return pe_perf_on() && __atomic_load_n(&publish, __ATOMIC_RELAXED);
 }
 
 void
@@ -619,6 +651,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     uint64_t t, abi, regs[3] = {0, 0, 0}, size = 0, dyn = 0;
     const uint8_t *stack = NULL;
     pe_ring_slot_t *s;
+    uintptr_t *pcs;
     int n, how = 0;
 
 #define TAKE(dst, len)                                                                             \
@@ -643,31 +676,35 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
         TAKE(&dyn, 8);
     }
 #undef TAKE
-    if ((pid_t)pid != getpid() || abi == PERF_SAMPLE_REGS_ABI_NONE ||
+    if ((pid_t)pid != self || abi == PERF_SAMPLE_REGS_ABI_NONE ||
         pe_threads_is_internal((pid_t)tid))
         return;
     st_samples++;
     tid_mark((pid_t)tid, 1); /* sampled, so covered (its fork record may have been lost) */
-    if (!(s = pe_ring_claim(out))) {
+    s = NULL;
+    if (publish && !(s = pe_ring_claim(out)))
         pe_ring_drop(out, 1);
+    if (!s && !recent)
         return;
-    }
+    pcs = s ? s->pcs : upcs; /* (wall only: the last stack, no CPU sample) */
     if (dyn > size)
         dyn = size;
-    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, s->pcs, PE_RING_FRAMES, &how);
+    n = pe_unwind_copy(regs[2], regs[1], regs[0], stack, (size_t)dyn, pcs, PE_RING_FRAMES, &how);
     if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
-    s->tid = (pid_t)tid;
-    s->weight = 1;
-    s->nframes = n;
-    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
     if (recent) {
         recent_t *r = &recent[tid % RECENT_SLOTS];
         r->tid = (pid_t)tid;
         r->t = t;
         r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
-        memcpy(r->pcs, s->pcs, (size_t)r->n * sizeof(r->pcs[0]));
+        memcpy(r->pcs, pcs, (size_t)r->n * sizeof(r->pcs[0]));
     }
+    if (!s)
+        return;
+    s->tid = (pid_t)tid;
+    s->weight = 1;
+    s->nframes = n;
+    s->flags = how == PE_UNWIND_COPY_CUT ? PE_RING_F_CUT : 0; /* (the "cut:" comment) */
     pe_ring_publish(out, s);
 }
 
@@ -687,24 +724,30 @@ pe_perf_drain(pe_ring_t *out)
         while (tail < head) {
             struct perf_event_header h;
             size_t at = (size_t)(tail & mask), first;
+            const uint8_t *r;
 
             memcpy(&h, rings[c].data + at, sizeof(h)); /* headers are 8-aligned: never split */
             if (h.size < sizeof(h) || h.size > head - tail)
                 break; /* (a torn record: cannot happen; give up the rest) */
             first = rings[c].size - at < h.size ? rings[c].size - at : h.size;
-            memcpy(rec, rings[c].data + at, first);
-            memcpy(rec + first, rings[c].data, h.size - first);
+            if (first == h.size) {
+                r = rings[c].data + at; /* in one piece: read in place (8 KiB a sample) */
+            } else {
+                memcpy(rec, rings[c].data + at, first);
+                memcpy(rec + first, rings[c].data, h.size - first);
+                r = rec;
+            }
             if (h.type == PERF_RECORD_SAMPLE) {
-                sample(out, rec + sizeof(h), rec + h.size);
+                sample(out, r + sizeof(h), r + h.size);
             } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
                 uint64_t lost;
-                memcpy(&lost, rec + sizeof(h) + 8, 8);
+                memcpy(&lost, r + sizeof(h) + 8, 8);
                 st_lost += lost;
             } else if ((h.type == PERF_RECORD_FORK || h.type == PERF_RECORD_EXIT) &&
                        h.size >= sizeof(h) + 16) {
                 uint32_t ids[4]; /* pid, ppid, tid, ptid */
-                memcpy(ids, rec + sizeof(h), sizeof(ids));
-                if ((pid_t)ids[0] == getpid())
+                memcpy(ids, r + sizeof(h), sizeof(ids));
+                if ((pid_t)ids[0] == self)
                     tid_mark((pid_t)ids[2], h.type == PERF_RECORD_FORK);
             }
             tail += h.size;
@@ -722,7 +765,7 @@ pe_perf_keep_recent(int yes)
     pthread_mutex_lock(&plock);
     if (yes && on && !recent)
         recent = calloc(RECENT_SLOTS, sizeof(*recent));
-    else if (!yes) {
+    else if (!yes && publish) { /* (a wall-only engine keeps them until it stops) */
         free(recent);
         recent = NULL;
     }
@@ -782,4 +825,5 @@ pe_perf_atfork_child(void)
     close_ours(kick_fd, "eventfd");
     kick_fd = -1;
     covered = NULL; /* (a private mapping the child has a copy of: left) */
+    recent = NULL;  /* (idem, a heap copy) */
 }

@@ -62,6 +62,15 @@ int pe_perf_event_by_name(const char *s);
  * left open).  -ENOENT: the event does not exist on this machine (no PMU).
  */
 int pe_perf_start(int64_t period_ns, int ev, const char **why);
+/*
+ * The same for a wall-clock session alone (wall.c): the software clock every
+ * period_ns of each thread's CPU time, no CPU sample made, only each
+ * thread's last stack kept (pe_perf_recent) for the running threads of the
+ * wall ticks.  A CPU session that starts meanwhile stops it and starts its own.
+ */
+int pe_perf_start_wall(int64_t period_ns, const char **why);
+/* 1 while started for a CPU session (pe_perf_start), 0 off or wall only. */
+int pe_perf_for_cpu(void);
 /* Stop: every event closed, every ring unmapped.  Idempotent. */
 void pe_perf_stop(void);
 /* 1 while started. */
@@ -86,7 +95,8 @@ void pe_perf_kicked(void);
 
 /*
  * Wall-clock sessions: while kept (pe_perf_keep_recent(1), from a running
- * engine; the engine's stop forgets them), each thread's last stack; then
+ * engine; always by one pe_perf_start_wall made; the engine's stop forgets
+ * them), each thread's last stack; then
  * pe_perf_recent gives tid's last stack if it was sampled at or after
  * `since` (CLOCK_MONOTONIC ns), else 0: a running thread's wall sample
  * without a signal.  Collector (pe_perf_drain first, for fresh ones).

@@ -328,13 +328,14 @@ pe_sampler_close(pe_sampler_win_t *w)
     pthread_mutex_lock(&pe_sampler_wlock);
     pe_sampler_drain_all();
     ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
-    perf_cpu = w->kind == &pe_kind_cpu && pe_sampler_cpu_perf;
+    perf_cpu = (w->kind == &pe_kind_cpu && pe_sampler_cpu_perf) ||
+               (w->kind == &pe_kind_wall && pe_sampler_wall_nosig());
     if (w->kind == &pe_kind_cpu)
         pe_sampler_engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
     else if (__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) != w->wperf0)
         snprintf(perf, sizeof(perf),
                  "capture: %llu samples of running threads from the perf engine's last samples "
-                 "of them (a CPU profile by perf events ran beside; no signal)",
+                 "of them (perf events; no signal)",
                  (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) -
                                       w->wperf0));
     for (pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {

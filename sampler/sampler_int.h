@@ -243,6 +243,10 @@ extern uint64_t pe_sampler_wall_perf;
 extern pid_t *pe_sampler_wall_tids;
 extern int pe_sampler_nwall_tids, pe_sampler_wall_tids_cap;
 void pe_sampler_wall_tick(uint32_t gen, int64_t periods);
+/* A wall session that wants perf events gets them again (a CPU session let go; under life). */
+void pe_sampler_wall_perf_resume(void);
+/* 1 while the wall session's running threads come from perf events (never signalled). */
+int pe_sampler_wall_nosig(void);
 
 /* ---- collector.c ----------------------------------------------------------------- */
 
