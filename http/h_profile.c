@@ -68,7 +68,7 @@ kind_of(pe_req_t *r, kind_t *e)
 {
     const pe_route_t *rt = pe_http_find_route(r->path);
     const pe_kind_t *k = rt ? rt->kind : NULL;
-    int cpu = k == &pe_kind_cpu, first = 0;
+    int first = 0;
 
     if (!k || !k->start)
         return pe_http_error(r, 500, "%s: no sampled kind", r->path);
@@ -78,11 +78,9 @@ kind_of(pe_req_t *r, kind_t *e)
     e->sess = &sessions[first];
     e->start = path_of(k, pe_http_h_sampled_start);
     e->stop = path_of(k, pe_http_h_sampled_stop);
-    /* The rows that do not say (kind.h): CPU's and wall's names until now. */
-    e->what = k->title ? k->title : cpu ? "CPU" : k == &pe_kind_wall ? "wall-clock" : k->name;
-    e->stem = k->stem ? k->stem : cpu ? "profile" : k->name;
-    /* Wall ticks interrupt sleeping threads: at least 1 ms between them. */
-    e->min_delay = k->min_period ? (double)k->min_period / 1e9 : cpu ? 1e-5 : 1e-3;
+    e->what = k->title ? k->title : k->name;
+    e->stem = k->stem ? k->stem : k->name;
+    e->min_delay = k->min_period ? (double)k->min_period / 1e9 : 1e-3;
     return 0;
 }
 

@@ -340,6 +340,9 @@ cpu_comment(pe_prof_t *p, const pe_kind_close_t *c)
 
 const pe_kind_t pe_kind_cpu = {
     .name = "cpu",
+    .title = "CPU",
+    .stem = "profile",
+    .min_period = 10000,
     .types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
     .period_type = {"cpu", "nanoseconds"},
     .flags = PE_KIND_F_ONCPU,

@@ -408,6 +408,9 @@ wall_comment(pe_prof_t *p, const pe_kind_close_t *c)
 
 const pe_kind_t pe_kind_wall = {
     .name = "wall",
+    .title = "wall-clock",
+    .stem = "wall",
+    .min_period = 1000000, /* wall ticks interrupt sleeping threads: 1 ms at least */
     .types = {{"samples", "count"}, {"wall", "nanoseconds"}},
     .period_type = {"wall", "nanoseconds"},
     .flags = PE_KIND_F_CAPTURE,
