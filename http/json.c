@@ -58,12 +58,84 @@ hex4(const char *s, unsigned *v)
     return 0;
 }
 
+/* Code point cp (not 0, not a surrogate) as UTF-8 into u; its length. */
+static size_t
+utf8(unsigned cp, char u[4])
+{
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        u[0] = (char)(0xc0 | cp >> 6);
+        u[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        u[0] = (char)(0xe0 | cp >> 12);
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        u[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    u[0] = (char)(0xf0 | cp >> 18);
+    u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    u[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* A \u escape after its "\u" at j->s (a surrogate pair is one) as UTF-8 into u;
+   its length, or 0 (j->err). */
+static size_t
+json_unicode(json_t *j, char u[4])
+{
+    unsigned cp, lo;
+
+    if (hex4(j->s, &cp)) {
+        j->err = "bad \\u escape";
+        return 0;
+    }
+    j->s += 4;
+    if (cp >= 0xd800 && cp < 0xdc00 && j->s[0] == '\\' && j->s[1] == 'u' && !hex4(j->s + 2, &lo) &&
+        lo >= 0xdc00 && lo < 0xe000) {
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        j->s += 6;
+    }
+    if (cp == 0 || (cp >= 0xd800 && cp < 0xe000)) {
+        j->err = "bad \\u escape";
+        return 0;
+    }
+    return utf8(cp, u);
+}
+
+/* The escape at j->s (its backslash) decoded into u; its length, or 0 (j->err). */
+static size_t
+json_escape(json_t *j, char u[4])
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    unsigned char c = (unsigned char)j->s[1];
+    const char *k;
+
+    if (!c) {
+        j->err = "unterminated string";
+        return 0;
+    }
+    j->s += 2;
+    if (c == 'u')
+        return json_unicode(j, u);
+    if (!(k = strchr(from, c))) {
+        j->err = "bad escape in a string";
+        return 0;
+    }
+    u[0] = to[k - from];
+    return 1;
+}
+
 /* A JSON string at j->s into the output, NUL-terminated; returns its start or NULL. */
 static const char *
 json_string(json_t *j)
 {
     const char *start = j->out;
-    unsigned cp, lo;
     char u[4];
     size_t n;
 
@@ -86,77 +158,7 @@ json_string(json_t *j)
                 return NULL;
             continue;
         }
-        c = (unsigned char)j->s[1];
-        if (!c) {
-            j->err = "unterminated string";
-            return NULL;
-        }
-        j->s += 2;
-        switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-            u[0] = (char)c;
-            n = 1;
-            break;
-        case 'b':
-            u[0] = '\b';
-            n = 1;
-            break;
-        case 'f':
-            u[0] = '\f';
-            n = 1;
-            break;
-        case 'n':
-            u[0] = '\n';
-            n = 1;
-            break;
-        case 'r':
-            u[0] = '\r';
-            n = 1;
-            break;
-        case 't':
-            u[0] = '\t';
-            n = 1;
-            break;
-        case 'u':
-            if (hex4(j->s, &cp)) {
-                j->err = "bad \\u escape";
-                return NULL;
-            }
-            j->s += 4;
-            if (cp >= 0xd800 && cp < 0xdc00 && j->s[0] == '\\' && j->s[1] == 'u' &&
-                !hex4(j->s + 2, &lo) && lo >= 0xdc00 && lo < 0xe000) {
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                j->s += 6;
-            }
-            if (cp == 0 || (cp >= 0xd800 && cp < 0xe000)) {
-                j->err = "bad \\u escape";
-                return NULL;
-            }
-            if (cp < 0x80) {
-                u[0] = (char)cp;
-                n = 1;
-            } else if (cp < 0x800) {
-                u[0] = (char)(0xc0 | cp >> 6);
-                u[1] = (char)(0x80 | (cp & 0x3f));
-                n = 2;
-            } else if (cp < 0x10000) {
-                u[0] = (char)(0xe0 | cp >> 12);
-                u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[2] = (char)(0x80 | (cp & 0x3f));
-                n = 3;
-            } else {
-                u[0] = (char)(0xf0 | cp >> 18);
-                u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-                u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[3] = (char)(0x80 | (cp & 0x3f));
-                n = 4;
-            }
-            break;
-        default: j->err = "bad escape in a string"; return NULL;
-        }
-        if (json_put(j, u, n))
+        if (!(n = json_escape(j, u)) || json_put(j, u, n))
             return NULL;
     }
     j->s++;
