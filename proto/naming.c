@@ -261,19 +261,76 @@ expand_samples(pe_prof_t *p)
     return 0;
 }
 
+/* A native location: its function, file, lines and names, counted in its mapping
+   (only once it is resolved: a retry after -ENOMEM does not count it twice).  0 or
+   -errno. */
+static int
+resolve_native(pe_prof_t *p, pe_sym_batch_t *syms, pe_prof_loc_t *loc)
+{
+    const char *name, *iname;
+    char hex[2 + 2 * sizeof(uintptr_t) + 1];
+    uintptr_t start = 0;
+    uint32_t m;
+    int64_t fi = -1;
+    int err, lined;
+
+    m = pe_prof_maps_find(p, loc->frame.addr);
+    name = pe_sym_lookup(syms, loc->frame.addr, &start);
+    if (name && (fi = pe_prof_native_func(p, name, NULL)) < 0)
+        return -ENOMEM;
+    iname = NULL;
+    if (!name) {
+        snprintf(hex, sizeof(hex), "0x%" PRIxPTR, loc->frame.addr);
+        if (!(iname = pe_prof_intern(p, hex)))
+            return -ENOMEM;
+    }
+    /* Commit the location only once nothing can fail, so a retry does not count twice. */
+    if (m)
+        loc->frame.file = p->maps[m - 1].path;
+    if ((lined = resolve_lines(p, syms, loc, &fi)) < 0)
+        return lined;
+    loc->frame.name = iname;
+    loc->frame.offset = name ? loc->frame.addr - start : 0;
+    loc->func = fi >= 0 ? (uint32_t)fi + 1 : 0;
+    loc->map = m;
+    if ((err = frame_names(p, loc)) < 0)
+        return err;
+    if (m) {
+        p->maps[m - 1].nlocs++;
+        p->maps[m - 1].nnamed += loc->func != 0;
+        p->maps[m - 1].nlined += lined;
+        p->maps[m - 1].inlines |= lined;
+    }
+    loc->resolved = 1;
+    return 0;
+}
+
+/* The bytes of debug info one resolve may read: PROFEP_DEBUG_MEM or the profile's own
+   bound, less under an address-space limit. */
+static int64_t
+debug_budget(const pe_prof_t *p)
+{
+    int64_t budget = p->debug_budget >= 0 ? p->debug_budget : pe_cfg.debug_mem;
+    struct rlimit as;
+
+    /* Under an address-space limit (ulimit -v) the program's memory comes
+       first: debug files are mapped whole and libc's decompressed sections
+       alone are 20-30 MB, so below 1 GiB profiles have names only, above it
+       debug info gets a 64th of the limit at most. */
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+        budget = as.rlim_cur < (1ULL << 30)            ? 0
+                 : (uint64_t)budget > as.rlim_cur / 64 ? (int64_t)(as.rlim_cur / 64)
+                                                       : budget;
+    return budget;
+}
+
 int
 pe_prof_resolve(pe_prof_t *p, int no_names)
 {
     pe_sym_batch_t *syms = NULL;
     pe_prof_loc_t *loc;
-    const char *name, *iname;
-    char hex[2 + 2 * sizeof(uintptr_t) + 1];
-    uintptr_t start = 0;
-    int64_t budget;
-    struct rlimit as;
-    uint32_t i, m;
-    int64_t fi = -1;
-    int err = 0, lined;
+    uint32_t i;
+    int err = 0;
 
     /* Sticky, so an encoder's own resolve(p, 0) cannot undo the caller's choice. */
     if (no_names)
@@ -290,16 +347,7 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
     err = pe_sym_begin(&syms);
     if (err)
         return err;
-    budget = p->debug_budget >= 0 ? p->debug_budget : pe_cfg.debug_mem;
-    /* Under an address-space limit (ulimit -v) the program's memory comes
-       first: debug files are mapped whole and libc's decompressed sections
-       alone are 20-30 MB, so below 1 GiB profiles have names only, above it
-       debug info gets a 64th of the limit at most. */
-    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-        budget = as.rlim_cur < (1ULL << 30)            ? 0
-                 : (uint64_t)budget > as.rlim_cur / 64 ? (int64_t)(as.rlim_cur / 64)
-                                                       : budget;
-    pe_sym_lines_limits(syms, (size_t)budget, DEBUG_CPU_NS);
+    pe_sym_lines_limits(syms, (size_t)debug_budget(p), DEBUG_CPU_NS);
     for (i = p->nresolved; i < p->nlocs; i++) {
         loc = p->locs[i];
         if (loc->resolved)
@@ -309,41 +357,8 @@ pe_prof_resolve(pe_prof_t *p, int no_names)
                 break;
             continue;
         }
-        m = pe_prof_maps_find(p, loc->frame.addr);
-        name = pe_sym_lookup(syms, loc->frame.addr, &start);
-        fi = -1;
-        if (name && (fi = pe_prof_native_func(p, name, NULL)) < 0) {
-            err = -ENOMEM;
+        if ((err = resolve_native(p, syms, loc)) < 0)
             break;
-        }
-        iname = NULL;
-        if (!name) {
-            snprintf(hex, sizeof(hex), "0x%" PRIxPTR, loc->frame.addr);
-            if (!(iname = pe_prof_intern(p, hex))) {
-                err = -ENOMEM;
-                break;
-            }
-        }
-        /* Commit the location only once nothing can fail, so a retry does not count twice. */
-        if (m)
-            loc->frame.file = p->maps[m - 1].path;
-        if ((lined = resolve_lines(p, syms, loc, &fi)) < 0) {
-            err = lined;
-            break;
-        }
-        loc->frame.name = iname;
-        loc->frame.offset = name ? loc->frame.addr - start : 0;
-        loc->func = fi >= 0 ? (uint32_t)fi + 1 : 0;
-        loc->map = m;
-        if ((err = frame_names(p, loc)) < 0)
-            break;
-        if (m) {
-            p->maps[m - 1].nlocs++;
-            p->maps[m - 1].nnamed += loc->func != 0;
-            p->maps[m - 1].nlined += lined;
-            p->maps[m - 1].inlines |= lined;
-        }
-        loc->resolved = 1;
     }
     pe_sym_end(syms);
     if (err)
