@@ -5,7 +5,8 @@
  * type (looked up in the route table, so it follows whatever handler the table
  * holds) with the other keys as its query parameters, writes the body into a
  * new file under PROFEP_STAGE_DIR and answers the file's path.  The endpoint's
- * own code does the work; only the sink differs (pe_req_t.capture).
+ * own code does the work; only the sink differs (pe_req_t.capture).  The body
+ * is read by json.c.
  *
  * Limits (nobody may fill a disk or hold the workers through it): at most
  * PE_ENGINE_MAX_JOBS jobs at once (503 beyond), each with a deadline, each
@@ -27,6 +28,7 @@
 
 #include "../preload/config.h"
 #include "http_int.h"
+#include "json.h"
 
 /* profile_type -> endpoint, and the file name's kind. */
 static const struct {
@@ -41,259 +43,28 @@ static const struct {
     {"task_backtraces", "/task_backtraces", "tasks"},
 };
 
-/* ---- a flat JSON object ------------------------------------------------------------ */
+/* ---- the body ------------------------------------------------------------------------ */
 
-typedef struct json_s {
-    const char *s;   /* next input byte */
-    char *out;       /* where decoded text goes (the sub-request's qbuf) */
-    size_t left;     /* room left there */
-    const char *err; /* what was wrong, for the 400 */
-} json_t;
-
-static void
-json_ws(json_t *j)
-{
-    while (*j->s == ' ' || *j->s == '\t' || *j->s == '\n' || *j->s == '\r')
-        j->s++;
-}
+struct body_s {
+    pe_req_t *sub;    /* the other keys become its parameters */
+    const char *type; /* profile_type's value */
+};
 
 static int
-json_put(json_t *j, const char *b, size_t n)
+body_pair(void *arg, const char *key, const char *val, const char **err)
 {
-    if (n >= j->left) {
-        j->err = "the parameters are too long";
-        return -1;
-    }
-    memcpy(j->out, b, n);
-    j->out += n;
-    j->left -= n;
-    return 0;
-}
+    struct body_s *b = arg;
+    pe_req_t *sub = b->sub;
 
-static int
-hex4(const char *s, unsigned *v)
-{
-    int i;
-
-    *v = 0;
-    for (i = 0; i < 4; i++) {
-        char c = s[i];
-
-        *v <<= 4;
-        if (c >= '0' && c <= '9')
-            *v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            *v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            *v |= (unsigned)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    return 0;
-}
-
-/* A JSON string at j->s into the output, NUL-terminated; returns its start or NULL. */
-static const char *
-json_string(json_t *j)
-{
-    const char *start = j->out;
-    unsigned cp, lo;
-    char u[4];
-    size_t n;
-
-    if (*j->s != '"') {
-        j->err = "expected a string";
-        return NULL;
-    }
-    j->s++;
-    for (;;) {
-        unsigned char c = (unsigned char)*j->s;
-
-        if (c == '"')
-            break;
-        if (c < 0x20) {
-            j->err = c ? "control character in a string" : "unterminated string";
-            return NULL;
-        }
-        if (c != '\\') {
-            if (json_put(j, j->s++, 1))
-                return NULL;
-            continue;
-        }
-        c = (unsigned char)j->s[1];
-        if (!c) {
-            j->err = "unterminated string";
-            return NULL;
-        }
-        j->s += 2;
-        switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-            u[0] = (char)c;
-            n = 1;
-            break;
-        case 'b':
-            u[0] = '\b';
-            n = 1;
-            break;
-        case 'f':
-            u[0] = '\f';
-            n = 1;
-            break;
-        case 'n':
-            u[0] = '\n';
-            n = 1;
-            break;
-        case 'r':
-            u[0] = '\r';
-            n = 1;
-            break;
-        case 't':
-            u[0] = '\t';
-            n = 1;
-            break;
-        case 'u':
-            if (hex4(j->s, &cp)) {
-                j->err = "bad \\u escape";
-                return NULL;
-            }
-            j->s += 4;
-            if (cp >= 0xd800 && cp < 0xdc00 && j->s[0] == '\\' && j->s[1] == 'u' &&
-                !hex4(j->s + 2, &lo) && lo >= 0xdc00 && lo < 0xe000) {
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                j->s += 6;
-            }
-            if (cp == 0 || (cp >= 0xd800 && cp < 0xe000)) {
-                j->err = "bad \\u escape";
-                return NULL;
-            }
-            if (cp < 0x80) {
-                u[0] = (char)cp;
-                n = 1;
-            } else if (cp < 0x800) {
-                u[0] = (char)(0xc0 | cp >> 6);
-                u[1] = (char)(0x80 | (cp & 0x3f));
-                n = 2;
-            } else if (cp < 0x10000) {
-                u[0] = (char)(0xe0 | cp >> 12);
-                u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[2] = (char)(0x80 | (cp & 0x3f));
-                n = 3;
-            } else {
-                u[0] = (char)(0xf0 | cp >> 18);
-                u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-                u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[3] = (char)(0x80 | (cp & 0x3f));
-                n = 4;
-            }
-            break;
-        default: j->err = "bad escape in a string"; return NULL;
-        }
-        if (json_put(j, u, n))
-            return NULL;
-    }
-    j->s++;
-    if (json_put(j, "", 1))
-        return NULL;
-    return start;
-}
-
-/*
- * A scalar value as query-parameter text: strings decoded, numbers as
- * written, booleans as true/false.  *val = NULL for null.  0 or -1 (j->err).
- */
-static int
-json_value(json_t *j, const char **val)
-{
-    const char *s = j->s;
-    size_t n;
-    char *end;
-
-    *val = NULL;
-    if (*s == '"')
-        return (*val = json_string(j)) ? 0 : -1;
-    if (*s == '{' || *s == '[') {
-        j->err = "values must be strings, numbers or booleans (no objects or arrays)";
-        return -1;
-    }
-    if (!strncmp(s, "null", 4)) {
-        j->s += 4;
-        return 0;
-    }
-    if (!strncmp(s, "true", 4) || !strncmp(s, "false", 5)) {
-        n = *s == 't' ? 4 : 5;
-    } else {
-        n = strspn(s, "+-0123456789.eE");
-        if (n == 0 || (strtod(s, &end), end != s + n)) {
-            j->err = "bad value";
+    if (!strcmp(key, "profile_type")) {
+        b->type = val;
+    } else if (val) {
+        if (sub->nparams == PE_HTTP_MAX_PARAMS) {
+            *err = "too many parameters";
             return -1;
         }
-    }
-    *val = j->out;
-    if (json_put(j, s, n) || json_put(j, "", 1))
-        return -1;
-    j->s += n;
-    return 0;
-}
-
-/*
- * Parse the body into sub's parameters; *type gets profile_type.  0 or -1
- * with j->err set.
- */
-static int
-json_parse(json_t *j, pe_req_t *sub, const char **type)
-{
-    const char *key, *val;
-
-    *type = NULL;
-    json_ws(j);
-    if (*j->s++ != '{') {
-        j->err = "expected a JSON object";
-        return -1;
-    }
-    json_ws(j);
-    if (*j->s == '}') {
-        j->s++;
-    } else {
-        for (;;) {
-            json_ws(j);
-            if (!(key = json_string(j)))
-                return -1;
-            json_ws(j);
-            if (*j->s++ != ':') {
-                j->err = "expected ':'";
-                return -1;
-            }
-            json_ws(j);
-            if (json_value(j, &val))
-                return -1;
-            if (!strcmp(key, "profile_type")) {
-                *type = val;
-            } else if (val) {
-                if (sub->nparams == PE_HTTP_MAX_PARAMS) {
-                    j->err = "too many parameters";
-                    return -1;
-                }
-                sub->params[sub->nparams].key = key;
-                sub->params[sub->nparams++].val = val;
-            }
-            json_ws(j);
-            if (*j->s == ',') {
-                j->s++;
-                continue;
-            }
-            if (*j->s++ != '}') {
-                j->err = "expected ',' or '}'";
-                return -1;
-            }
-            break;
-        }
-    }
-    json_ws(j);
-    if (*j->s) {
-        j->err = "text after the object";
-        return -1;
+        sub->params[sub->nparams].key = key;
+        sub->params[sub->nparams++].val = val;
     }
     return 0;
 }
@@ -506,24 +277,25 @@ pe_http_h_debug_engine(pe_req_t *r)
     const pe_route_t *route = NULL;
     const char *type, *kind = NULL;
     pe_req_t *sub;
-    json_t j;
+    struct body_s body;
+    const char *err;
     int i, status;
     size_t k;
 
     sub = calloc(1, sizeof(*sub));
     if (!sub)
         return pe_http_error(r, 503, "out of memory");
-    j.s = r->body ? r->body : "";
-    j.out = sub->qbuf;
-    j.left = sizeof(sub->qbuf);
-    j.err = NULL;
-    if (json_parse(&j, sub, &type)) {
+    body.sub = sub;
+    body.type = NULL;
+    if (pe_json_flat_object(r->body ? r->body : "", sub->qbuf, sizeof(sub->qbuf), body_pair, &body,
+                            &err)) {
         status = pe_http_error(r, 400,
                                "debug_engine: bad JSON body (%s); expected "
                                "{\"profile_type\": \"cpu_profile\", ...}",
-                               j.err);
+                               err);
         goto out;
     }
+    type = body.type;
     for (k = 0; type && k < PE_ARRAY_SIZE(engine_types); k++) {
         if (!strcmp(type, engine_types[k].type)) {
             kind = engine_types[k].kind;

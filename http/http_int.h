@@ -223,8 +223,6 @@ int pe_http_check_origin(pe_req_t *r, const char *host, const char *origin, cons
 const char *pe_http_csp(const char *content_type);
 /* "'sha256-...'" for each <script> element of doc, space-separated; 0 or -1. */
 PE_TESTONLY int pe_http_script_hashes(const char *doc, size_t len, char *out, size_t outlen);
-/* SHA-256 of data in base64 (44 characters and a NUL). */
-PE_TESTONLY void pe_http_sha256_b64(const void *data, size_t len, char out[45]);
 
 /* h_misc.c */
 int pe_http_h_index(pe_req_t *r);

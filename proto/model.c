@@ -2,34 +2,19 @@
  * model.c: the in-memory profile behind every encoder: interned strings,
  * functions deduplicated by name, locations by address, samples by (stack,
  * labels), each with an open-addressing hash table, all in one bump arena.
- * Mappings come from mappings.c and names from symbolize.c at resolve time;
- * the encoders (pprof.c, text.c) only read.
+ * Mappings come from mappings.c, and names, lines and labels from the naming
+ * pass (naming.c) at resolve time; the encoders (pprof.c, text.c) only read.
  *
  * Signal-safe: no.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
-#include "../preload/clock.h"
-#include "../preload/config.h"
-#include "../preload/log.h"
-#include "../symbols/demangle.h"
 #include "../symbols/pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
 #include "proto_int.h"
-
-static int frame_names(pe_prof_t *p, pe_prof_loc_t *loc);
-
-/* Inlined frames kept per address: deeper chains keep their innermost end. */
-#define PE_PROF_MAX_INLINE 32
-/* Time one resolve may spend reading debug info before it goes on with names only. */
-#define DEBUG_CPU_NS                                                                               \
-    (2 * 1000000000LL) /* of our thread's CPU time: a busy machine does not stretch it */
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)
@@ -42,8 +27,8 @@ struct pe_prof_arena_s {
 
 /* ---- arena ---------------------------------------------------------------- */
 
-static void *
-arena_alloc(pe_prof_t *p, size_t size)
+void *
+pe_prof_arena_alloc(pe_prof_t *p, size_t size)
 {
     pe_prof_arena_t *blk;
     void *mem;
@@ -189,7 +174,7 @@ pe_prof_intern(pe_prof_t *p, const char *s)
     if (grow(&p->strs, &p->capstrs, p->nstrs + 1, sizeof(*p->strs)))
         return NULL;
     /* [uint32 index][text][NUL]: pe_prof_stridx reads the index back. */
-    copy = arena_alloc(p, sizeof(uint32_t) + n + 1);
+    copy = pe_prof_arena_alloc(p, sizeof(uint32_t) + n + 1);
     if (!copy)
         return NULL;
     memcpy(copy, &p->nstrs, sizeof(uint32_t));
@@ -238,35 +223,13 @@ func_get(pe_prof_t *p, const char *name)
     return p->nfuncs - 1;
 }
 
-/* Readable and short forms of a new function's raw name.  0 or -ENOMEM. */
-static int
-func_names(pe_prof_t *p, pe_prof_func_t *f, const char *raw, int readable)
-{
-    char full[1024], brief[1024];
-    const char *d;
-
-    d = readable ? raw : pe_dem_demangle(raw, full, sizeof(full));
-    if (d && d != raw) {
-        if (!(f->full = pe_prof_intern(p, d)))
-            return -ENOMEM;
-        f->sysname = f->name; /* pprof: the mangled name is the system name */
-    }
-    /* Plain C names and pseudo-names ("[truncated]") stay as they are. */
-    if (d && (!readable || (strstr(d, "::") && d[0] != '['))) {
-        pe_dem_shorten(d, brief, sizeof(brief));
-        if (strcmp(brief, d) != 0 && !(f->shown = pe_prof_intern(p, brief)))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
 /*
  * A native function: its raw (mangled) name and source file (NULL when
  * unknown), so two static functions of one name in two files stay two.
  * Created on first use with its readable names; -1 on ENOMEM.
  */
-static int64_t
-native_func_get(pe_prof_t *p, const char *raw, const char *src)
+int64_t
+pe_prof_native_func(pe_prof_t *p, const char *raw, const char *src)
 {
     char key[2048];
     const char *ikey, *iraw, *isrc = NULL;
@@ -285,17 +248,9 @@ native_func_get(pe_prof_t *p, const char *raw, const char *src)
         return -1;
     p->funcs[fi].name = iraw;
     p->funcs[fi].file = isrc;
-    if (func_names(p, &p->funcs[fi], iraw, 0))
+    if (pe_prof_func_names(p, &p->funcs[fi], iraw, 0))
         return -1;
     return fi;
-}
-
-const char *
-pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f)
-{
-    if (!p->full_names && f->shown)
-        return f->shown;
-    return f->full ? f->full : f->name;
 }
 
 static uint32_t
@@ -311,7 +266,7 @@ loc_new(pe_prof_t *p, uintptr_t addr)
 
     if (grow(&p->locs, &p->caplocs, p->nlocs + 1, sizeof(*p->locs)))
         return NULL;
-    loc = arena_alloc(p, sizeof(*loc));
+    loc = pe_prof_arena_alloc(p, sizeof(*loc));
     if (!loc)
         return NULL;
     memset(loc, 0, sizeof(*loc));
@@ -418,7 +373,7 @@ smp_add(pe_prof_t *p, const pe_prof_frame_t *const *frames, int nframes, const i
 
     if (grow(&p->samples, &p->capsamples, p->nsamples + 1, sizeof(*p->samples)))
         return -ENOMEM;
-    s = arena_alloc(p, sizeof(*s));
+    s = pe_prof_arena_alloc(p, sizeof(*s));
     if (!s)
         return -ENOMEM;
     memset(s, 0, sizeof(*s));
@@ -426,13 +381,13 @@ smp_add(pe_prof_t *p, const pe_prof_frame_t *const *frames, int nframes, const i
     s->nframes = (uint16_t)nframes;
     s->nlabels = (uint16_t)nlabels;
     if (nframes) {
-        s->frames = arena_alloc(p, (size_t)nframes * sizeof(*s->frames));
+        s->frames = pe_prof_arena_alloc(p, (size_t)nframes * sizeof(*s->frames));
         if (!s->frames)
             return -ENOMEM;
         memcpy(s->frames, frames, (size_t)nframes * sizeof(*s->frames));
     }
     if (nlabels) {
-        s->labels = arena_alloc(p, (size_t)nlabels * sizeof(*s->labels));
+        s->labels = pe_prof_arena_alloc(p, (size_t)nlabels * sizeof(*s->labels));
         if (!s->labels)
             return -ENOMEM;
         memcpy(s->labels, labels, (size_t)nlabels * sizeof(*s->labels));
@@ -589,7 +544,7 @@ pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *
         iname = pe_prof_intern(p, names[i]);
         if (!iname || (fi = func_get(p, iname)) < 0)
             return -ENOMEM;
-        if (!p->funcs[fi].named_loc && func_names(p, &p->funcs[fi], iname, 1))
+        if (!p->funcs[fi].named_loc && pe_prof_func_names(p, &p->funcs[fi], iname, 1))
             return -ENOMEM;
         if (!p->funcs[fi].named_loc) {
             /* Address 0, outside every mapping: pprof shows just the name. */
@@ -612,8 +567,8 @@ pe_prof_add_names(pe_prof_t *p, const char *const *names, int n, const int64_t *
 static pe_prof_loc_t *
 place_loc(pe_prof_t *p, const pe_prof_place_t *pl, int inlined)
 {
-    pe_prof_loc_t *loc = inlined ? arena_alloc(p, sizeof(*loc)) : loc_new(p, 0);
-    int64_t fi = native_func_get(p, pl->name && pl->name[0] ? pl->name : "?", pl->src);
+    pe_prof_loc_t *loc = inlined ? pe_prof_arena_alloc(p, sizeof(*loc)) : loc_new(p, 0);
+    int64_t fi = pe_prof_native_func(p, pl->name && pl->name[0] ? pl->name : "?", pl->src);
 
     if (!loc || fi < 0)
         return NULL;
@@ -662,7 +617,7 @@ pe_prof_add_places(pe_prof_t *p, const pe_prof_place_t *pl, const uint8_t *nline
             if (!(loc = place_loc(p, &pl[nlines[i] - 1], 0)))
                 return -ENOMEM;
             if (nlines[i] > 1) {
-                loc->inl = arena_alloc(p, (size_t)(nlines[i] - 1) * sizeof(*loc->inl));
+                loc->inl = pe_prof_arena_alloc(p, (size_t)(nlines[i] - 1) * sizeof(*loc->inl));
                 if (!loc->inl)
                     return -ENOMEM;
                 for (k = 0; k < nlines[i] - 1; k++)
@@ -684,21 +639,6 @@ pe_prof_set_time(pe_prof_t *p, int64_t time_nanos, int64_t duration_nanos)
 {
     p->time_nanos = time_nanos;
     p->duration_nanos = duration_nanos;
-}
-
-int
-pe_prof_set_full_names(pe_prof_t *p, int full)
-{
-    uint32_t i;
-
-    if (p->full_names == (full != 0))
-        return 0;
-    p->full_names = full != 0;
-    /* Frames resolved already show the other form: name them again. */
-    for (i = 0; i < p->nlocs; i++)
-        if (p->locs[i]->resolved && frame_names(p, p->locs[i]))
-            return -ENOMEM;
-    return 0;
 }
 
 void
@@ -766,299 +706,6 @@ pe_prof_comment(pe_prof_t *p, const char *fmt, ...)
         return -ENOMEM;
     p->ncomments++;
     return 0;
-}
-
-/* An inlined frame at loc's address: a location of its own that is in no table. */
-static pe_prof_loc_t *
-inline_loc(pe_prof_t *p, const pe_prof_loc_t *loc, const pe_dw_frame_t *l, int64_t fi)
-{
-    pe_prof_loc_t *il = arena_alloc(p, sizeof(*il));
-
-    if (!il)
-        return NULL;
-    memset(il, 0, sizeof(*il));
-    il->frame.addr = loc->frame.addr;
-    il->frame.file = loc->frame.file;
-    il->frame.src = p->funcs[fi].file;
-    il->frame.line = l->line;
-    il->frame.inlined = 1;
-    il->id = loc->id;
-    il->func = (uint32_t)fi + 1;
-    il->map = loc->map;
-    il->resolved = 1;
-    return il;
-}
-
-/*
- * Source lines and inlined frames of loc (its function fi, or -1 when the
- * symbol tables did not name it).  Leaves loc as it was when there is no
- * debug info; 0 or -ENOMEM.
- */
-static int
-resolve_lines(pe_prof_t *p, pe_sym_batch_t *syms, pe_prof_loc_t *loc, int64_t *fi)
-{
-    pe_dw_frame_t l[PE_PROF_MAX_INLINE];
-    const char *raw;
-    int64_t ifi;
-    int n, k;
-
-    n = pe_sym_lines(syms, loc->frame.addr, l, PE_PROF_MAX_INLINE);
-    if (n == -E2BIG && !p->lines_cut)
-        p->lines_cut = "the debug info budget (PROFEP_DEBUG_MEM) was reached";
-    else if (n == -ETIMEDOUT && !p->lines_cut)
-        p->lines_cut = "reading debug info took more than its bound (2 s of CPU time)";
-    if (n <= 0)
-        return 0;
-    /* The function the code belongs to: the symbol table's name (it keeps
-       clone suffixes such as .isra.0) with the debug info's file. */
-    raw = *fi >= 0 ? p->funcs[*fi].name : l[n - 1].name;
-    if (raw) {
-        if ((ifi = native_func_get(p, raw, l[n - 1].file)) < 0)
-            return -ENOMEM;
-        *fi = ifi;
-    }
-    loc->frame.src = *fi >= 0 ? p->funcs[*fi].file : NULL;
-    loc->frame.line = l[n - 1].line;
-    if (n > 1) {
-        loc->inl = arena_alloc(p, (size_t)(n - 1) * sizeof(*loc->inl));
-        if (!loc->inl)
-            return -ENOMEM;
-        for (k = 0; k < n - 1; k++) {
-            ifi = native_func_get(p, l[k].name ? l[k].name : "??", l[k].file);
-            if (ifi < 0 || !(loc->inl[k] = inline_loc(p, loc, &l[k], ifi)))
-                return -ENOMEM;
-        }
-        loc->ninl = (uint16_t)(n - 1);
-    }
-    return 1;
-}
-
-static const char *
-base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-
-    return s ? s + 1 : path;
-}
-
-/* Whose code loc is (enum pe_prof_kind), by its mapping's path. */
-static uint8_t
-frame_kind(const pe_prof_t *p, const pe_prof_loc_t *loc)
-{
-    static const char *const libc[] = {"libc.so", "libc-",      "ld-linux", "ld-",    "libm.so",
-                                       "libm-",   "libpthread", "libdl.",   "libdl-", "librt."};
-    const pe_prof_map_t *m;
-    const char *b;
-    size_t i;
-
-    if (loc->py)
-        return PE_PROF_KIND_PYTHON;
-    if (loc->pseudo || !loc->map || !loc->frame.file)
-        return PE_PROF_KIND_OTHER;
-    m = &p->maps[loc->map - 1];
-    if (!strcmp(m->path, "[jit]"))
-        return PE_PROF_KIND_JIT;
-    if (m->path[0] == '[') /* [vdso], [vsyscall]: the kernel's */
-        return PE_PROF_KIND_OTHER;
-    if (m->is_main)
-        return PE_PROF_KIND_MAIN;
-    b = base_name(m->path);
-    if (!strncmp(b, "libprofendpoints", 16))
-        return PE_PROF_KIND_SELF;
-    for (i = 0; i < sizeof(libc) / sizeof(libc[0]); i++)
-        if (!strncmp(b, libc[i], strlen(libc[i])))
-            return PE_PROF_KIND_LIBC;
-    return PE_PROF_KIND_LIB;
-}
-
-/* Names shown in every frame, once the functions are known (names=full or
-   short), the frame's label, its kind and, without a name, its "[object]".
-   0 or -ENOMEM. */
-static int
-frame_names(pe_prof_t *p, pe_prof_loc_t *loc)
-{
-    const pe_prof_func_t *f;
-    pe_prof_frame_t *fr = &loc->frame;
-    char label[1200];
-    uint16_t k;
-
-    if (loc->func) {
-        f = &p->funcs[loc->func - 1];
-        fr->name = pe_prof_func_shown(p, f);
-        fr->full = f->full ? f->full : f->name;
-    } else if (!fr->full) {
-        fr->full = fr->name;
-    }
-    if (fr->src && fr->line)
-        snprintf(label, sizeof(label), "%s:%u; %s", base_name(fr->src), fr->line, fr->name);
-    else if (fr->src)
-        snprintf(label, sizeof(label), "%s; %s", base_name(fr->src), fr->name);
-    else if (fr->file && !loc->pseudo)
-        snprintf(label, sizeof(label), "[%s] %s", base_name(fr->file), fr->name);
-    else
-        snprintf(label, sizeof(label), "%s", fr->name);
-    if (!(fr->label = pe_prof_intern(p, label)))
-        return -ENOMEM;
-    fr->kind = frame_kind(p, loc);
-    fr->anon = NULL;
-    if (!loc->func && !loc->pseudo && !loc->py) {
-        if (!fr->file)
-            snprintf(label, sizeof(label), "[unknown]");
-        else if (fr->file[0] == '[')
-            snprintf(label, sizeof(label), "%s", fr->file);
-        else
-            snprintf(label, sizeof(label), "[%s]", base_name(fr->file));
-        if (!(fr->anon = pe_prof_intern(p, label)))
-            return -ENOMEM;
-    }
-    for (k = 0; k < loc->ninl; k++) {
-        if (frame_names(p, loc->inl[k]))
-            return -ENOMEM;
-        /* inlined code runs in its caller's object (inline_loc ran before loc->map was set) */
-        loc->inl[k]->frame.kind = fr->kind;
-    }
-    return 0;
-}
-
-/* Samples' frames with the inlined ones, for the views (pprof keeps locations). */
-static int
-expand_samples(pe_prof_t *p)
-{
-    const pe_prof_loc_t *loc;
-    pe_prof_smp_t *s;
-    uint32_t i, n;
-    int j, k;
-
-    for (i = p->nexpanded; i < p->nsamples; i++) {
-        s = p->samples[i];
-        for (j = 0, n = 0; j < s->nframes; j++)
-            n += 1 + pe_prof_loc_of(s->frames[j])->ninl;
-        if (n == s->nframes || n > UINT16_MAX) {
-            s->xframes = s->frames;
-            s->nxframes = s->nframes;
-            continue;
-        }
-        s->xframes = arena_alloc(p, n * sizeof(*s->xframes));
-        if (!s->xframes)
-            return -ENOMEM;
-        for (j = 0, n = 0; j < s->nframes; j++) {
-            loc = pe_prof_loc_of(s->frames[j]);
-            for (k = 0; k < loc->ninl; k++)
-                s->xframes[n++] = &loc->inl[k]->frame;
-            s->xframes[n++] = s->frames[j];
-        }
-        s->nxframes = (uint16_t)n;
-    }
-    p->nexpanded = p->nsamples;
-    return 0;
-}
-
-int
-pe_prof_resolve(pe_prof_t *p, int no_names)
-{
-    pe_sym_batch_t *syms = NULL;
-    pe_prof_loc_t *loc;
-    const char *name, *iname;
-    char hex[2 + 2 * sizeof(uintptr_t) + 1];
-    uintptr_t start = 0;
-    int64_t budget;
-    struct rlimit as;
-    uint32_t i, m;
-    int64_t fi = -1;
-    int err = 0, lined;
-
-    /* Sticky, so an encoder's own resolve(p, 0) cannot undo the caller's choice. */
-    if (no_names)
-        p->no_names = 1;
-    if (p->nresolved == p->nlocs)
-        return p->nexpanded == p->nsamples ? 0 : expand_samples(p);
-
-    err = pe_prof_maps_load(p);
-    if (err) {
-        /* Without /proc the profile is still useful: just no mappings. */
-        pe_log_debug("profile: cannot read /proc/self/maps (%d)", err);
-        err = 0;
-    }
-    err = pe_sym_begin(&syms);
-    if (err)
-        return err;
-    budget = p->debug_budget >= 0 ? p->debug_budget : pe_cfg.debug_mem;
-    /* Under an address-space limit (ulimit -v) the program's memory comes
-       first: debug files are mapped whole and libc's decompressed sections
-       alone are 20-30 MB, so below 1 GiB profiles have names only, above it
-       debug info gets a 64th of the limit at most. */
-    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-        budget = as.rlim_cur < (1ULL << 30)            ? 0
-                 : (uint64_t)budget > as.rlim_cur / 64 ? (int64_t)(as.rlim_cur / 64)
-                                                       : budget;
-    pe_sym_lines_limits(syms, (size_t)budget, DEBUG_CPU_NS);
-    for (i = p->nresolved; i < p->nlocs; i++) {
-        loc = p->locs[i];
-        if (loc->resolved)
-            continue;
-        if (PE_PY_IS_TAG(loc->frame.addr)) {
-            if ((err = pe_prof_py_resolve(p, loc)) < 0)
-                break;
-            continue;
-        }
-        m = pe_prof_maps_find(p, loc->frame.addr);
-        name = pe_sym_lookup(syms, loc->frame.addr, &start);
-        fi = -1;
-        if (name && (fi = native_func_get(p, name, NULL)) < 0) {
-            err = -ENOMEM;
-            break;
-        }
-        iname = NULL;
-        if (!name) {
-            snprintf(hex, sizeof(hex), "0x%" PRIxPTR, loc->frame.addr);
-            if (!(iname = pe_prof_intern(p, hex))) {
-                err = -ENOMEM;
-                break;
-            }
-        }
-        /* Commit the location only once nothing can fail, so a retry does not count twice. */
-        if (m)
-            loc->frame.file = p->maps[m - 1].path;
-        if ((lined = resolve_lines(p, syms, loc, &fi)) < 0) {
-            err = lined;
-            break;
-        }
-        loc->frame.name = iname;
-        loc->frame.offset = name ? loc->frame.addr - start : 0;
-        loc->func = fi >= 0 ? (uint32_t)fi + 1 : 0;
-        loc->map = m;
-        if ((err = frame_names(p, loc)) < 0)
-            break;
-        if (m) {
-            p->maps[m - 1].nlocs++;
-            p->maps[m - 1].nnamed += loc->func != 0;
-            p->maps[m - 1].nlined += lined;
-            p->maps[m - 1].inlines |= lined;
-        }
-        loc->resolved = 1;
-    }
-    pe_sym_end(syms);
-    if (err)
-        return err;
-    p->nresolved = p->nlocs;
-    /* Pseudo-frames and CPython frames: names as shown, sources from CPython. */
-    for (i = 0; i < p->nlocs; i++) {
-        loc = p->locs[i];
-        if (loc->py) {
-            loc->frame.src = loc->frame.file;
-            loc->frame.line = loc->line > 0 ? (uint32_t)loc->line : 0;
-        }
-        if ((loc->pseudo || loc->py) && frame_names(p, loc))
-            return -ENOMEM;
-    }
-    if (p->lines_cut) {
-        char why[160];
-
-        snprintf(why, sizeof(why), "source lines: only some locations have them: %s", p->lines_cut);
-        pe_prof_comment(p, "%s", why);
-        p->lines_cut = NULL; /* said once */
-    }
-    return expand_samples(p);
 }
 
 int

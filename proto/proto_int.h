@@ -140,6 +140,17 @@ pe_prof_stridx(const char *interned)
     return idx;
 }
 
+/* Arena memory for p's lifetime (8-byte aligned), or NULL on ENOMEM. */
+void *pe_prof_arena_alloc(pe_prof_t *p, size_t size);
+/* A native function by raw (mangled) name and source file (NULL: unknown),
+   created on first use with its readable names; its index, or -1 on ENOMEM. */
+int64_t pe_prof_native_func(pe_prof_t *p, const char *raw, const char *src);
+
+/* ---- the naming pass (naming.c) ------------------------------------------ */
+
+/* Readable and short forms of a new function's raw name (readable: raw is
+   readable already, only shortened).  0 or -ENOMEM. */
+int pe_prof_func_names(pe_prof_t *p, pe_prof_func_t *f, const char *raw, int readable);
 /* The name function f shows: the short form (pprof's: no parameters, no
    template arguments) unless names=full (pe_prof_set_full_names). */
 const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);

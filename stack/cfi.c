@@ -166,116 +166,178 @@ advance(prog_t *pr, uint64_t delta)
     return 1;
 }
 
+/*
+ * run()'s steps, one per kind of instruction: each returns OP_NEXT to go on,
+ * OP_NOT_MINE for an instruction of another kind, or what run returns now
+ * (1 = done, 0 = something unknown or malformed).
+ */
+enum { OP_NEXT = -1, OP_NOT_MINE = -2 };
+
+/* The three kinds packed in the high bits with their operand in the low six. */
+static int
+op_primary(prog_t *pr, pe_rd_t *r, uint8_t op, int64_t da)
+{
+    switch (op & 0xc0) {
+    case 0x40: /* advance_loc */
+        if (!advance(pr, op & 0x3f))
+            return 1;
+        return OP_NEXT;
+    case 0x80: /* offset */
+        set_rule(pr, op & 0x3f, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
+        return OP_NEXT;
+    case 0xc0: /* restore */ restore_rule(pr, op & 0x3f); return OP_NEXT;
+    }
+    return OP_NOT_MINE;
+}
+
+/* The location: set_loc, advance_loc1/2/4. */
+static int
+op_loc(prog_t *pr, pe_rd_t *r, uint8_t op)
+{
+    switch (op) {
+    case 0x01: { /* set_loc */
+        uintptr_t to = rd_encoded(r, pr->cie->fde_enc);
+        if (to > pr->target)
+            return r->ok;
+        pr->loc = to;
+        break;
+    }
+    case 0x02:
+        if (!advance(pr, pe_rd_fixed(r, 1)))
+            return r->ok;
+        break;
+    case 0x03:
+        if (!advance(pr, pe_rd_fixed(r, 2)))
+            return r->ok;
+        break;
+    case 0x04:
+        if (!advance(pr, pe_rd_fixed(r, 4)))
+            return r->ok;
+        break;
+    default: return OP_NOT_MINE;
+    }
+    return OP_NEXT;
+}
+
+/* The CFA's register and offset (an expression: no CFA we can compute). */
+static int
+op_cfa(prog_t *pr, pe_rd_t *r, uint8_t op, int64_t da)
+{
+    uint64_t len;
+
+    switch (op) {
+    case 0x0c: /* def_cfa */
+        pr->st.cfa_reg = (int)pe_rd_uleb(r);
+        pr->st.cfa_off = (int64_t)pe_rd_uleb(r);
+        break;
+    case 0x0d: pr->st.cfa_reg = (int)pe_rd_uleb(r); break;
+    case 0x0e: pr->st.cfa_off = (int64_t)pe_rd_uleb(r); break;
+    case 0x0f: /* def_cfa_expression */
+        len = pe_rd_uleb(r);
+        if (pe_rd_room(r, len))
+            r->p += len;
+        pr->st.cfa_reg = -1;
+        break;
+    case 0x12: /* def_cfa_sf */
+        pr->st.cfa_reg = (int)pe_rd_uleb(r);
+        pr->st.cfa_off = pe_rd_sleb(r) * da;
+        break;
+    case 0x13: pr->st.cfa_off = pe_rd_sleb(r) * da; break; /* def_cfa_offset_sf */
+    default: return OP_NOT_MINE;
+    }
+    return OP_NEXT;
+}
+
+/* A register's rule (the extended forms; R_OTHER for what we do not follow). */
+static int
+op_rule(prog_t *pr, pe_rd_t *r, uint8_t op, int64_t da)
+{
+    uint64_t reg, len;
+
+    switch (op) {
+    case 0x05: /* offset_extended */
+        reg = pe_rd_uleb(r);
+        set_rule(pr, reg, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
+        break;
+    case 0x06: restore_rule(pr, pe_rd_uleb(r)); break;
+    case 0x07: set_rule(pr, pe_rd_uleb(r), R_UNDEF, 0); break;
+    case 0x08: set_rule(pr, pe_rd_uleb(r), R_SAME, 0); break;
+    case 0x09: /* register */
+        reg = pe_rd_uleb(r);
+        (void)pe_rd_uleb(r);
+        set_rule(pr, reg, R_OTHER, 0);
+        break;
+    case 0x10: /* expression */
+    case 0x16: /* val_expression */
+        reg = pe_rd_uleb(r);
+        len = pe_rd_uleb(r);
+        if (pe_rd_room(r, len))
+            r->p += len;
+        set_rule(pr, reg, R_OTHER, 0);
+        break;
+    case 0x11: /* offset_extended_sf */
+        reg = pe_rd_uleb(r);
+        set_rule(pr, reg, R_OFFSET, pe_rd_sleb(r) * da);
+        break;
+    case 0x14: /* val_offset */
+        reg = pe_rd_uleb(r);
+        (void)pe_rd_uleb(r);
+        set_rule(pr, reg, R_OTHER, 0);
+        break;
+    case 0x15: /* val_offset_sf */
+        reg = pe_rd_uleb(r);
+        (void)pe_rd_sleb(r);
+        set_rule(pr, reg, R_OTHER, 0);
+        break;
+    case 0x2f: /* GNU_negative_offset_extended */
+        reg = pe_rd_uleb(r);
+        set_rule(pr, reg, R_OFFSET, -(int64_t)pe_rd_uleb(r) * da);
+        break;
+    default: return OP_NOT_MINE;
+    }
+    return OP_NEXT;
+}
+
+/* The rest: nop, the state stack, GNU_args_size; anything else is unknown. */
+static int
+op_other(prog_t *pr, pe_rd_t *r, uint8_t op)
+{
+    switch (op) {
+    case 0x00: break; /* nop */
+    case 0x0a:        /* remember_state */
+        if (pr->nsaved == STATE_STACK)
+            return 0;
+        pr->saved[pr->nsaved++] = pr->st;
+        break;
+    case 0x0b: /* restore_state */
+        if (pr->nsaved == 0)
+            return 0;
+        pr->st = pr->saved[--pr->nsaved];
+        break;
+    case 0x2e: (void)pe_rd_uleb(r); break; /* GNU_args_size */
+    default: return 0;
+    }
+    return OP_NEXT;
+}
+
 /* Run instructions [r) until the location would pass the target or they
    end.  1 = done, 0 = something unknown or malformed. */
 static int
 run(prog_t *pr, pe_rd_t *r)
 {
     int64_t da = pr->cie->data_align;
+    int rc;
 
     while (r->ok && r->p < r->end) {
         uint8_t op = *r->p++;
-        uint64_t reg, len;
 
-        switch (op & 0xc0) {
-        case 0x40: /* advance_loc */
-            if (!advance(pr, op & 0x3f))
-                return 1;
-            continue;
-        case 0x80: /* offset */
-            set_rule(pr, op & 0x3f, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
-            continue;
-        case 0xc0: /* restore */ restore_rule(pr, op & 0x3f); continue;
-        }
-        switch (op) {
-        case 0x00: break; /* nop */
-        case 0x01: {      /* set_loc */
-            uintptr_t to = rd_encoded(r, pr->cie->fde_enc);
-            if (to > pr->target)
-                return r->ok;
-            pr->loc = to;
-            break;
-        }
-        case 0x02:
-            if (!advance(pr, pe_rd_fixed(r, 1)))
-                return r->ok;
-            break;
-        case 0x03:
-            if (!advance(pr, pe_rd_fixed(r, 2)))
-                return r->ok;
-            break;
-        case 0x04:
-            if (!advance(pr, pe_rd_fixed(r, 4)))
-                return r->ok;
-            break;
-        case 0x05: /* offset_extended */
-            reg = pe_rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, (int64_t)pe_rd_uleb(r) * da);
-            break;
-        case 0x06: restore_rule(pr, pe_rd_uleb(r)); break;
-        case 0x07: set_rule(pr, pe_rd_uleb(r), R_UNDEF, 0); break;
-        case 0x08: set_rule(pr, pe_rd_uleb(r), R_SAME, 0); break;
-        case 0x09: /* register */
-            reg = pe_rd_uleb(r);
-            (void)pe_rd_uleb(r);
-            set_rule(pr, reg, R_OTHER, 0);
-            break;
-        case 0x0a: /* remember_state */
-            if (pr->nsaved == STATE_STACK)
-                return 0;
-            pr->saved[pr->nsaved++] = pr->st;
-            break;
-        case 0x0b: /* restore_state */
-            if (pr->nsaved == 0)
-                return 0;
-            pr->st = pr->saved[--pr->nsaved];
-            break;
-        case 0x0c: /* def_cfa */
-            pr->st.cfa_reg = (int)pe_rd_uleb(r);
-            pr->st.cfa_off = (int64_t)pe_rd_uleb(r);
-            break;
-        case 0x0d: pr->st.cfa_reg = (int)pe_rd_uleb(r); break;
-        case 0x0e: pr->st.cfa_off = (int64_t)pe_rd_uleb(r); break;
-        case 0x0f: /* def_cfa_expression */
-            len = pe_rd_uleb(r);
-            if (pe_rd_room(r, len))
-                r->p += len;
-            pr->st.cfa_reg = -1;
-            break;
-        case 0x10: /* expression */
-        case 0x16: /* val_expression */
-            reg = pe_rd_uleb(r);
-            len = pe_rd_uleb(r);
-            if (pe_rd_room(r, len))
-                r->p += len;
-            set_rule(pr, reg, R_OTHER, 0);
-            break;
-        case 0x11: /* offset_extended_sf */
-            reg = pe_rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, pe_rd_sleb(r) * da);
-            break;
-        case 0x12: /* def_cfa_sf */
-            pr->st.cfa_reg = (int)pe_rd_uleb(r);
-            pr->st.cfa_off = pe_rd_sleb(r) * da;
-            break;
-        case 0x13: pr->st.cfa_off = pe_rd_sleb(r) * da; break; /* def_cfa_offset_sf */
-        case 0x14:                                             /* val_offset */
-            reg = pe_rd_uleb(r);
-            (void)pe_rd_uleb(r);
-            set_rule(pr, reg, R_OTHER, 0);
-            break;
-        case 0x15: /* val_offset_sf */
-            reg = pe_rd_uleb(r);
-            (void)pe_rd_sleb(r);
-            set_rule(pr, reg, R_OTHER, 0);
-            break;
-        case 0x2e: (void)pe_rd_uleb(r); break; /* GNU_args_size */
-        case 0x2f:                             /* GNU_negative_offset_extended */
-            reg = pe_rd_uleb(r);
-            set_rule(pr, reg, R_OFFSET, -(int64_t)pe_rd_uleb(r) * da);
-            break;
-        default: return 0;
-        }
+        if ((rc = op_primary(pr, r, op, da)) == OP_NOT_MINE &&
+            (rc = op_loc(pr, r, op)) == OP_NOT_MINE &&
+            (rc = op_cfa(pr, r, op, da)) == OP_NOT_MINE &&
+            (rc = op_rule(pr, r, op, da)) == OP_NOT_MINE)
+            rc = op_other(pr, r, op);
+        if (rc != OP_NEXT)
+            return rc;
     }
     return r->ok;
 }

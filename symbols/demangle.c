@@ -1661,114 +1661,181 @@ skip_qualifiers(const char *s, size_t n, size_t i)
    spaces belong to the name and parentheses are types; `depth` bounds the recursion. */
 #define SHORTEN_MAX_DEPTH 32
 
+static void shorten_into(dem_out_t *o, const char *s, size_t n, int nested, int depth);
+
+/* shorten_into's walk: s[i] is the next character; what o held before it is o[..start). */
+typedef struct shorten_s {
+    dem_out_t *o;
+    const char *s;
+    size_t n, i, start;
+    int nested, depth;
+    int after_operator; /* an operator name was seen: a space is no longer a return type's end */
+    int op_end;         /* right after an operator token: ( and < open groups */
+} shorten_t;
+
+/* The walk's steps: each one goes on (SH_NEXT), ends the walk (SH_DONE) or leaves
+   the character to the next step (SH_NOT_MINE). */
+enum { SH_NEXT, SH_DONE, SH_NOT_MINE };
+
+/* Everything written so far was a return type (or a declarator's): dropped. */
+static void
+sh_restart(shorten_t *w)
+{
+    w->o->pos = w->start;
+    w->o->buf[w->o->pos] = '\0';
+    w->o->full = 0;
+}
+
+/* The group at s[i] (which opens with `open`), kept with its inside shortened as a
+   nested name (a Rust <T as Trait>, a {lambda...}). */
+static void
+sh_nested_group(shorten_t *w, char open, char close)
+{
+    const char *s = w->s;
+    size_t i = w->i, j = skip_group(s, w->n, i);
+
+    out_chr(w->o, open);
+    shorten_into(w->o, s + i + 1, (j > i + 1 && s[j - 1] == close ? j - 1 : j) - i - 1, 1,
+                 w->depth + 1);
+    if (j > i + 1 && s[j - 1] == close)
+        out_chr(w->o, close);
+    w->i = j;
+}
+
+/* `operator` and its token, kept whole; a conversion operator's type is shortened. */
+static int
+sh_operator(shorten_t *w)
+{
+    const char *s = w->s;
+    size_t n = w->n, i = w->i, j;
+
+    if (!starts_word(s, n, i, "operator") || (i > 0 && is_word(s[i - 1])))
+        return SH_NOT_MINE;
+    j = operator_token(s, n, i + 8);
+    if (j == 0 && i + 8 < n && s[i + 8] == ' ') {
+        /* conversion operator: its type, shortened, up to the parameter list */
+        out_str(w->o, "operator ");
+        w->i = i + 9;
+        w->after_operator = 1;
+        return SH_NEXT;
+    }
+    out_put(w->o, s + i, 8 + j);
+    i += 8 + j;
+    w->after_operator = 1;
+    w->op_end = 1;
+    if (i + 1 < n && s[i] == ' ' && s[i + 1] == '<') /* operator<< <char> */
+        i++;
+    w->i = i;
+    return SH_NEXT;
+}
+
+/* A '(': (anonymous namespace), a parameter list (dropped), a declarator, a lambda's
+   parameters; or none of those (SH_NOT_MINE: kept as it is). */
+static int
+sh_paren(shorten_t *w, char prev, int at_op_end)
+{
+    const char *s = w->s;
+    size_t n = w->n, i = w->i, j;
+
+    if (!w->nested && n - i >= 21 && !memcmp(s + i, "(anonymous namespace)", 21)) {
+        out_put(w->o, s + i, 21);
+        w->i = i + 21;
+        return SH_NEXT;
+    }
+    if (!w->nested && (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
+                       prev == ')' || prev == '\'')) { /* libc++abi: 'lambda'(int) */
+        /* a parameter list, and the qualifiers after it */
+        w->i = skip_qualifiers(s, n, skip_group(s, n, i));
+        return SH_NEXT;
+    }
+    if (!w->nested && prev == '\0' && i > 0 && s[i - 1] == ' ' && i + 1 < n &&
+        (s[i + 1] == '&' || s[i + 1] == '*')) {
+        /* a declarator: char const (&std::forward<char const (&) [5]>(...)) [5] */
+        j = skip_group(s, n, i);
+        sh_restart(w);
+        shorten_into(w->o, s + i + 2, (j > i + 2 && s[j - 1] == ')' ? j - 1 : j) - i - 2, 0,
+                     w->depth + 1);
+        return SH_DONE;
+    }
+    if (w->nested && w->o->pos >= 6 && !memcmp(w->o->buf + w->o->pos - 6, "lambda", 6)) {
+        out_str(w->o, "()"); /* {lambda(int, char)#1} -> {lambda()#1} */
+        w->i = skip_group(s, n, i);
+        return SH_NEXT;
+    }
+    return SH_NOT_MINE;
+}
+
+/* A '<': template or generic arguments (dropped), or a qualified path <T as Trait>. */
+static int
+sh_angle(shorten_t *w, char prev, int at_op_end)
+{
+    dem_out_t *o = w->o;
+
+    if (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
+        (prev == ':' && o->pos >= w->start + 2 && o->buf[o->pos - 2] == ':')) {
+        w->i = skip_group(w->s, w->n, w->i); /* template or generic arguments */
+        w->op_end = 1;                       /* a ( after them is a parameter list */
+        if (o->pos >= w->start + 2 && o->buf[o->pos - 1] == ':' &&
+            o->buf[o->pos - 2] == ':') { /* Rust's turbofish ::<T> */
+            o->pos -= 2;
+            o->buf[o->pos] = '\0';
+        }
+        return SH_NEXT;
+    }
+    /* a qualified path <T as Trait>: kept, its inside shortened */
+    sh_nested_group(w, '<', '>');
+    return SH_NEXT;
+}
+
+/* Any other character: a {group}, an [abi:tag] (dropped), the space after a return
+   type, or the character itself. */
+static int
+sh_other(shorten_t *w, char c)
+{
+    if (c == '{') {
+        sh_nested_group(w, '{', '}');
+        return SH_NEXT;
+    }
+    if (c == '[' && w->n - w->i >= 5 && !memcmp(w->s + w->i, "[abi:", 5)) {
+        w->i = skip_group(w->s, w->n, w->i);
+        return SH_NEXT;
+    }
+    if (c == ' ' && !w->nested && !w->after_operator) {
+        /* everything so far was a return type */
+        sh_restart(w);
+        w->i++;
+        return SH_NEXT;
+    }
+    out_chr(w->o, c);
+    w->i++;
+    return SH_NEXT;
+}
+
 static void
 shorten_into(dem_out_t *o, const char *s, size_t n, int nested, int depth)
 {
-    size_t i = 0, j, start = o->pos;
-    int after_operator = 0, op_end = 0;
+    shorten_t w = {o, s, n, 0, o->pos, nested, depth, 0, 0};
+    int rc;
 
     if (depth > SHORTEN_MAX_DEPTH) { /* hostile nesting: the rest as it is, no deeper stack */
         out_put(o, s, n);
         return;
     }
-    while (i < n && !o->full) {
-        char c = s[i];
-        char prev = o->pos > start ? o->buf[o->pos - 1] : '\0';
-        int at_op_end = op_end; /* right after an operator token: ( and < open groups */
+    while (w.i < n && !o->full) {
+        char c = s[w.i];
+        char prev = o->pos > w.start ? o->buf[o->pos - 1] : '\0';
+        int at_op_end = w.op_end; /* right after an operator token: ( and < open groups */
 
-        op_end = 0;
-
-        if (starts_word(s, n, i, "operator") && (i == 0 || !is_word(s[i - 1]))) {
-            j = operator_token(s, n, i + 8);
-            if (j == 0 && i + 8 < n && s[i + 8] == ' ') {
-                /* conversion operator: its type, shortened, up to the parameter list */
-                out_str(o, "operator ");
-                i += 9;
-                after_operator = 1;
-                continue;
-            }
-            out_put(o, s + i, 8 + j);
-            i += 8 + j;
-            after_operator = 1;
-            op_end = 1;
-            if (i + 1 < n && s[i] == ' ' && s[i + 1] == '<') /* operator<< <char> */
-                i++;
-            continue;
-        }
-        if (c == '(' && !nested && n - i >= 21 && !memcmp(s + i, "(anonymous namespace)", 21)) {
-            out_put(o, s + i, 21);
-            i += 21;
-            continue;
-        }
-        if (c == '(' && !nested &&
-            (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
-             prev == ')' || prev == '\'')) { /* libc++abi: 'lambda'(int) */
-            /* a parameter list, and the qualifiers after it */
-            i = skip_qualifiers(s, n, skip_group(s, n, i));
-            continue;
-        }
-        if (c == '(' && !nested && prev == '\0' && i > 0 && s[i - 1] == ' ' && i + 1 < n &&
-            (s[i + 1] == '&' || s[i + 1] == '*')) {
-            /* a declarator: char const (&std::forward<char const (&) [5]>(...)) [5] */
-            j = skip_group(s, n, i);
-            o->pos = start;
-            o->buf[o->pos] = '\0';
-            o->full = 0;
-            shorten_into(o, s + i + 2, (j > i + 2 && s[j - 1] == ')' ? j - 1 : j) - i - 2, 0,
-                         depth + 1);
+        w.op_end = 0;
+        rc = sh_operator(&w);
+        if (rc == SH_NOT_MINE && c == '(')
+            rc = sh_paren(&w, prev, at_op_end);
+        if (rc == SH_NOT_MINE && c == '<')
+            rc = sh_angle(&w, prev, at_op_end);
+        if (rc == SH_NOT_MINE)
+            rc = sh_other(&w, c);
+        if (rc == SH_DONE)
             return;
-        }
-        if (c == '(' && nested && o->pos >= 6 && !memcmp(o->buf + o->pos - 6, "lambda", 6)) {
-            out_str(o, "()"); /* {lambda(int, char)#1} -> {lambda()#1} */
-            i = skip_group(s, n, i);
-            continue;
-        }
-        if (c == '<') {
-            if (at_op_end || is_word(prev) || prev == '>' || prev == ']' || prev == '}' ||
-                (prev == ':' && o->pos >= start + 2 && o->buf[o->pos - 2] == ':')) {
-                i = skip_group(s, n, i); /* template or generic arguments */
-                op_end = 1;              /* a ( after them is a parameter list */
-                if (o->pos >= start + 2 && o->buf[o->pos - 1] == ':' &&
-                    o->buf[o->pos - 2] == ':') { /* Rust's turbofish ::<T> */
-                    o->pos -= 2;
-                    o->buf[o->pos] = '\0';
-                }
-                continue;
-            }
-            /* a qualified path <T as Trait>: kept, its inside shortened */
-            j = skip_group(s, n, i);
-            out_chr(o, '<');
-            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '>' ? j - 1 : j) - i - 1, 1,
-                         depth + 1);
-            if (j > i + 1 && s[j - 1] == '>')
-                out_chr(o, '>');
-            i = j;
-            continue;
-        }
-        if (c == '{') {
-            j = skip_group(s, n, i);
-            out_chr(o, '{');
-            shorten_into(o, s + i + 1, (j > i + 1 && s[j - 1] == '}' ? j - 1 : j) - i - 1, 1,
-                         depth + 1);
-            if (j > i + 1 && s[j - 1] == '}')
-                out_chr(o, '}');
-            i = j;
-            continue;
-        }
-        if (c == '[' && n - i >= 5 && !memcmp(s + i, "[abi:", 5)) {
-            i = skip_group(s, n, i);
-            continue;
-        }
-        if (c == ' ' && !nested && !after_operator) {
-            /* everything so far was a return type */
-            o->pos = start;
-            o->buf[o->pos] = '\0';
-            o->full = 0;
-            i++;
-            continue;
-        }
-        out_chr(o, c);
-        i++;
     }
 }
 

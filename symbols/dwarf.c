@@ -669,20 +669,14 @@ typedef struct val_s {
     const char *s;
 } val_t;
 
-/* Read one attribute value of `form`; only what later code needs is kept. */
-static void
-read_form(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, unsigned form, int64_t implicit, val_t *v)
-{
-    int hops = 0;
+/* Each form_* reads the forms of one kind (their value into v, v->cls V_OTHER
+   for what later code does not need) and returns 1, or 0 for another kind. */
 
-again:
-    v->cls = V_OTHER;
-    v->s = NULL;
+/* Constants and flags; 0 when form is not one of them. */
+static int
+form_const(pe_rd_t *r, unsigned form, int64_t implicit, val_t *v)
+{
     switch (form) {
-    case DW_FORM_addr:
-        v->cls = V_ADDR;
-        v->u = pe_rd_fixed(r, cu->addr_size);
-        break;
     case DW_FORM_data1:
     case DW_FORM_data2:
     case DW_FORM_data4:
@@ -708,6 +702,17 @@ again:
         break;
     case DW_FORM_flag: pe_rd_skip(r, 1); break;
     case DW_FORM_flag_present: break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* Strings: inline, in .debug_str or .debug_line_str, or by index; 0 when form is not one of them.
+ */
+static int
+form_string(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, unsigned form, val_t *v)
+{
+    switch (form) {
     case DW_FORM_string:
         v->s = pe_rd_cstr(r);
         v->cls = v->s ? V_STR : V_OTHER;
@@ -735,6 +740,20 @@ again:
         v->cls = V_STRX;
         v->u = pe_rd_fixed(r, form - DW_FORM_strx1 + 1);
         break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* Addresses, as they are or by index into .debug_addr; 0 when form is not one of them. */
+static int
+form_addr(const cu_t *cu, pe_rd_t *r, unsigned form, val_t *v)
+{
+    switch (form) {
+    case DW_FORM_addr:
+        v->cls = V_ADDR;
+        v->u = pe_rd_fixed(r, cu->addr_size);
+        break;
     case DW_FORM_addrx:
     case DW_FORM_GNU_addr_index:
         v->cls = V_ADDRX;
@@ -747,6 +766,17 @@ again:
         v->cls = V_ADDRX;
         v->u = pe_rd_fixed(r, form - DW_FORM_addrx1 + 1);
         break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* References to other entries (those of other units or files skipped); 0 when form is not one of
+ * them. */
+static int
+form_ref(const cu_t *cu, pe_rd_t *r, unsigned form, val_t *v)
+{
+    switch (form) {
     case DW_FORM_ref1:
     case DW_FORM_ref2:
     case DW_FORM_ref4:
@@ -768,6 +798,16 @@ again:
     case DW_FORM_ref_sig8:
     case DW_FORM_ref_sup8: pe_rd_skip(r, 8); break;
     case DW_FORM_ref_sup4: pe_rd_skip(r, 4); break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* Section offsets, list indexes and blocks (blocks skipped); 0 when form is not one of them. */
+static int
+form_other(const cu_t *cu, pe_rd_t *r, unsigned form, val_t *v)
+{
+    switch (form) {
     case DW_FORM_sec_offset:
         v->cls = V_SECOFF;
         v->u = pe_rd_fixed(r, cu->off_size);
@@ -785,14 +825,31 @@ again:
     case DW_FORM_block4: pe_rd_skip(r, pe_rd_fixed(r, 4)); break;
     case DW_FORM_block:
     case DW_FORM_exprloc: pe_rd_skip(r, pe_rd_uleb(r)); break;
-    case DW_FORM_indirect:
-        form = (unsigned)pe_rd_uleb(r);
-        if (++hops < 4 && form != DW_FORM_implicit_const)
-            goto again;
-        r->ok = 0;
-        break;
-    default: r->ok = 0; break; /* unknown form: its size is unknown, so is the rest */
+    default: return 0;
     }
+    return 1;
+}
+
+/* Read one attribute value of `form`; only what later code needs is kept. */
+static void
+read_form(pe_dw_obj_t *o, const cu_t *cu, pe_rd_t *r, unsigned form, int64_t implicit, val_t *v)
+{
+    int hops = 0;
+
+    for (;;) {
+        v->cls = V_OTHER;
+        v->s = NULL;
+        if (form != DW_FORM_indirect)
+            break;
+        form = (unsigned)pe_rd_uleb(r);
+        if (++hops >= 4 || form == DW_FORM_implicit_const) {
+            r->ok = 0;
+            return;
+        }
+    }
+    if (!form_const(r, form, implicit, v) && !form_string(o, cu, r, form, v) &&
+        !form_addr(cu, r, form, v) && !form_ref(cu, r, form, v) && !form_other(cu, r, form, v))
+        r->ok = 0; /* unknown form: its size is unknown, so is the rest */
 }
 /* A string value: inline, strp and line_strp point into their sections already; strx
    goes through .debug_str_offsets from the unit's DW_AT_str_offsets_base.  NULL when

@@ -5,8 +5,9 @@
  * the request (index, cmdline, Go's symbol protocol with GET query or POST
  * body), the PROFEP_* value parsers and the loader with the text as every
  * row's value (config.c), the Host / Origin / Sec-Fetch-Site checks
- * (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the same text) and the
- * CSP's script-hash scanner (csp.c, on the body).
+ * (origin.c, with PROFEP_ALLOWED_HOSTS parsed from the same text), the
+ * CSP's script-hash scanner (csp.c, on the body) and /debug_engine's JSON
+ * reader (json.c, on the body, with a buffer as small as a request's).
  *
  * The router checks every key for a typo of its route's parameters
  * (pe_params_check, also on /debug_engine's JSON keys).
@@ -23,6 +24,7 @@
 
 #include "http/http.h"
 #include "http/http_int.h"
+#include "http/json.h"
 #include "preload/config.h"
 #include "preload/log.h"
 
@@ -72,6 +74,17 @@ fuzz_config_load(const char *s)
         unsetenv(pe_cfg_rows[i].name);
     memset(&pe_cfg, 0, sizeof(pe_cfg));
     pe_log_set_level(PE_LOG_INFO);
+}
+
+/* Every pair the JSON reader hands out is two strings within its buffer. */
+static int
+json_pair(void *arg, const char *key, const char *val, const char **err)
+{
+    size_t *n = arg;
+
+    *n += strlen(key) + (val ? strlen(val) : 0);
+    (void)err;
+    return 0;
 }
 
 /* The text as a Host, an Origin and a Sec-Fetch-Site, and as an allowed-hosts list. */
@@ -135,9 +148,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_origin(q);
     }
     if (body) {
+        static char decoded[sizeof(r.qbuf)]; /* as /debug_engine's sub-request has */
         char hashes[512];
+        const char *err;
+        size_t n = 0;
 
         pe_http_script_hashes(body, strlen(body), hashes, sizeof(hashes));
+        pe_json_flat_object(body, decoded, sizeof(decoded), json_pair, &n, &err);
     }
     if (pe_params_parse(&r, q) == 0) {
         pe_param_number(&r, "duration", 10, 0.001, 600, &d);

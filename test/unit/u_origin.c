@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "http/http_int.h"
+#include "http/sha256.h"
 #include "pe_test.h"
 #include "preload/config.h"
 
@@ -139,17 +140,10 @@ test_hashes(void)
                               "<script>abc</script></svg>";
     static const char abc_b64[] = "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=";
 
-    /* FIPS 180-4's examples, in base64. */
-    pe_http_sha256_b64("abc", 3, b64);
-    CHECKF(!strcmp(b64, abc_b64), "%s", b64);
-    pe_http_sha256_b64("", 0, b64);
-    CHECKF(!strcmp(b64, "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="), "%s", b64);
-    pe_http_sha256_b64("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, b64);
-    CHECKF(!strcmp(b64, "JI1qYdIGOLjlwCaTDD5gOaM85Flk/yFn9uzt1BnbBsE="), "%s", b64);
-
+    /* The digests themselves: u_sha256. */
     /* A CDATA script hashes its content; two scripts give two hashes. */
     CHECK(pe_http_script_hashes(doc, strlen(doc), out, sizeof(out)) == 0);
-    pe_http_sha256_b64("\nabc\n", 5, b64);
+    pe_sha256_b64("\nabc\n", 5, b64);
     CHECKF(!strncmp(out, "'sha256-", 8) && !strncmp(out + 8, b64, 44) &&
                strstr(out, abc_b64) != NULL,
            "%s", out);
