@@ -42,9 +42,10 @@ start_tree() {
     pids="$root $(awk '{print $2}' "$T/$name.out" | tr '\n' ' ')"
 }
 listed() { [ "$(curl -s -m 10 "http://$PE_ADDR/debug/pprof/processes" | grep -c '"pid"')" = "$1" ]; }
-# survive NAME: every process of the tree alive, stderr free of reports, root ends by SIGTERM
+# survive NAME: the answers parse, every process of the tree alive, stderr free of reports, root ends by SIGTERM
 survive() {
     local name=$1 p dead= st
+    parse_all
     for p in $pids; do kill -0 "$p" 2>/dev/null || dead="$dead $p"; done
     check "$name: the five processes are alive${dead:+ (gone:$dead)}" [ -z "$dead" ]
     if grep -qE "$REPORT" "$T/$name.err"; then
@@ -60,19 +61,26 @@ survive() {
     stop_group
 }
 
-# fetch NAME PATH KIND: GET into $T/f.NAME (curl status into $T/f.NAME.code), then check it parses
+# fetch NAME PATH KIND: GET into $T/f.NAME; parse_all checks later that it parses as KIND
 fetch() {
     local name=$1 path=$2 kind=$3 f=$T/f.$1 code
     code=$(curl -s -m 60 -o "$f" -w '%{http_code}' "http://$PE_ADDR$path")
     if [ "$code" != 200 ]; then bad "$path: HTTP $code"; head -c 300 "$f"; echo; return; fi
-    check "$path: $kind parses" python3 - "$f" "$kind" <<'PY'
+    printf '%s %s %s\n' "$f" "$kind" "$path" >>"$T/parse"
+}
+# parse_all: every fetched answer parses (one python: its start costs seconds on a busy box)
+parse_all() {
+    local line
+    [ -s "$T/parse" ] || return 0
+    while read -r line; do
+        case $line in ok*) ok "${line#ok }" ;; *) bad "${line#FAIL }" ;; esac
+    done < <(python3 - "$T/parse" <<'PY'
 import gzip, json, sys, re, xml.dom.minidom
-f, kind = sys.argv[1], sys.argv[2]
-b = open(f, "rb").read()
-if kind == "pprof":  # the protobuf wire format, every field to the end; a string table
+
+def pprof(b):  # the protobuf wire format, every field to the end; a string table
     d, i, strings = gzip.decompress(b), 0, 0
     def varint():
-        global i
+        nonlocal i
         v = s = 0
         while True:
             c = d[i]; i += 1; v |= (c & 0x7f) << s; s += 7
@@ -85,18 +93,30 @@ if kind == "pprof":  # the protobuf wire format, every field to the end; a strin
             strings += key >> 3 == 6
         else: raise AssertionError("wire type %d" % (key & 7))
     assert strings > 0, "no string table"
-elif kind == "json":
-    if b[:2] == b"\x1f\x8b":
-        b = gzip.decompress(b)
-    json.loads(b)
-elif kind == "svg":
-    xml.dom.minidom.parseString(b)
-elif kind == "folded":
-    for line in b.decode().splitlines():
-        assert re.match(r"^.+ \d+$", line), line
-else:
-    assert b.strip(), "empty"
+
+def check(kind, b):
+    if kind == "pprof":
+        pprof(b)
+    elif kind == "json":
+        json.loads(gzip.decompress(b) if b[:2] == b"\x1f\x8b" else b)
+    elif kind == "svg":
+        xml.dom.minidom.parseString(b)
+    elif kind == "folded":
+        for line in b.decode().splitlines():
+            assert re.match(r"^.+ \d+$", line), line
+    else:
+        assert b.strip(), "empty"
+
+for line in open(sys.argv[1]):
+    f, kind, path = line.split(" ", 2)
+    try:
+        check(kind, open(f, "rb").read())
+        print("ok %s: %s parses" % (path.strip(), kind))
+    except Exception as e:
+        print("FAIL %s: %s does not parse: %r" % (path.strip(), kind, e))
 PY
+    )
+    rm -f "$T/parse"
 }
 
 # answered PATH: an answer, 200 or the 502/503 of what cannot work here
