@@ -64,6 +64,7 @@ survive() {
 # fetch NAME PATH KIND: GET into $T/f.NAME; parse_all checks later that it parses as KIND
 fetch() {
     local name=$1 path=$2 kind=$3 f=$T/f.$1 code
+    : >"$f" # (curl creates no file for an empty body)
     code=$(curl -s -m 60 -o "$f" -w '%{http_code}' "http://$PE_ADDR$path")
     if [ "$code" != 200 ]; then bad "$path: HTTP $code"; head -c 300 "$f"; echo; return; fi
     printf '%s %s %s\n' "$f" "$kind" "$path" >>"$T/parse"
