@@ -19,8 +19,9 @@ pe_need curl python3 setsid
 P=$BUILD/test
 ALIB=$BUILD-asan/libprofendpoints.so
 [ -f "$ALIB" ] || { echo "SKIP: $ALIB not built (make test builds it)"; exit 77; }
-RT=$(${CC:-cc} -print-file-name=libasan.so)
-[ -f "$RT" ] || { echo "SKIP: no libasan.so for ${CC:-cc}"; exit 77; }
+# the ASan runtime the library was linked with, preloaded first as ASan requires
+RT=$(ldd "$ALIB" | awk '/libasan|clang_rt\.asan/ {print $3; exit}')
+[ -f "$RT" ] || { echo "SKIP: no ASan runtime found for $ALIB"; exit 77; }
 # The first report stops the process (SIGABRT): a test cannot miss it.
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:allow_user_segv_handler=1:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
