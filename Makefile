@@ -189,7 +189,7 @@ tests: $(BUILD)/test/libpe_attach_shim.so $(BUILD)/test/libpe_attach_plugin.so
 # The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  The same objects
 # make build-asan/libprofendpoints.so (asan-lib: the entry points and a link more), which
 # test/e2e/e2e_hardened.sh preloads after libasan into real process trees; ASan's malloc
-# then shadows ours (heap profiles are empty there).
+# then shadows ours (heap profiling is unavailable there).
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 ASAN_MAKE  := $(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" \
               LDFLAGS="$(LDFLAGS) -fsanitize=address,undefined" HOOK_SAN=-fno-sanitize=address
