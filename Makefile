@@ -5,6 +5,7 @@
 #   make demo       install missing packages, build, profile a workload, print its top
 #   make bench      ratios against baselines (never pass/fail)
 #   make asan       unit tests under ASan+UBSan;  make fuzz: libFuzzer on the parsers
+#   make asan-lib   build-asan/libprofendpoints.so, the library under ASan+UBSan (e2e_hardened)
 #   make fuzz-dwarf libFuzzer on the DWARF reader (symbols/dwarf.c)
 #   make fuzz-decode libFuzzer on the pprof decoder (proto/decode.c)
 #   make stress     the host under load and faults, with the figures
@@ -117,6 +118,9 @@ $(BUILD)/%.o: %.c | $(GEN_H)
 # to set up (nothing unwinds through them by frame pointer; stacks start at
 # their caller).
 $(BUILD)/heap/malloc_hooks.o: ALL_CFLAGS += -fomit-frame-pointer
+# The ASan build of the library (make asan-lib) leaves the entry points uninstrumented:
+# ASan's own start-up calls our dl_iterate_phdr before its shadow memory exists.
+$(HOOK_OBJS): ALL_CFLAGS += $(HOOK_SAN)
 
 $(BUILD)/gen/profile.pb.o: $(GEN_C)
 	$(call msg,CC,$<)
@@ -182,19 +186,27 @@ $(BUILD)/test/libpe_attach_plugin.so: test/progs/attach_plugin.c
 	$(Q)$(CC) -shared -fPIC -O1 -g -fno-builtin -Wall -Wl,-z,now,-z,relro -o $@ $<
 tests: $(BUILD)/test/libpe_attach_shim.so $(BUILD)/test/libpe_attach_plugin.so
 
-# The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  Preloaded
-# programs never run under ASan, which owns malloc itself.
+# The unit tests run twice: as built, and under ASan+UBSan (build-asan/).  The same objects
+# make build-asan/libprofendpoints.so (asan-lib: the entry points and a link more), which
+# test/e2e/e2e_hardened.sh preloads after libasan into real process trees; ASan's malloc
+# then shadows ours (heap profiling is unavailable there).
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_MAKE  := $(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" \
+              LDFLAGS="$(LDFLAGS) -fsanitize=address,undefined" HOOK_SAN=-fno-sanitize=address
 
 test: test-deps
 	$(Q)$(MAKE) --no-print-directory tests
-	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
+	$(Q)$(ASAN_MAKE) unit $(BUILD)-asan/libprofendpoints.so
 	$(Q)T="$(T)" test/run.sh $(BUILD) $(BUILD)-asan
 
 unit: $(UNIT_BINS)
 
+.PHONY: asan-lib
+asan-lib:
+	$(Q)$(ASAN_MAKE) $(BUILD)-asan/libprofendpoints.so
+
 asan:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-asan SAN="$(ASAN_FLAGS)" OPT="-O1 -g" unit
+	$(Q)$(ASAN_MAKE) unit
 	$(Q)for t in $(UNIT_BINS:$(BUILD)/%=$(BUILD)-asan/%); do echo "== $$t"; $$t; r=$$?; [ $$r = 0 ] || [ $$r = 77 ] || exit 1; done
 
 # libFuzzer (clang, ASan+UBSan) on the query parser, the router, the quick handlers
