@@ -40,6 +40,7 @@
 #include "guard.h"
 #include "init.h"
 #include "log.h"
+#include "proc.h"
 #include "threads.h"
 #include "tree.h"
 
@@ -187,16 +188,15 @@ before_seccomp(long mode, const void *prog)
 static int
 ours_listed(void)
 {
-    struct dirent *de;
+    pe_proc_tasks_t it;
+    pid_t tid;
     int found = 0;
-    DIR *d = opendir("/proc/self/task");
 
-    if (!d)
+    if (pe_proc_tasks_open(&it) < 0)
         return 0;
-    while (!found && (de = readdir(d)))
-        if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
-            found = pe_threads_is_internal((pid_t)atoi(de->d_name));
-    closedir(d);
+    while (!found && (tid = pe_proc_tasks_next(&it)) > 0)
+        found = pe_threads_is_internal(tid);
+    pe_proc_tasks_close(&it);
     return found;
 }
 
@@ -270,30 +270,10 @@ pe_alone_aside(void)
 
 /* ---- started under a filter ----------------------------------------------------------------- */
 
-/* "Seccomp:" of /proc/self/status at load: 2 = filter, 1 = strict, 0 = none, -1 unknown. */
-static int
-seccomp_mode_at_load(void)
-{
-    char buf[4096], *p;
-    ssize_t n, got = 0;
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    while (
-        got < (ssize_t)sizeof(buf) - 1 &&
-        ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0 || (n < 0 && errno == EINTR)))
-        got += n > 0 ? n : 0;
-    close(fd);
-    buf[got] = 0;
-    p = strstr(buf, "\nSeccomp:");
-    return p ? atoi(p + 9) : -1;
-}
-
 int
 pe_alone_dormant_at_load(void)
 {
-    int saved = errno, mode = seccomp_mode_at_load();
+    int saved = errno, mode = pe_proc_self_seccomp(); /* at load */
 
     errno = saved;
     if (mode <= 0 || pe_cfg.seccomp_serve)
