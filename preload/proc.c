@@ -5,8 +5,9 @@
  * Paths are built by hand and files read with plain system calls, so no
  * caller has to care whether it may allocate.
  *
- * Signal-safe: yes, but pe_proc_started (sysconf) and the name lookups by
- * string.
+ * Signal-safe: yes, but pe_proc_started and pe_proc_self_rss (sysconf),
+ * the descriptor list (readlinkat), the socket table and the maps entries
+ * (not needed there) and the name lookups by string.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,8 +1,10 @@
 /*
  * proc.h: the one reader of /proc for every module: a process's or a
- * thread's stat fields, a thread's other files, the thread list of
- * /proc/self/task, any file line by line (/proc/self/maps), the names of
- * the state letters, and the boot time.
+ * thread's stat fields, a thread's other files (status: signals, seccomp;
+ * syscall; schedstat), the thread list of /proc/self/task, a process's
+ * descriptors, the sockets listening on a port, /proc/self/maps as parsed
+ * entries, the names of the state letters, and the boot time.  A module that
+ * needs another file of /proc adds a reader here.
  *
  * Nothing here allocates or locks: paths are formatted by hand into the
  * caller's stack, files are read with one open/read/close, directories with
@@ -11,7 +13,8 @@
  * from the server's and collector's threads to the fork child's safe point;
  * none is a signal handler today, but all of this could be.
  *
- * Signal-safe: yes (open, read, close, getdents64 and hand formatting only).
+ * Signal-safe: yes (open, read, close, getdents64 and hand formatting only),
+ * but what is not marked PE_SIGSAFE (sysconf, readlinkat, the name lookups).
  */
 #ifndef PE_PROC_H
 #define PE_PROC_H
