@@ -91,18 +91,6 @@ take(checkpoint_t *ck, uint64_t *total_bytes)
 
 /* ---- one second's figures ------------------------------------------------------ */
 
-static uint64_t
-rss_bytes(void)
-{
-    char buf[128];
-    unsigned long size, res;
-
-    if (pe_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0 ||
-        sscanf(buf, "%lu %lu", &size, &res) != 2)
-        return 0;
-    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 static uint32_t
 thread_count(void)
 {
@@ -207,7 +195,7 @@ tick(int checkpoint_due)
     }
     e.t_ms = pe_clock_ns(CLOCK_REALTIME) / 1000000;
     e.heap = total;
-    e.rss = rss_bytes();
+    e.rss = pe_proc_self_rss();
     e.threads = thread_count();
     arena_figures(&e);
     pthread_mutex_lock(&lock);

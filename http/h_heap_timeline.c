@@ -6,7 +6,6 @@
  *
  * Signal-safe: no (HTTP worker threads).
  */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "../heap/heap.h"
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "../proto/timeline.h"
 #include "http_int.h"
@@ -23,16 +23,15 @@
 static int
 threads_ours(void)
 {
-    struct dirent *e;
-    DIR *d = opendir("/proc/self/task");
+    pe_proc_tasks_t it;
+    pid_t tid;
     int n = 0;
 
-    if (!d)
+    if (pe_proc_tasks_open(&it) < 0)
         return -1;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.' && pe_threads_is_internal((pid_t)atoi(e->d_name)))
-            n++;
-    closedir(d);
+    while ((tid = pe_proc_tasks_next(&it)) > 0)
+        n += pe_threads_is_internal(tid) != 0;
+    pe_proc_tasks_close(&it);
     return n;
 }
 

@@ -13,6 +13,7 @@
 #include "../heap/heap.h"
 #include "../preload/config.h"
 #include "../preload/init.h"
+#include "../preload/proc.h"
 #include "../sampler/account.h"
 #include "../stack/pyframes.h"
 #include "../symbols/symbols.h"
@@ -217,10 +218,10 @@ pe_http_h_cmdline(pe_req_t *r)
     char buf[4096];
     pe_resp_t resp;
     ssize_t n;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = pe_proc_open(0, "cmdline");
 
     if (fd < 0)
-        return pe_http_error(r, 503, "cannot read /proc/self/cmdline: %s", strerror(errno));
+        return pe_http_error(r, 503, "cannot read /proc/self/cmdline: %s", strerror(-fd));
     pe_http_begin(r, &resp, "text/plain; charset=utf-8", NULL);
     while ((n = read(fd, buf, sizeof(buf))) > 0) {
         if (resp.sink.write(&resp.sink, buf, (size_t)n) < 0)

@@ -34,11 +34,9 @@
 static void
 read_cmdline(pid_t pid, char *buf, size_t len)
 {
-    char path[64];
     int n;
 
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    if ((n = pe_proc_read(path, buf, len)) < 0)
+    if ((n = pe_proc_pid_read(pid, "cmdline", buf, len)) < 0)
         n = 0;
     while (n > 0 && buf[n - 1] == '\0')
         n--;

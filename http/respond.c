@@ -6,7 +6,6 @@
  */
 #include <arpa/inet.h>
 #include <civetweb.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "../preload/init.h"
+#include "../preload/proc.h"
 #include "http_int.h"
 
 static const char *
@@ -187,17 +187,13 @@ client_fd(pe_req_t *r)
     struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
     char addr[INET6_ADDRSTRLEN];
-    struct dirent *de;
+    pe_proc_fds_t it;
     socklen_t len;
     int fd, found = -1;
-    DIR *d;
 
-    if (!ri || !(d = opendir("/proc/self/fd")))
+    if (!ri || pe_proc_fds_open(&it, 0) < 0)
         return -1;
-    while (found < 0 && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        fd = atoi(de->d_name);
+    while (found < 0 && (fd = pe_proc_fds_next(&it)) >= 0) {
         len = sizeof(ss);
         if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
             continue;
@@ -210,7 +206,7 @@ client_fd(pe_req_t *r)
             !strcmp(addr, ri->remote_addr))
             found = fd;
     }
-    closedir(d);
+    pe_proc_fds_close(&it);
     return found;
 }
 

@@ -15,7 +15,6 @@
  */
 #include <arpa/inet.h>
 #include <civetweb.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -190,57 +189,24 @@ find_listen_fd(int port)
  * ancestor in turn.  Only after a failed bind, so the cost (a few /proc
  * reads) is never paid by a process that serves.
  */
-/* sl local(addr:port) remote(addr:port) st tx:rx tr:when retrnsmt uid timeout inode */
-#define PE_NET_TCP_LINE                                                                            \
-    " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu"
-
-static int
-listening_inodes(int port, unsigned long *inodes, int max)
-{
-    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-    char line[512];
-    unsigned lport, state;
-    unsigned long inode;
-    int n = 0;
-    size_t t;
-
-    for (t = 0; t < PE_ARRAY_SIZE(tables); t++) {
-        FILE *f = fopen(tables[t], "re");
-        if (!f)
-            continue;
-        while (n < max && fgets(line, sizeof(line), f))
-            if (sscanf(line, PE_NET_TCP_LINE, &lport, &state, &inode) == 3 && state == 0x0A &&
-                (int)lport == port && inode)
-                inodes[n++] = inode;
-        fclose(f);
-    }
-    return n;
-}
-
 static int
 holds_socket(pid_t pid, const unsigned long *inodes, int n)
 {
-    char path[64], link[64], want[40];
-    struct dirent *de;
-    int found = 0, i;
-    ssize_t len;
-    DIR *d;
+    char link[64], want[40];
+    pe_proc_fds_t it;
+    int found = 0, i, fd;
 
-    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-    if (!(d = opendir(path)))
+    if (pe_proc_fds_open(&it, pid) < 0)
         return 0;
-    while (!found && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+    while (!found && (fd = pe_proc_fds_next(&it)) >= 0) {
+        if (pe_proc_fds_link(&it, fd, link, sizeof(link)) <= 0)
             continue;
-        if ((len = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1)) <= 0)
-            continue;
-        link[len] = '\0';
         for (i = 0; i < n && !found; i++) {
             snprintf(want, sizeof(want), "socket:[%lu]", inodes[i]);
             found = !strcmp(link, want);
         }
     }
-    closedir(d);
+    pe_proc_fds_close(&it);
     return found;
 }
 
@@ -251,7 +217,7 @@ port_held_by_ancestor(int port)
     int n, depth;
     pid_t pid;
 
-    if (port <= 0 || (n = listening_inodes(port, inodes, (int)PE_ARRAY_SIZE(inodes))) == 0)
+    if (port <= 0 || (n = pe_proc_tcp_listeners(port, inodes, (int)PE_ARRAY_SIZE(inodes))) == 0)
         return 0;
     for (pid = getppid(), depth = 0; pid > 0 && depth < 64; pid = pe_proc_ppid(pid), depth++) {
         if (holds_socket(pid, inodes, n))

@@ -4,7 +4,7 @@
  * Owns the two exported entry points the injector (inject/) calls on its
  * bootstrap thread, and the order in which they start and stop the modules;
  * what each module starts or stops is its own (init.c's server phase,
- * alone_hooks.c's step aside).  The constructor of a copy dlopen'ed by the
+ * alone.c's step aside).  The constructor of a copy dlopen'ed by the
  * injector starts nothing (pe_attach_loading): the settings are the attach
  * command's, given here as "NAME=value" lines.
  *

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "proc.h"
 
 pe_cfg_t pe_cfg;
 
@@ -294,10 +295,8 @@ pe_cfg_progname(void)
 
     if (name[0])
         return name;
-    n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    if (n <= 0)
+    if ((n = pe_proc_self_exe(path, sizeof(path))) <= 0)
         return program_invocation_short_name;
-    path[n] = '\0';
     slash = strrchr(path, '/');
     slash = slash ? slash + 1 : path;
     if (strlen(slash) >= sizeof(name))

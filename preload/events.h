@@ -60,7 +60,7 @@ void pe_event_spawn_begin(void);
 void pe_event_spawn_end(void);
 
 /*
- * A process that must be alone (alone_hooks.c): before a call that needs a
+ * A process that must be alone (alone.c): before a call that needs a
  * single thread or installs a seccomp filter, or a look at the program's own
  * thread list, its hooks step aside (every thread of ours stopped and gone
  * from /proc/self/task, timers deleted, signals given back, sampling off, for

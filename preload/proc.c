@@ -5,8 +5,9 @@
  * Paths are built by hand and files read with plain system calls, so no
  * caller has to care whether it may allocate.
  *
- * Signal-safe: yes, but pe_proc_started (sysconf) and the name lookups by
- * string.
+ * Signal-safe: yes, but pe_proc_started and pe_proc_self_rss (sysconf),
+ * the descriptor list (readlinkat), the socket table and the maps entries
+ * (not needed there) and the name lookups by string.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -99,7 +100,9 @@ pe_proc_read(const char *path, char *buf, size_t len)
 
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return -errno;
-    n = read(fd, buf, len - 1);
+    do
+        n = read(fd, buf, len - 1);
+    while (n < 0 && errno == EINTR);
     err = errno;
     close(fd);
     if (n < 0)
@@ -226,6 +229,102 @@ pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out)
     return 0;
 }
 
+int
+pe_proc_self_seccomp(void)
+{
+    char buf[4096];
+    unsigned long long v;
+
+    if (pe_proc_read("/proc/self/status", buf, sizeof(buf)) <= 0 ||
+        status_field(buf, "Seccomp", 10, &v) < 0)
+        return -1;
+    return (int)v;
+}
+
+uint64_t
+pe_proc_self_rss(void)
+{
+    char buf[128];
+    const char *p;
+    long page = sysconf(_SC_PAGESIZE);
+
+    /* size resident shared text lib data dt, in pages */
+    if (pe_proc_read("/proc/self/statm", buf, sizeof(buf)) <= 0 || !(p = next_field(buf)) ||
+        *p < '0' || *p > '9' || page <= 0)
+        return 0;
+    return (uint64_t)parse_ll(p) * (uint64_t)page;
+}
+
+int
+pe_proc_task_alive(pid_t tid)
+{
+    char path[64];
+    int fd;
+
+    proc_path(path, sizeof(path), 0, tid, "");
+    if ((fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+int
+pe_proc_task_syscall(pid_t tid, long *nr)
+{
+    char buf[32]; /* the number is all we read: "NR a1 .. a6 SP PC", "-1 SP PC" or "running" */
+    int n = pe_proc_task_read(tid, "syscall", buf, sizeof(buf));
+
+    if (n < 0)
+        return n;
+    if (buf[0] < '0' || buf[0] > '9')
+        return 0;
+    *nr = (long)parse_ll(buf);
+    return 1;
+}
+
+int
+pe_proc_task_schedstat(pid_t tid, uint64_t *run_ns, uint64_t *slices)
+{
+    char buf[128];
+    const char *p, *q;
+    int fd, n = pe_proc_task_read(tid, "schedstat", buf, sizeof(buf));
+
+    if (n < 0) {
+        /* the thread is gone, or its file never existed */
+        if (n != -ESRCH)
+            return n;
+        if ((fd = open("/proc/self/schedstat", O_PATH | O_CLOEXEC)) < 0)
+            return -ENOSYS;
+        close(fd);
+        return -ESRCH;
+    }
+    /* run time, time waiting on a runqueue (changes without running), times on a CPU */
+    *run_ns = (uint64_t)parse_ll(buf);
+    p = next_field(buf);
+    q = p ? next_field(p) : NULL;
+    *slices = q ? (uint64_t)parse_ll(q) : 0;
+    return 0;
+}
+
+int
+pe_proc_pid_read(pid_t pid, const char *what, char *buf, size_t len)
+{
+    char path[64];
+
+    proc_path(path, sizeof(path), pid, 0, what);
+    return pe_proc_read(path, buf, len);
+}
+
+int
+pe_proc_open(pid_t pid, const char *what)
+{
+    char path[64];
+    int fd;
+
+    proc_path(path, sizeof(path), pid, 0, what);
+    return (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ? -errno : fd;
+}
+
 long long
 pe_proc_btime(void)
 {
@@ -274,9 +373,11 @@ static const struct {
     char letter;
     const char *name;
 } states[PE_PROC_STATES] = {
-    {'?', "unknown"},    {'R', "running"}, {'S', "sleeping"},
-    {'D', "disk-sleep"}, {'T', "stopped"}, {'t', "tracing-stop"},
-    {'Z', "zombie"},     {'X', "dead"},    {'I', "idle"},
+    [PE_PROC_UNKNOWN] = {'?', "unknown"},   [PE_PROC_RUNNING] = {'R', "running"},
+    [PE_PROC_SLEEPING] = {'S', "sleeping"}, [PE_PROC_DISK_SLEEP] = {'D', "disk-sleep"},
+    [PE_PROC_STOPPED] = {'T', "stopped"},   [PE_PROC_TRACING_STOP] = {'t', "tracing-stop"},
+    [PE_PROC_ZOMBIE] = {'Z', "zombie"},     [PE_PROC_DEAD] = {'X', "dead"},
+    [PE_PROC_IDLE] = {'I', "idle"},
 };
 
 unsigned
@@ -327,14 +428,15 @@ pe_proc_tasks_open(pe_proc_tasks_t *it)
     return it->fd < 0 ? -errno : 0;
 }
 
-pid_t
-pe_proc_tasks_next(pe_proc_tasks_t *it)
+/* The next entry of a directory of numbers (threads, descriptors), or -1 at the end. */
+static long long
+dir_next(pe_proc_tasks_t *it)
 {
     for (;;) {
         if (it->pos >= it->end) {
             long n = syscall(SYS_getdents64, it->fd, it->buf, sizeof(it->buf));
             if (n <= 0)
-                return 0;
+                return -1;
             it->pos = 0;
             it->end = (int)n;
         }
@@ -343,10 +445,19 @@ pe_proc_tasks_next(pe_proc_tasks_t *it)
         unsigned short reclen;
         memcpy(&reclen, d + 16, sizeof(reclen));
         it->pos += reclen;
-        long long tid = parse_ll(d + 19);
-        if (tid > 0)
-            return (pid_t)tid;
+        if (d[19] >= '0' && d[19] <= '9') /* not . and .. */
+            return parse_ll(d + 19);
     }
+}
+
+pid_t
+pe_proc_tasks_next(pe_proc_tasks_t *it)
+{
+    long long tid;
+
+    while ((tid = dir_next(it)) == 0)
+        ;
+    return tid > 0 ? (pid_t)tid : 0;
 }
 
 void
@@ -366,6 +477,108 @@ pe_proc_self_exe(char *buf, size_t len)
         return n < 0 && len ? -errno : -ENOENT;
     buf[n] = '\0';
     return (int)n;
+}
+
+const char *
+pe_proc_self_exe_file(void)
+{
+    return "/proc/self/exe";
+}
+
+/* ---- descriptors and sockets ------------------------------------------------------ */
+
+int
+pe_proc_fds_open(pe_proc_fds_t *it, pid_t pid)
+{
+    char path[64];
+
+    proc_path(path, sizeof(path), pid, 0, "fd");
+    it->pos = it->end = 0;
+    it->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return it->fd < 0 ? -errno : 0;
+}
+
+int
+pe_proc_fds_next(pe_proc_fds_t *it)
+{
+    long long fd = dir_next(it);
+
+    return fd >= 0 && fd <= 0x7fffffff ? (int)fd : -1;
+}
+
+int
+pe_proc_fds_link(pe_proc_fds_t *it, int fd, char *buf, size_t len)
+{
+    char name[24];
+    size_t n = 0;
+    ssize_t got;
+
+    put_int(name, sizeof(name), &n, fd);
+    if (len < 2 || (got = readlinkat(it->fd, name, buf, len - 1)) < 0)
+        return len < 2 ? -EINVAL : -errno;
+    buf[got] = '\0';
+    return (int)got;
+}
+
+void
+pe_proc_fds_close(pe_proc_fds_t *it)
+{
+    pe_proc_tasks_close(it);
+}
+
+/* Hex digits at *s, *s moved past them. */
+static uintptr_t parse_hex(const char **s);
+
+/* Field i (from 0) of a line of space-separated fields; NULL when it has fewer. */
+static const char *
+field(const char *line, int i)
+{
+    const char *p = line;
+
+    while (*p == ' ')
+        p++;
+    if (!*p)
+        return NULL;
+    while (i-- > 0 && p)
+        p = next_field(p);
+    return p;
+}
+
+int
+pe_proc_tcp_listeners(int port, unsigned long *inodes, int max)
+{
+    static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    pe_proc_lines_t it;
+    const char *line, *p;
+    int n = 0;
+
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (pe_proc_lines_open(&it, tables[t]) < 0)
+            continue;
+        /* sl local(addr:port) remote(addr:port) st tx:rx tr:when retrnsmt uid timeout inode */
+        while (n < max && (line = pe_proc_lines_next(&it)) != NULL) {
+            unsigned long lport, state, inode;
+            if (!(p = field(line, 0)) || *p < '0' || *p > '9') /* the heading */
+                continue;
+            if (!(p = field(line, 1)))
+                continue;
+            while (*p && *p != ' ' && *p != ':')
+                p++;
+            if (*p++ != ':')
+                continue;
+            lport = parse_hex(&p);
+            if (!(p = field(line, 3)))
+                continue;
+            state = parse_hex(&p);
+            if (!(p = field(line, 9)) || *p < '0' || *p > '9')
+                continue;
+            inode = (unsigned long)parse_ll(p);
+            if (state == 0x0A && (int)lport == port && inode) /* 0x0A: TCP_LISTEN */
+                inodes[n++] = inode;
+        }
+        pe_proc_lines_close(&it);
+    }
+    return n;
 }
 
 /* ---- any file, line by line ------------------------------------------------------- */
@@ -450,31 +663,85 @@ parse_hex(const char **s)
 
     for (;; (*s)++) {
         char c = **s;
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10 /* /proc/net/tcp */
+                                       : -1;
         if (d < 0)
             return v;
         v = v << 4 | (uintptr_t)d;
     }
 }
 
+/* "lo-hi perms": the pointer to perms with m->lo, m->hi, m->prot set, or NULL. */
+static char *
+maps_head(char *s, pe_proc_map_t *m)
+{
+    const char *p = s;
+
+    m->lo = parse_hex(&p);
+    if (*p++ != '-')
+        return NULL;
+    m->hi = parse_hex(&p);
+    if (*p++ != ' ' || !p[0] || !p[1] || !p[2])
+        return NULL;
+    m->prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
+              (p[2] == 'x' ? PROT_EXEC : 0);
+    return s + (p - s);
+}
+
 int
 pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot)
 {
-    const char *s;
+    pe_proc_map_t m;
+    char *s;
 
     /* a cut line still starts with its addresses and permissions */
     while ((s = pe_proc_lines_next(&it->lines)) != NULL) {
-        *lo = parse_hex(&s);
-        if (*s++ != '-')
+        if (!maps_head(s, &m))
             continue;
-        *hi = parse_hex(&s);
-        if (*s++ != ' ' || !s[0] || !s[1] || !s[2])
-            continue;
-        *prot = (s[0] == 'r' ? PROT_READ : 0) | (s[1] == 'w' ? PROT_WRITE : 0) |
-                (s[2] == 'x' ? PROT_EXEC : 0);
+        *lo = m.lo;
+        *hi = m.hi;
+        *prot = m.prot;
         return 1;
     }
     return 0;
+}
+
+int
+pe_proc_maps_entry(pe_proc_maps_t *it, pe_proc_map_t *m)
+{
+    char *s;
+    const char *p;
+    int i;
+
+    /* lo-hi perms offset dev inode   path */
+    while ((s = pe_proc_lines_next(&it->lines)) != NULL) {
+        if (!(s = maps_head(s, m)))
+            continue;
+        for (i = 0; i < 4 && s[i] && s[i] != ' '; i++)
+            m->perms[i] = s[i];
+        m->perms[i] = '\0';
+        if (!(p = next_field(s)))
+            continue;
+        m->offset = parse_hex(&p);
+        if (*p != ' ' || !(p = next_field(p)) || !(p = next_field(p)) || *p < '0' || *p > '9')
+            continue;
+        m->inode = (unsigned long)parse_ll(p);
+        while (*p >= '0' && *p <= '9')
+            p++;
+        while (*p == ' ')
+            p++;
+        m->path = s + (p - s);
+        return 1;
+    }
+    return 0;
+}
+
+char *
+pe_proc_maps_line(pe_proc_maps_t *it)
+{
+    return pe_proc_lines_next(&it->lines);
 }
 
 void

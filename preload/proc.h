@@ -1,8 +1,10 @@
 /*
  * proc.h: the one reader of /proc for every module: a process's or a
- * thread's stat fields, a thread's other files, the thread list of
- * /proc/self/task, any file line by line (/proc/self/maps), the names of
- * the state letters, and the boot time.
+ * thread's stat fields, a thread's other files (status: signals, seccomp;
+ * syscall; schedstat), the thread list of /proc/self/task, a process's
+ * descriptors, the sockets listening on a port, /proc/self/maps as parsed
+ * entries, the names of the state letters, and the boot time.  A module that
+ * needs another file of /proc adds a reader here.
  *
  * Nothing here allocates or locks: paths are formatted by hand into the
  * caller's stack, files are read with one open/read/close, directories with
@@ -11,7 +13,8 @@
  * from the server's and collector's threads to the fork child's safe point;
  * none is a signal handler today, but all of this could be.
  *
- * Signal-safe: yes (open, read, close, getdents64 and hand formatting only).
+ * Signal-safe: yes (open, read, close, getdents64 and hand formatting only),
+ * but what is not marked PE_SIGSAFE (sysconf, readlinkat, the name lookups).
  */
 #ifndef PE_PROC_H
 #define PE_PROC_H
@@ -69,6 +72,31 @@ typedef struct pe_proc_sigs_s {
 PE_SIGSAFE int pe_proc_task_sigs(pid_t tid, pe_proc_sigs_t *out);
 /* The parent of pid, or 0 when it is gone or unreadable. */
 PE_SIGSAFE pid_t pe_proc_ppid(pid_t pid);
+/* "Seccomp:" of /proc/self/status: 0 none, 1 strict, 2 filter; -1 when not shown. */
+PE_SIGSAFE int pe_proc_self_seccomp(void);
+/* The resident set of this process in bytes (/proc/self/statm); 0 when unreadable. */
+uint64_t pe_proc_self_rss(void);
+/* 1 while thread tid of this process is listed in /proc/self/task, else 0. */
+PE_SIGSAFE int pe_proc_task_alive(pid_t tid);
+/*
+ * The system call thread tid waits in (/proc/self/task/<tid>/syscall): 1
+ * with its number in *nr, 0 when it runs or waits outside a system call, or
+ * -errno (-ESRCH when the thread is gone).
+ */
+PE_SIGSAFE int pe_proc_task_syscall(pid_t tid, long *nr);
+/*
+ * A thread's schedstat (/proc/self/task/<tid>/schedstat): its time on a CPU
+ * in ns and how many times it got one.  0, -ESRCH when the thread is gone,
+ * -ENOSYS when the kernel keeps no schedstat (CONFIG_SCHED_INFO), or -errno.
+ */
+PE_SIGSAFE int pe_proc_task_schedstat(pid_t tid, uint64_t *run_ns, uint64_t *slices);
+/*
+ * Read /proc/<pid>/<what> (pid 0: self) into buf (at most len - 1 bytes,
+ * NUL-terminated): its length, or -errno.
+ */
+PE_SIGSAFE int pe_proc_pid_read(pid_t pid, const char *what, char *buf, size_t len);
+/* Open /proc/<pid>/<what> (pid 0: self) to read it in pieces: a descriptor, or -errno. */
+PE_SIGSAFE int pe_proc_open(pid_t pid, const char *what);
 
 /*
  * The boot time in seconds since the epoch (/proc/stat's btime, read once),
@@ -84,7 +112,18 @@ long long pe_proc_started(unsigned long long starttime);
  * ("running", "sleeping", "disk-sleep", "stopped", "tracing-stop", "zombie",
  * "dead", "idle").
  */
-#define PE_PROC_STATES 9
+enum {
+    PE_PROC_UNKNOWN,
+    PE_PROC_RUNNING,      /* R */
+    PE_PROC_SLEEPING,     /* S */
+    PE_PROC_DISK_SLEEP,   /* D */
+    PE_PROC_STOPPED,      /* T */
+    PE_PROC_TRACING_STOP, /* t */
+    PE_PROC_ZOMBIE,       /* Z */
+    PE_PROC_DEAD,         /* X */
+    PE_PROC_IDLE,         /* I */
+    PE_PROC_STATES
+};
 PE_TESTONLY PE_SIGSAFE unsigned pe_proc_state_code(char letter);
 /* The name of a code; "unknown" for 0 and out of range. */
 PE_SIGSAFE const char *pe_proc_state_str(unsigned code);
@@ -118,6 +157,33 @@ PE_SIGSAFE void pe_proc_tasks_close(pe_proc_tasks_t *it);
 
 /* The main program's path (/proc/self/exe's link) into buf[len]; its length, or -errno. */
 PE_SIGSAFE int pe_proc_self_exe(char *buf, size_t len);
+/* A path that opens the main program's file even when it was replaced or deleted on disk. */
+const char *pe_proc_self_exe_file(void);
+
+/*
+ * The open descriptors of a process, from /proc/<pid>/fd (pid 0: self):
+ *     pe_proc_fds_t it;
+ *     if (pe_proc_fds_open(&it, 0) == 0) {
+ *         while ((fd = pe_proc_fds_next(&it)) >= 0) ...
+ *         pe_proc_fds_close(&it);
+ *     }
+ * The listing's own descriptor is among them in this process.
+ */
+typedef pe_proc_tasks_t pe_proc_fds_t;
+
+PE_NODISCARD int pe_proc_fds_open(pe_proc_fds_t *it, pid_t pid);
+/* The next descriptor, or -1 at the end (or on a read error). */
+int pe_proc_fds_next(pe_proc_fds_t *it);
+/* What descriptor fd of the listed process refers to ("socket:[123]", a path) into buf[len]: its
+ * length, or -errno. */
+int pe_proc_fds_link(pe_proc_fds_t *it, int fd, char *buf, size_t len);
+void pe_proc_fds_close(pe_proc_fds_t *it);
+
+/*
+ * The inodes of the TCP sockets (IPv4 and IPv6, /proc/net/tcp, tcp6) that
+ * listen on port, at most max of them into inodes: how many.
+ */
+int pe_proc_tcp_listeners(int port, unsigned long *inodes, int max);
 
 /*
  * A file of /proc line by line (/proc/self/maps):
@@ -138,10 +204,10 @@ typedef struct pe_proc_lines_s {
     char buf[8192];
 } pe_proc_lines_t;
 
-PE_NODISCARD PE_SIGSAFE int pe_proc_lines_open(pe_proc_lines_t *it, const char *path);
+PE_TESTONLY PE_NODISCARD PE_SIGSAFE int pe_proc_lines_open(pe_proc_lines_t *it, const char *path);
 /* The next line, or NULL at the end (or on a read error). */
-PE_SIGSAFE char *pe_proc_lines_next(pe_proc_lines_t *it);
-PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
+PE_TESTONLY PE_SIGSAFE char *pe_proc_lines_next(pe_proc_lines_t *it);
+PE_TESTONLY PE_SIGSAFE void pe_proc_lines_close(pe_proc_lines_t *it);
 /*
  * The mappings of this process, from /proc/self/maps, one line at a time:
  *     pe_proc_maps_t it;
@@ -158,9 +224,23 @@ typedef struct pe_proc_maps_s {
     pe_proc_lines_t lines;
 } pe_proc_maps_t;
 
+/* One mapping, as a line of /proc/self/maps gives it. */
+typedef struct pe_proc_map_s {
+    uintptr_t lo, hi;
+    int prot;            /* PROT_READ | PROT_WRITE | PROT_EXEC */
+    char perms[5];       /* as written: "r-xp" */
+    uint64_t offset;     /* in the file */
+    unsigned long inode; /* 0 for anonymous memory and [specials] */
+    char *path;          /* the rest of the line: a path, "[vdso]", "" (anonymous); writable */
+} pe_proc_map_t;
+
 PE_NODISCARD int pe_proc_maps_open(pe_proc_maps_t *it);
 /* 1 with the next mapping, 0 at the end (or on a read error). */
 int pe_proc_maps_next(pe_proc_maps_t *it, uintptr_t *lo, uintptr_t *hi, int *prot);
+/* 1 with the next mapping in *m (valid until the next call), 0 at the end (or on a read error). */
+int pe_proc_maps_entry(pe_proc_maps_t *it, pe_proc_map_t *m);
+/* The next line as the kernel wrote it (no newline), or NULL at the end. */
+char *pe_proc_maps_line(pe_proc_maps_t *it);
 void pe_proc_maps_close(pe_proc_maps_t *it);
 
 #endif /* PE_PROC_H */

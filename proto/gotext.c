@@ -271,16 +271,16 @@ pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
 int
 pe_prof_write_go_maps(pe_sink_t *out)
 {
-    pe_proc_lines_t it;
+    pe_proc_maps_t it;
     const char *line;
 
-    if (pe_proc_lines_open(&it, "/proc/self/maps") < 0)
+    if (pe_proc_maps_open(&it) < 0)
         return out->err;
     pe_sink_put(out, "\nMAPPED_LIBRARIES:\n");
-    while (!out->err && (line = pe_proc_lines_next(&it)) != NULL) {
+    while (!out->err && (line = pe_proc_maps_line(&it)) != NULL) {
         pe_sink_put(out, line);
         pe_sink_put(out, "\n");
     }
-    pe_proc_lines_close(&it);
+    pe_proc_maps_close(&it);
     return out->err;
 }

@@ -20,22 +20,16 @@
 
 /* ---- /proc/self/maps ------------------------------------------------------------ */
 
-/* Parse one maps line; returns 1 for an executable file-backed or anonymous entry. */
+/* One mapping; 1 for an executable file-backed or anonymous one, its path then in *path. */
 static int
-maps_parse(char *line, uintptr_t *start, uintptr_t *limit, uint64_t *offset, char **path)
+maps_keep(const pe_proc_map_t *e, char **path)
 {
-    char perms[5];
-    unsigned long inode;
+    unsigned long inode = e->inode;
     size_t len;
-    int pos = 0;
 
-    if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %" SCNx64 " %*s %lu %n", start, limit, perms,
-               offset, &inode, &pos) < 5 ||
-        pos == 0)
+    if (e->perms[2] != 'x')
         return 0;
-    if (perms[2] != 'x')
-        return 0;
-    *path = line + pos;
+    *path = e->path;
     len = strlen(*path);
     while (len > 0 && ((*path)[len - 1] == '\n' || (*path)[len - 1] == ' '))
         (*path)[--len] = '\0';
@@ -61,23 +55,27 @@ pe_prof_maps_load(pe_prof_t *p)
     size_t nobjs = 0;
     uintptr_t start, limit;
     uint64_t offset;
-    char *line, *path;
+    char *path;
     pe_prof_map_t *m;
-    pe_proc_lines_t it = {.fd = -1};
+    pe_proc_maps_t it = {.lines.fd = -1};
+    pe_proc_map_t e;
     uint32_t i;
     int err;
 
     err = pe_sym_objs_snapshot(&objs, &nobjs);
     if (err)
         return err;
-    if ((err = pe_proc_lines_open(&it, "/proc/self/maps")) < 0)
+    if ((err = pe_proc_maps_open(&it)) < 0)
         goto out;
     for (i = 0; i < p->nmaps; i++)
         p->maps[i].current = 0;
     p->ncur_maps = 0;
-    while ((line = pe_proc_lines_next(&it)) != NULL) {
-        if (!maps_parse(line, &start, &limit, &offset, &path))
+    while (pe_proc_maps_entry(&it, &e) > 0) {
+        if (!maps_keep(&e, &path))
             continue;
+        start = e.lo;
+        limit = e.hi;
+        offset = e.offset;
         /* Entries seen before keep their index: locations point at them. */
         for (i = 0; i < p->nmaps; i++) {
             m = &p->maps[i];
@@ -126,7 +124,7 @@ pe_prof_maps_load(pe_prof_t *p)
         }
     }
 out:
-    pe_proc_lines_close(&it);
+    pe_proc_maps_close(&it);
     pe_sym_objs_free(objs, nobjs);
     return err;
 }

@@ -118,27 +118,15 @@ slot_take(void)
     return -1;
 }
 
-static int
-thread_alive(pid_t tid)
-{
-    char path[48];
-    snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-    return access(path, F_OK) == 0;
-}
-
 /* Why a live thread did not answer: it blocks the signal, or is stopped, or we cannot tell. */
 static const char *
 why_silent(pid_t tid)
 {
-    char buf[2048], *p;
+    pe_proc_sigs_t sigs;
     const char *state;
 
-    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) > 0 &&
-        (p = strstr(buf, "\nSigBlk:\t"))) {
-        unsigned long long blk = strtoull(p + 9, NULL, 16);
-        if (blk & (1ull << (PE_SAMPLER_SIG - 1)))
-            return "it blocks SIGPROF";
-    }
+    if (pe_proc_task_sigs(tid, &sigs) == 0 && (sigs.blocked & (1ull << (PE_SAMPLER_SIG - 1))))
+        return "it blocks SIGPROF";
     state = pe_proc_thread_state(tid);
     if (!strcmp(state, "stopped") || !strcmp(state, "tracing-stop"))
         return "it is stopped";
@@ -149,14 +137,12 @@ why_silent(pid_t tid)
 static int
 pending_deliverable(pid_t tid)
 {
-    char buf[2048], *p, *q;
+    pe_proc_sigs_t sigs;
     unsigned long long bit = 1ull << (PE_SAMPLER_SIG - 1);
 
-    if (pe_proc_task_read(tid, "status", buf, sizeof(buf)) <= 0)
+    if (pe_proc_task_sigs(tid, &sigs) < 0)
         return -1;
-    if (!(p = strstr(buf, "\nSigPnd:\t")) || !(q = strstr(buf, "\nSigBlk:\t")))
-        return -1;
-    return (strtoull(p + 9, NULL, 16) & bit) && !(strtoull(q + 9, NULL, 16) & bit);
+    return (sigs.pending & bit) && !(sigs.blocked & bit);
 }
 
 void
@@ -521,7 +507,7 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
             continue;
         }
     silent:
-        if (!thread_alive(st->tid)) {
+        if (!pe_proc_task_alive(st->tid)) {
             slot[i] = -2; /* it exited: not a thread any more */
             continue;
         }

@@ -23,12 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/guard.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "../trace/feed.h"
 #include "allstacks.h"
@@ -234,48 +236,32 @@ thread_index(rec_t *r, const pe_stack_t *st, int64_t now)
     return t->nthreads++;
 }
 
-/* 1 when thread tid is blocked in futex(2) (x86_64: 202; aarch64: 98). */
+/* 1 when thread tid is blocked in futex(2). */
 static int
 in_futex(pid_t tid)
 {
-    char path[64], buf[32];
-    ssize_t n;
-    int fd;
+    long nr;
 
-    snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-#if defined(__aarch64__)
-    return atoi(buf) == 98;
-#else
-    return atoi(buf) == 202;
-#endif
+    return pe_proc_task_syscall(tid, &nr) == 1 && nr == SYS_futex;
 }
 
 static int
 state_of(const pe_stack_t *st, int prev_state, int same_stack)
 {
-    const char *s = st->state ? st->state : "";
-
     /* a signalled thread that did not answer in time still has its /proc state */
-    if (!strcmp(s, "running"))
-        return PE_TJ_RUNNING;
-    if (!strcmp(s, "disk-sleep"))
-        return PE_TJ_DISK;
-    if (!strcmp(s, "stopped") || !strcmp(s, "tracing-stop"))
-        return PE_TJ_STOPPED;
-    if (!strcmp(s, "sleeping") || !strcmp(s, "idle")) {
+    switch (pe_proc_state_code_of(st->state ? st->state : "")) {
+    case PE_PROC_RUNNING: return PE_TJ_RUNNING;
+    case PE_PROC_DISK_SLEEP: return PE_TJ_DISK;
+    case PE_PROC_STOPPED:
+    case PE_PROC_TRACING_STOP: return PE_TJ_STOPPED;
+    case PE_PROC_SLEEPING:
+    case PE_PROC_IDLE:
         /* unchanged since the last capture: the same wait as before */
         if (st->reused && same_stack && (prev_state == PE_TJ_SLEEPING || prev_state == PE_TJ_FUTEX))
             return prev_state;
         return in_futex(st->tid) ? PE_TJ_FUTEX : PE_TJ_SLEEPING;
+    default: return st->answered ? PE_TJ_UNKNOWN : PE_TJ_NO_ANSWER;
     }
-    return st->answered ? PE_TJ_UNKNOWN : PE_TJ_NO_ANSWER;
 }
 
 /* One tick: capture every thread, append their samples.  0, or -E2BIG / -ENOMEM / -EPERM. */

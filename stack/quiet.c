@@ -150,20 +150,15 @@ read_syscall(pid_t tid, char *line, size_t len, uintptr_t *sp, uintptr_t *pc)
 static int
 read_key(pid_t tid, uint64_t *k1, uint64_t *k2)
 {
-    char buf[128], *end;
     char st;
     int rc;
 
     if (have_schedstat != 0) {
-        rc = pe_proc_task_read(tid, "schedstat", buf, sizeof(buf));
-        if (rc >= 0) {
+        if ((rc = pe_proc_task_schedstat(tid, k1, k2)) == 0) {
             have_schedstat = 1;
-            *k1 = strtoull(buf, &end, 10);
-            strtoull(end, &end, 10); /* time waiting on a runqueue: changes without running */
-            *k2 = strtoull(end, NULL, 10);
             return 0;
         }
-        if (rc == -ESRCH && access("/proc/self/schedstat", F_OK) == 0)
+        if (rc == -ESRCH)
             return -ESRCH;
         have_schedstat = 0;
     }

@@ -399,17 +399,18 @@ dump_refresh(batch_t *b)
 static void
 dump_path(char *out, size_t len)
 {
-    pe_proc_lines_t it;
-    char want[64], *line;
+    pe_proc_maps_t it;
+    pe_proc_map_t m;
+    char want[64];
 
     out[0] = '\0';
     snprintf(want, sizeof(want), "/jit-%d.dump", (int)jm.pid);
-    if (pe_proc_lines_open(&it, "/proc/self/maps") < 0)
+    if (pe_proc_maps_open(&it) < 0)
         return;
-    while ((line = pe_proc_lines_next(&it)) != NULL) {
-        char *p = strchr(line, '/');
+    while (pe_proc_maps_entry(&it, &m) > 0) {
+        const char *p = m.path;
         size_t n;
-        if (!p)
+        if (p[0] != '/')
             continue;
         n = strlen(p);
         if (n >= strlen(want) && strcmp(p + n - strlen(want), want) == 0) {
@@ -417,7 +418,7 @@ dump_path(char *out, size_t len)
             break;
         }
     }
-    pe_proc_lines_close(&it);
+    pe_proc_maps_close(&it);
 }
 
 /* ---- API (symbols.h) ------------------------------------------------------------------- */

@@ -314,7 +314,7 @@ obj_path(const pe_sym_obj_t *obj)
     if (obj->is_vdso)
         return "[vdso]";
     if (obj->is_main || obj->name[0] == '\0')
-        return "/proc/self/exe";
+        return pe_proc_self_exe_file();
     return obj->name;
 }
 

@@ -24,7 +24,8 @@
 #   7 http     the server, routing, parameters, the endpoint handlers
 #   8 top      preload/init.c (the constructor), preload/events.[ch] (the
 #              process events, which call every module), preload/*hooks.c
-#              (the interposers), interpose/ (their table, and the
+#              (the interposers), preload/alone*.c (the step aside, which
+#              stops every module, and its interposers), interpose/ (their table, and the
 #              redirection of relocation slots after an attach)
 # Checked: every #include "..." of a tracked C file, and, when $BUILD has the
 # objects, every pe_* symbol an object uses (an extern declaration written by
@@ -71,7 +72,7 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c)$/) return 8
+        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c|alone[a-z_]*\.c)$/) return 8
         if (p ~ /^interpose\//) return 8
         if (p ~ /^preload\//) return 0
         if (p ~ /^symbols\//) return 1

@@ -9,11 +9,15 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -434,6 +438,86 @@ test_proc(void)
     pthread_join(th, NULL);
 }
 
+/* The readers the other modules call instead of opening /proc themselves. */
+static void
+test_proc_readers(void)
+{
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    uint64_t run = 0, slices = 0;
+    char buf[256];
+    long nr = -7;
+    int rc, fds[2], l, named = 0;
+    pe_proc_fds_t it;
+
+    CHECK(pe_proc_self_seccomp() >= 0); /* a container may run us under a filter */
+    CHECK(pe_proc_self_rss() > 4096);
+    CHECK(pe_proc_task_alive(me) == 1);
+    CHECK(pe_proc_task_alive(0x3ffffff0) == 0);
+    CHECKF(pe_proc_task_syscall(me, &nr) == 1 && nr == SYS_read, "nr %ld", nr); /* in read(2) */
+    CHECK(pe_proc_task_syscall(0x3ffffff0, &nr) == -ESRCH);
+    rc = pe_proc_task_schedstat(me, &run, &slices);
+    CHECKF(rc == -ENOSYS || (rc == 0 && run > 0 && slices > 0), "rc %d run %llu slices %llu", rc,
+           (unsigned long long)run, (unsigned long long)slices);
+    rc = pe_proc_task_schedstat(0x3ffffff0, &run, &slices);
+    CHECK(rc == -ESRCH || rc == -ENOSYS);
+    CHECK(pe_proc_pid_read(0, "cmdline", buf, sizeof(buf)) > 0 && strstr(buf, "u_base"));
+    CHECK(pe_proc_pid_read(getpid(), "comm", buf, sizeof(buf)) > 0);
+    CHECK((rc = pe_proc_open(0, "cmdline")) >= 0 && close(rc) == 0);
+    CHECK(!strcmp(pe_proc_self_exe_file(), "/proc/self/exe"));
+
+    /* descriptors: a pipe's two ends are listed and named */
+    CHECK(pipe(fds) == 0);
+    CHECK(pe_proc_fds_open(&it, 0) == 0);
+    while ((rc = pe_proc_fds_next(&it)) >= 0)
+        if (rc == fds[0] || rc == fds[1]) {
+            l = pe_proc_fds_link(&it, rc, buf, sizeof(buf));
+            named += l > 6 && !strncmp(buf, "pipe:[", 6);
+        }
+    pe_proc_fds_close(&it);
+    CHECKF(named == 2, "named %d", named);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK(pe_proc_fds_open(&it, 0x3ffffff0) < 0);
+
+    /* a listening socket is found by its port */
+    {
+        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(sin);
+        unsigned long inodes[4];
+        struct stat st;
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+
+        CHECK(s >= 0 && bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(s, 1) == 0);
+        CHECK(getsockname(s, (struct sockaddr *)&sin, &len) == 0 && fstat(s, &st) == 0);
+        rc = pe_proc_tcp_listeners(ntohs(sin.sin_port), inodes, 4);
+        CHECKF(rc == 1 && inodes[0] == (unsigned long)st.st_ino, "rc %d", rc);
+        close(s);
+        CHECK(pe_proc_tcp_listeners(ntohs(sin.sin_port), inodes, 4) == 0);
+    }
+
+    /* the mappings, parsed: the vdso, this program's text, as many as the lines */
+    {
+        pe_proc_maps_t m;
+        pe_proc_map_t e;
+        int n = 0, lines = 0, vdso = 0, text = 0;
+
+        CHECK(pe_proc_maps_open(&m) == 0);
+        while (pe_proc_maps_entry(&m, &e) > 0) {
+            n += e.lo < e.hi && strlen(e.perms) == 4;
+            vdso += !strcmp(e.path, "[vdso]") && e.inode == 0 && (e.prot & PROT_EXEC);
+            text +=
+                strstr(e.path, "u_base") && e.path[0] == '/' && e.inode != 0 && e.perms[2] == 'x';
+        }
+        pe_proc_maps_close(&m);
+        CHECK(pe_proc_maps_open(&m) == 0);
+        while (pe_proc_maps_line(&m))
+            lines++;
+        pe_proc_maps_close(&m);
+        CHECKF(n == lines && vdso == 1 && text >= 1, "n %d lines %d vdso %d text %d", n, lines,
+               vdso, text);
+    }
+}
+
 /* pe_round_i64 is llround without libm: the same answers, clamped where llround is undefined. */
 static void
 test_round(void)
@@ -498,6 +582,7 @@ main(void)
     test_clock_page();
     test_sigown();
     test_proc();
+    test_proc_readers();
     test_proc_lines();
     return pe_test_done();
 }

@@ -1,0 +1,13 @@
+/*
+ * alone_int.h: what the interposers of a process that must be alone
+ * (alone_hooks.c, alone_tasks.c) share with the step aside (alone.c).
+ */
+#ifndef PE_ALONE_INT_H
+#define PE_ALONE_INT_H
+
+/* A call of the program's own (not ours, not a vfork child's) in a process we still serve. */
+int pe_alone_program_call(void);
+/* Step aside for good because the program does what why says (one line from a root). */
+void pe_alone_step_aside(const char *why);
+
+#endif /* PE_ALONE_INT_H */
