@@ -21,6 +21,15 @@
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
+/* Our reads of /proc never pass through our own interposers: alone_tasks.c's
+   open() takes a single-threaded caller's look at /proc/self/task for the
+   program's, and steps aside (u_engine caught it).  The system call itself. */
+static int
+proc_open(const char *path, int flags)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags);
+}
+
 /* Append s to the path at *n (capacity cap, room kept for the NUL). */
 static void
 put_str(char *path, size_t cap, size_t *n, const char *s)
@@ -98,7 +107,7 @@ pe_proc_read(const char *path, char *buf, size_t len)
     ssize_t n;
     int fd, err;
 
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if ((fd = proc_open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return -errno;
     do
         n = read(fd, buf, len - 1);
@@ -119,7 +128,7 @@ pe_proc_task_read(pid_t tid, const char *what, char *buf, size_t len)
     int fd, err;
 
     proc_path(path, sizeof(path), 0, tid, what);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if ((fd = proc_open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return errno == ENOENT ? -ESRCH : -errno;
     n = read(fd, buf, len - 1);
     err = errno;
@@ -262,7 +271,7 @@ pe_proc_task_alive(pid_t tid)
     int fd;
 
     proc_path(path, sizeof(path), 0, tid, "");
-    if ((fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+    if ((fd = proc_open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         return 0;
     close(fd);
     return 1;
@@ -293,7 +302,7 @@ pe_proc_task_schedstat(pid_t tid, uint64_t *run_ns, uint64_t *slices)
         /* the thread is gone, or its file never existed */
         if (n != -ESRCH)
             return n;
-        if ((fd = open("/proc/self/schedstat", O_PATH | O_CLOEXEC)) < 0)
+        if ((fd = proc_open("/proc/self/schedstat", O_PATH | O_CLOEXEC)) < 0)
             return -ENOSYS;
         close(fd);
         return -ESRCH;
@@ -322,7 +331,7 @@ pe_proc_open(pid_t pid, const char *what)
     int fd;
 
     proc_path(path, sizeof(path), pid, 0, what);
-    return (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ? -errno : fd;
+    return (fd = proc_open(path, O_RDONLY | O_CLOEXEC)) < 0 ? -errno : fd;
 }
 
 long long
@@ -340,7 +349,7 @@ pe_proc_btime(void)
         return v;
     /* btime follows the CPU lines and the long intr line: read on, keeping a
        tail that may hold the start of the line we look for */
-    if ((fd = open("/proc/stat", O_RDONLY | O_CLOEXEC)) < 0)
+    if ((fd = proc_open("/proc/stat", O_RDONLY | O_CLOEXEC)) < 0)
         return 0;
     while ((n = read(fd, buf + keep, sizeof(buf) - 1 - keep)) > 0) {
         n += (ssize_t)keep;
@@ -424,7 +433,7 @@ int
 pe_proc_tasks_open(pe_proc_tasks_t *it)
 {
     it->pos = it->end = 0;
-    it->fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    it->fd = proc_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     return it->fd < 0 ? -errno : 0;
 }
 
@@ -494,7 +503,7 @@ pe_proc_fds_open(pe_proc_fds_t *it, pid_t pid)
 
     proc_path(path, sizeof(path), pid, 0, "fd");
     it->pos = it->end = 0;
-    it->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    it->fd = proc_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     return it->fd < 0 ? -errno : 0;
 }
 
@@ -587,7 +596,7 @@ int
 pe_proc_lines_open(pe_proc_lines_t *it, const char *path)
 {
     it->pos = it->end = it->skip = 0;
-    it->fd = open(path, O_RDONLY | O_CLOEXEC);
+    it->fd = proc_open(path, O_RDONLY | O_CLOEXEC);
     return it->fd < 0 ? -errno : 0;
 }
 
