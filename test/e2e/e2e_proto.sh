@@ -87,12 +87,13 @@ expect "pseudo-frame keeps its name" "$(col "$T/n.top" '[truncated]' 1)" 1
 # ---- a stripped Debian binary: exported names come from .dynsym ------------------------
 PY=/usr/bin/python3.11
 if [ -x $PY ] && [ -f "$BUILD/libpe_core.a" ] && command -v cc >/dev/null; then
-    # pe_sym_symbolize is hidden in the library; a tiny wrapper exports it to ctypes.
+    # pe_sym_symbolize is hidden in the library; a tiny wrapper exports it to ctypes (linked
+    # with the library's own dependencies: the core archive's objects reach nanopb and civetweb).
     printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
         'const char *pe_sym_symbolize(uintptr_t, char *, size_t);' \
         '__attribute__((visibility("default"))) const char *' \
         'sym(uintptr_t a, char *b, size_t n) { return pe_sym_symbolize(a, b, n); }' >"$T/symw.c"
-    if cc -shared -fPIC -o "$T/symw.so" "$T/symw.c" "$BUILD/libpe_core.a" -lz -lpthread -ldl; then
+    if cc -shared -fPIC -o "$T/symw.so" "$T/symw.c" "$BUILD/libpe_core.a" -lz -l:libprotobuf-nanopb.a -lcivetweb -lpthread -ldl; then
         got=$($PY - "$T/symw.so" <<'PYEOF'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
