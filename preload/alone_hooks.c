@@ -28,12 +28,7 @@ static struct {
     long (*syscall)(long, long, long, long, long, long, long);
 } real;
 
-/* Found at first use: another library's constructor may call these before ours. */
-#define REAL(f)                                                                                    \
-    (__atomic_load_n(&real.f, __ATOMIC_RELAXED)                                                    \
-         ? real.f                                                                                  \
-         : (__atomic_store_n(&real.f, (__typeof__(real.f))dlsym(RTLD_NEXT, #f), __ATOMIC_RELAXED), \
-            real.f))
+#define REAL(f) PE_ALONE_REAL(real, f)
 
 /* Before main, so that no first use (our own syscall(), from a signal handler
    of ours) resolves one: dlsym is not async-signal-safe. */
