@@ -113,16 +113,12 @@ self_write(pe_sink_t *sink, const void *buf, size_t len)
 int
 pe_http_fanout_self(pe_req_t *r, const char *query, pe_fanout_ans_t *a)
 {
-    const pe_route_t *route = NULL;
+    const pe_route_t *route = pe_http_find_route(r->path);
     self_sink_t s;
     pe_req_t *sub;
-    int i;
 
     a->status = 0;
     a->errmsg[0] = '\0';
-    for (i = 0; i < pe_nroutes && !route; i++)
-        if (!strcmp(pe_routes[i].path, r->path))
-            route = &pe_routes[i];
     if (!route || !(sub = calloc(1, sizeof(*sub)))) {
         snprintf(a->errmsg, sizeof(a->errmsg), "%s", route ? "out of memory" : "no such endpoint");
         return a->status = 500;

@@ -279,7 +279,7 @@ pe_http_h_debug_engine(pe_req_t *r)
     pe_req_t *sub;
     struct body_s body;
     const char *err;
-    int i, status;
+    int status;
     size_t k;
 
     sub = calloc(1, sizeof(*sub));
@@ -299,9 +299,7 @@ pe_http_h_debug_engine(pe_req_t *r)
     for (k = 0; type && k < PE_ARRAY_SIZE(engine_types); k++) {
         if (!strcmp(type, engine_types[k].type)) {
             kind = engine_types[k].kind;
-            for (i = 0; i < pe_nroutes; i++)
-                if (!strcmp(pe_routes[i].path, engine_types[k].path))
-                    route = &pe_routes[i];
+            route = pe_http_find_route(engine_types[k].path);
             sub->path = engine_types[k].path;
         }
     }

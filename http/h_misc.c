@@ -51,16 +51,6 @@ index_params(pe_sink_t *s, const char *path, const char *list)
         pe_sink_put(s, "&mdash;");
 }
 
-/* The route at path (the quick links ask whether it can work now). */
-static const pe_route_t *
-route_at(const char *path)
-{
-    for (int i = 0; i < pe_nroutes; i++)
-        if (!strcmp(pe_routes[i].path, path))
-            return &pe_routes[i];
-    return NULL;
-}
-
 /*
  * What a person wants most, one click each, above the full table: a CPU
  * flame graph of the next 10 s, the live heap as a flame graph, every
@@ -88,7 +78,7 @@ index_quick(pe_sink_t *s, const pe_req_t *r)
 
     pe_sink_put(s, "<ul class=\"quick\">\n");
     for (size_t i = 0; i < PE_ARRAY_SIZE(quick); i++) {
-        const pe_route_t *rt = route_at(quick[i].path);
+        const pe_route_t *rt = pe_http_find_route(quick[i].path);
         const char *why = rt ? pe_http_route_unavailable(rt) : NULL;
 
         if (!strcmp(quick[i].path, "/heap_timeline") && !pe_heap_hist_running())

@@ -392,14 +392,12 @@ static int
 wants_text(const pe_req_t *r)
 {
     const char *d = pe_param(r, "debug");
-    int i;
+    const pe_route_t *rt;
 
     if (!d || !*d || strtol(d, NULL, 10) == 0)
         return 0;
-    for (i = 0; i < pe_nroutes; i++)
-        if (!strcmp(pe_routes[i].path, r->path))
-            return pe_param_listed(pe_routes[i].params, "debug");
-    return 0;
+    rt = pe_http_find_route(r->path);
+    return rt && pe_param_listed(rt->params, "debug");
 }
 
 int

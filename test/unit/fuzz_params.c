@@ -169,12 +169,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_origin(r.params[i].val);
         }
         /* Route everything whose handler answers at once. */
-        if (!strcmp(path, "/") || !strcmp(path, "/debug/pprof"))
-            route = &pe_routes[0];
-        for (i = 0; !route && i < pe_nroutes; i++) {
-            if (!strcmp(path, pe_routes[i].path))
-                route = &pe_routes[i];
-        }
+        route = pe_http_find_route(path);
         if (!route || quick_handler(route->handler))
             pe_http_route(&r);
         else /* the long ones: only the router's typo check */
