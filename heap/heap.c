@@ -2,8 +2,9 @@
  * heap.c: start-up, fork and read-out of heap/: maps the tables, decides
  * whether heap profiling can work in this process, finds our own text so
  * stacks start at the caller of malloc, and copies totals out for the
- * profile handlers (http/h_heap.c).  The hooks live in malloc_hooks.c, the sampling
- * decisions in sample.c, the tables in sitetab.c, live.c and allocs.c.
+ * profile handlers (heap_kinds.c, http/h_recorded.c, http/h_session.c).  The
+ * hooks live in malloc_hooks.c, the sampling decisions in sample.c, the tables in sitetab.c, live.c
+ * and allocs.c.
  *
  * Signal-safe: pe_heap_trim only.
  */

@@ -100,6 +100,10 @@ int pe_heap_available(void);
 const char *pe_heap_reason(void);
 /* The sampling rate in force (0 = off). */
 int64_t pe_heap_rate(void);
+/* Why the heap's sampled profiles (Go's heap and allocs, the snapshot, the
+   peak) cannot answer now, or NULL: unavailable, or PROFEP_HEAP_RATE=0
+   (heap_kinds.c, the kinds' rows and their routes). */
+const char *pe_heap_unavailable(void);
 
 /* ---- hook fast paths (heap/malloc_hooks.c) ------------------------------------ */
 

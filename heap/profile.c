@@ -15,15 +15,8 @@
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "../sampler/kind.h"
 #include "heap.h"
-
-static const pe_prof_vt_t heap_types[4] = {
-    {"alloc_objects", "count"},
-    {"alloc_space", "bytes"},
-    {"inuse_objects", "count"},
-    {"inuse_space", "bytes"},
-};
-static const pe_prof_vt_t space_bytes = {"space", "bytes"};
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -72,7 +65,9 @@ pe_heap_delta(pe_heap_rec_t *s1, int n1, const pe_heap_rec_t *s0, int n0)
 pe_prof_t *
 pe_heap_profile(const pe_heap_rec_t *v, int n, const char *deftype, int64_t duration_ns)
 {
-    pe_prof_t *p = pe_prof_new(heap_types, 4, &space_bytes, pe_heap_rate());
+    /* the types are the kind's (heap_kinds.c) */
+    const pe_kind_t *k = &pe_kind_heap;
+    pe_prof_t *p = pe_prof_new(k->types, PE_KIND_NTYPES(k), &k->period_type, pe_heap_rate());
     pe_heap_stats_t st;
 
     if (!p)
@@ -147,12 +142,12 @@ pe_prof_t *
 pe_heap_allocs_profile(const pe_heap_arec_t *v, int n, double prob, uint64_t over_n,
                        uint64_t over_b, int64_t duration_ns)
 {
-    static const pe_prof_vt_t types[2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
-    pe_prof_t *p = pe_prof_new(types, 2, &space_bytes, 0);
+    const pe_kind_t *k = &pe_kind_allocs_profile;
+    pe_prof_t *p = pe_prof_new(k->types, PE_KIND_NTYPES(k), &k->period_type, 0);
 
     if (!p)
         return NULL;
-    pe_prof_set_default_type(p, "alloc_space");
+    pe_prof_set_default_type(p, k->default_type);
     pe_prof_set_time(p, pe_clock_ns(CLOCK_REALTIME) - duration_ns, duration_ns);
     pe_prof_comment(p,
                     "allocs_profile: every malloc-family call recorded with probability %g; "

@@ -110,13 +110,12 @@ int
 pe_http_h_heap_peak(pe_req_t *r)
 {
     pe_heap_view_t w;
+    const char *why;
     double debug;
     int rc;
 
-    if (!pe_heap_available())
-        return pe_http_error(r, 503, "heap profiling unavailable: %s", pe_heap_reason());
-    if (pe_heap_rate() <= 0)
-        return pe_http_error(r, 503, "heap sampling is off (PROFEP_HEAP_RATE=0)");
+    if ((why = pe_heap_unavailable())) /* what the index says (heap/heap_kinds.c) */
+        return pe_http_error(r, 503, "%s", why);
     if ((rc = history_unavailable(r)) || (rc = pe_param_number(r, "debug", 0, 0, 2, &debug)))
         return rc;
     rc = pe_heap_view_peak(&w);

@@ -51,16 +51,6 @@ typedef struct kind_s {
 static session_t sessions[PE_HTTP_MAX_ROUTES] = {
     [0 ... PE_HTTP_MAX_ROUTES - 1] = {PTHREAD_MUTEX_INITIALIZER, NULL, 0}};
 
-/* The path of k's route served by h, or "" (messages name it). */
-static const char *
-path_of(const pe_kind_t *k, pe_http_handler_t h)
-{
-    for (int i = 0; i < pe_nroutes; i++)
-        if (pe_routes[i].kind == k && pe_routes[i].handler == h)
-            return pe_routes[i].path;
-    return "";
-}
-
 /* The request's kind (its route's) into *e: 0, or the 500 sent when its
    route names no sampled kind. */
 static int
@@ -76,8 +66,8 @@ kind_of(pe_req_t *r, kind_t *e)
         first++;
     e->kind = k;
     e->sess = &sessions[first];
-    e->start = path_of(k, pe_http_h_sampled_start);
-    e->stop = path_of(k, pe_http_h_sampled_stop);
+    e->start = pe_http_kind_path(k, pe_http_h_sampled_start);
+    e->stop = pe_http_kind_path(k, pe_http_h_sampled_stop);
     e->what = k->title ? k->title : k->name;
     e->stem = k->stem ? k->stem : k->name;
     e->min_delay = k->min_period ? (double)k->min_period / 1e9 : 1e-3;
@@ -354,7 +344,7 @@ jit_hint(pe_prof_t *p)
 }
 
 /* fgprof's names for its wall-clock profile (every thread, on- and off-CPU). */
-static const pe_prof_vt_t fgprof_types[2] = {{"samples", "count"}, {"time", "nanoseconds"}};
+const pe_prof_vt_t pe_http_fgprof_types[2] = {{"samples", "count"}, {"time", "nanoseconds"}};
 static const pe_prof_vt_t fgprof_period = {"wallclock", "nanoseconds"};
 
 /* Profile for the `secname` parameter's seconds (default def), then send it,
@@ -390,7 +380,7 @@ timed_profile(pe_req_t *r, const kind_t *k, const char *secname, double def, int
     }
     tree_cpu_hint(&tc, p, (double)(pe_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     jit_hint(p);
-    if (fgprof && pe_prof_retype(p, fgprof_types, 2, &fgprof_period) < 0)
+    if (fgprof && pe_prof_retype(p, pe_http_fgprof_types, 2, &fgprof_period) < 0)
         rc = pe_http_error(r, 503, "out of memory naming the fgprof profile");
     else
         rc = pe_http_send_profile(r, p, fgprof ? "fgprof" : k->stem);

@@ -26,14 +26,11 @@ pe_http_h_heap_snapshot(pe_req_t *r)
     pe_prof_hsnap_t *h = NULL;
     pe_prof_t *p = NULL;
     pe_resp_t resp;
+    const char *why;
     int rc;
 
-    if (!pe_heap_available())
-        return pe_http_error(r, 503, "heap profiling unavailable: %s", pe_heap_reason());
-    if (pe_heap_rate() <= 0)
-        return pe_http_error(r, 503,
-                             "heap sampling is off (PROFEP_HEAP_RATE=0); set "
-                             "PROFEP_HEAP_RATE to a mean number of bytes, e.g. 524288");
+    if ((why = pe_heap_unavailable())) /* what the index says (heap/heap_kinds.c) */
+        return pe_http_error(r, 503, "%s", why);
     if ((rc = pe_param_bool(r, "all_one", 0, &all_one)) || (rc = pe_http_age_parse(r, &age)))
         return rc;
     if ((rc = pe_heap_hsnap(&age, all_one, &p, &h)) < 0)

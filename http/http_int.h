@@ -65,8 +65,9 @@ typedef struct pe_route_s {
        kind's route leaves it NULL and takes its kind's (pe_http_route_unavailable). */
     const char *(*unavailable)(void);
     /* The profile kind it serves (sampler/kind.h), or NULL.  Its handler is
-       one of the kind's family (pe_http_h_sampled*, pe_http_h_recorded*),
-       which reads the kind from here: a new kind needs rows, no handler. */
+       one of the kind's family (pe_http_h_sampled*, pe_http_h_recorded*,
+       pe_http_h_session*), which reads the kind from here, as sample_index
+       reads its types (param_table.c): a new kind needs rows, no handler. */
     const struct pe_kind_s *kind;
 } pe_route_t;
 
@@ -83,6 +84,10 @@ const pe_route_t *pe_http_find_route(const char *path);
 /* Why rt cannot answer now (its own check, else its kind's), or NULL: the
    index shows it. */
 const char *pe_http_route_unavailable(const pe_route_t *rt);
+/* The first route of kind k served by h, or NULL; its path, or "" (messages
+   name the kind's other routes). */
+const pe_route_t *pe_http_kind_route(const struct pe_kind_s *k, pe_http_handler_t h);
+const char *pe_http_kind_path(const struct pe_kind_s *k, pe_http_handler_t h);
 /* What every endpoint takes besides its own (routes.c, h_tree.c). */
 #define PE_HTTP_GLOBAL_PARAMS "token pid"
 /* 0, or the 400 sent for a typo of one of route's parameters or a value
@@ -177,8 +182,9 @@ typedef struct pe_http_baseline_s {
     }
 /* A fork child: b's lock as new and its stream from the start. */
 void pe_http_baseline_atfork_child(pe_http_baseline_t *b);
-/* A fork child: the locks of the heap, mutex and /debug_engine paths (the
-   parent's workers may have held them). */
+/* A fork child: the session kinds' start times (h_session.c), the recorded
+   kinds' delta baselines (h_recorded.c), /debug_engine's lock (the parent's
+   workers may have held them). */
 void pe_http_heap_atfork_child(void);
 void pe_http_mutex_atfork_child(void);
 void pe_http_engine_atfork_child(void);
@@ -235,13 +241,12 @@ int pe_http_h_sampled_go(pe_req_t *r);     /* go tool pprof's ?seconds=N (defaul
 int pe_http_h_sampled_fgprof(pe_req_t *r); /* the same under fgprof's sample type names */
 int pe_http_h_sampled_start(pe_req_t *r);  /* open the kind's one open-ended session */
 int pe_http_h_sampled_stop(pe_req_t *r);   /* close it and send its profile */
-/* h_heap.c */
-int pe_http_h_allocs_profile(pe_req_t *r);
-int pe_http_h_allocs_profile_start(pe_req_t *r);
-int pe_http_h_allocs_profile_stop(pe_req_t *r);
-int pe_http_h_pprof_heap(pe_req_t *r);
-int pe_http_h_pprof_allocs(pe_req_t *r);
-int pe_http_h_delta_heap(pe_req_t *r);
+/* fgprof's names for the wall kind's two types (its route's sample_index takes them). */
+extern const pe_prof_vt_t pe_http_fgprof_types[2];
+/* h_session.c: the routes of a session kind (the allocation recording; kind.h) */
+int pe_http_h_session(pe_req_t *r);       /* record for ?duration=N (default 10) s */
+int pe_http_h_session_start(pe_req_t *r); /* start the kind's one open-ended recording */
+int pe_http_h_session_stop(pe_req_t *r);  /* stop it and send its profile */
 /* h_heap_time.c: memory over time (heap ages, checkpoints, peak) */
 struct pe_heap_age_s;
 /* Read min_age and max_age into f (heap.h); 0 or the 400 it sent. */
@@ -254,7 +259,7 @@ int pe_http_h_heap_peak(pe_req_t *r);
 int pe_http_h_heap_timeline(pe_req_t *r);
 /* h_snapshot.c */
 int pe_http_h_heap_snapshot(pe_req_t *r);
-/* h_mutex.c: the routes of a recorded kind (lock contention; kind.h) */
+/* h_recorded.c: the routes of a recorded kind (lock contention, the heap; kind.h) */
 int pe_http_h_recorded(pe_req_t *r);       /* cumulative, Go's seconds=N, debug=1 */
 int pe_http_h_recorded_delta(pe_req_t *r); /* godeltaprof: since this path's previous call */
 /* h_threads.c (every thread: stacks now, threadcreate) */

@@ -37,73 +37,101 @@ typedef struct spec_s {
     int kind;
     double min, max;            /* NUM */
     const char *const *choices; /* ENUM */
-    const char *types;          /* TYPE: the sample types, space-separated, or NULL: kind's */
-    const pe_kind_t *kind_row;  /* TYPE: the kind whose two types the profile has */
-    const char *def;            /* what absent means, as the index shows it, or NULL */
+    /* TYPE: the sample types, space-separated; NULL: the route's kind's (any
+       route with a kind, and no other) */
+    const char *types;
+    const char *def; /* what absent means, as the index shows it, or NULL */
 } spec_t;
 
+/* The heap's views over time (h_heap_time.c). */
 #define HEAP_TYPES "alloc_objects alloc_space inuse_objects inuse_space"
-#define ALLOC_TYPES "alloc_objects alloc_space"
 
 /* Rows for a path come before the catch-all row of the same name. */
 static const spec_t specs[] = {
-    {"/heap_timeline", "format", ENUM, 0, 0, timeline_formats, NULL, NULL, "html"},
-    {"/heap_timeline", "seconds", NUM, 1, PE_HEAP_TIMELINE, NULL, NULL, NULL, "3600"},
-    {"/debug/pprof/goroutine", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
-    {"/task_backtraces", "capture", ENUM, 0, 0, capture_stacks, NULL, NULL, "auto"},
-    {NULL, "capture", ENUM, 0, 0, capture_wall, NULL, NULL, "auto"},
-    {NULL, "event", ENUM, 0, 0, pe_http_cpu_events, NULL, NULL, "cpu"},
-    {NULL, "engine", ENUM, 0, 0, pe_http_cpu_engines, NULL, NULL, "PROFEP_CPU_ENGINE"},
-    /* sample_index: by route, as the profile it sends holds them */
-    {"/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
-    {"/profile_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
-    {"/debug/pprof/profile", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_cpu, NULL},
-    {"/profile_wall", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall, NULL},
-    {"/profile_wall_stop", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_wall, NULL},
-    {"/debug/fgprof", "sample_index", TYPE, 0, 0, NULL, "samples time", NULL, NULL},
-    {"/allocs_profile", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL, NULL},
-    {"/allocs_profile_stop", "sample_index", TYPE, 0, 0, NULL, ALLOC_TYPES, NULL, NULL},
-    {"/debug/pprof/mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex, NULL},
-    {"/debug/pprof/delta_mutex", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_mutex, NULL},
-    {"/debug/pprof/block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block, NULL},
-    {"/debug/pprof/delta_block", "sample_index", TYPE, 0, 0, NULL, NULL, &pe_kind_block, NULL},
-    {"/debug/pprof/goroutine", "sample_index", TYPE, 0, 0, NULL, "goroutine", NULL, NULL},
-    {"/debug/pprof/threadcreate", "sample_index", TYPE, 0, 0, NULL, "threadcreate", NULL, NULL},
-    {"/debug/pprof/allocs", "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL, "alloc_space"},
-    {NULL, "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL, NULL}, /* heap views */
-    {NULL, "format", ENUM, 0, 0, pe_http_formats, NULL, NULL, "pprof; svg for a browser"},
-    {NULL, "names", ENUM, 0, 0, pe_http_namings, NULL, NULL, "short"},
-    {NULL, "granularity", ENUM, 0, 0, pe_http_granularities, NULL, NULL, "functions"},
-    {NULL, "groupby", ENUM, 0, 0, pe_http_groupings, NULL, NULL, "none"},
-    {NULL, "pprof", BOOL, 0, 0, NULL, NULL, NULL, "true"},
-    {NULL, "mincount", NUM, 0, 1e15, NULL, NULL, NULL, "0"},
-    {NULL, "maxdepth", NUM, 0, 100000, NULL, NULL, NULL, "0: all"},
-    {"/debug/pprof/profile", "seconds", SECS, 0, 0, NULL, NULL, NULL, "30"},
-    {"/debug/fgprof", "seconds", SECS, 0, 0, NULL, NULL, NULL, "30"},
-    {"/debug/pprof/trace", "seconds", SECS, 0, 0, NULL, NULL, NULL, "1"},
-    {NULL, "seconds", SECS, 0, 0, NULL, NULL, NULL, "0: since start"},
-    {NULL, "duration", SECS, 0, 0, NULL, NULL, NULL, "10"},
-    {NULL, "n", NUM, 1, 1e12, NULL, NULL, NULL, "1e8"},
+    {"/heap_timeline", "format", ENUM, 0, 0, timeline_formats, NULL, "html"},
+    {"/heap_timeline", "seconds", NUM, 1, PE_HEAP_TIMELINE, NULL, NULL, "3600"},
+    {"/debug/pprof/goroutine", "capture", ENUM, 0, 0, capture_stacks, NULL, "auto"},
+    {"/task_backtraces", "capture", ENUM, 0, 0, capture_stacks, NULL, "auto"},
+    {NULL, "capture", ENUM, 0, 0, capture_wall, NULL, "auto"},
+    {NULL, "event", ENUM, 0, 0, pe_http_cpu_events, NULL, "cpu"},
+    {NULL, "engine", ENUM, 0, 0, pe_http_cpu_engines, NULL, "PROFEP_CPU_ENGINE"},
+    /* sample_index: as the profile the route sends holds them; a kind's route,
+       its kind's types (route_types) */
+    {"/debug/pprof/goroutine", "sample_index", TYPE, 0, 0, NULL, "goroutine", NULL},
+    {"/debug/pprof/threadcreate", "sample_index", TYPE, 0, 0, NULL, "threadcreate", NULL},
+    {"/heap_peak", "sample_index", TYPE, 0, 0, NULL, HEAP_TYPES, NULL},
+    {NULL, "sample_index", TYPE, 0, 0, NULL, NULL, NULL},
+    {NULL, "format", ENUM, 0, 0, pe_http_formats, NULL, "pprof; svg for a browser"},
+    {NULL, "names", ENUM, 0, 0, pe_http_namings, NULL, "short"},
+    {NULL, "granularity", ENUM, 0, 0, pe_http_granularities, NULL, "functions"},
+    {NULL, "groupby", ENUM, 0, 0, pe_http_groupings, NULL, "none"},
+    {NULL, "pprof", BOOL, 0, 0, NULL, NULL, "true"},
+    {NULL, "mincount", NUM, 0, 1e15, NULL, NULL, "0"},
+    {NULL, "maxdepth", NUM, 0, 100000, NULL, NULL, "0: all"},
+    {"/debug/pprof/profile", "seconds", SECS, 0, 0, NULL, NULL, "30"},
+    {"/debug/fgprof", "seconds", SECS, 0, 0, NULL, NULL, "30"},
+    {"/debug/pprof/trace", "seconds", SECS, 0, 0, NULL, NULL, "1"},
+    {NULL, "seconds", SECS, 0, 0, NULL, NULL, "0: since start"},
+    {NULL, "duration", SECS, 0, 0, NULL, NULL, "10"},
+    {NULL, "n", NUM, 1, 1e12, NULL, NULL, "1e8"},
     /* the CPU kind's minimum; wall and trace check their own 1 ms before starting */
-    {NULL, "delay", NUM, 1e-5, 10, NULL, NULL, NULL, "0.01"},
-    {NULL, "debug", NUM, 0, 2, NULL, NULL, NULL, "0"},
-    {NULL, "since", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
-    {NULL, "min_age", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
-    {NULL, "max_age", NUM, 0, 1e9, NULL, NULL, NULL, NULL},
-    {NULL, "sample_rate", NUM, 0, 1, NULL, NULL, NULL, "0.0001"},
-    {NULL, "all_one", BOOL, 0, 0, NULL, NULL, NULL, "false"},
-    {NULL, "gzip", BOOL, 0, 0, NULL, NULL, NULL, "as Accept-Encoding"},
-    {NULL, "mem", NUM, 1, 1024, NULL, NULL, NULL, "64 (MiB)"},
+    {NULL, "delay", NUM, 1e-5, 10, NULL, NULL, "0.01"},
+    {NULL, "debug", NUM, 0, 2, NULL, NULL, "0"},
+    {NULL, "since", NUM, 0, 1e9, NULL, NULL, NULL},
+    {NULL, "min_age", NUM, 0, 1e9, NULL, NULL, NULL},
+    {NULL, "max_age", NUM, 0, 1e9, NULL, NULL, NULL},
+    {NULL, "sample_rate", NUM, 0, 1, NULL, NULL, "0.0001"},
+    {NULL, "all_one", BOOL, 0, 0, NULL, NULL, "false"},
+    {NULL, "gzip", BOOL, 0, 0, NULL, NULL, "as Accept-Encoding"},
+    {NULL, "mem", NUM, 1, 1024, NULL, NULL, "64 (MiB)"},
 };
+
+/*
+ * The sample types of the profile a kind's route sends, space-separated, into
+ * buf, and its default; how many, or 0 for a route without a kind.  fgprof's
+ * route sends its kind's types under fgprof's names (h_profile.c).
+ */
+static int
+route_types(const char *path, char *buf, size_t len, const char **def)
+{
+    const pe_route_t *rt = pe_http_find_route(path);
+    const pe_kind_t *k = rt ? rt->kind : NULL;
+    const pe_prof_vt_t *t;
+    size_t at = 0;
+    int n;
+
+    if (!k)
+        return 0;
+    n = PE_KIND_NTYPES(k);
+    t = k->types;
+    *def = k->default_type;
+    if (rt->handler == pe_http_h_sampled_fgprof) {
+        t = pe_http_fgprof_types;
+        *def = NULL;
+    }
+    buf[0] = '\0';
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? " " : "", t[i].type);
+    if (!*def)
+        *def = t[n - 1].type; /* pprof's rule: the last */
+    return n;
+}
 
 static const spec_t *
 find_spec(const char *path, const char *name)
 {
+    char types[128];
+    const char *def;
     size_t i;
 
     for (i = 0; i < PE_ARRAY_SIZE(specs); i++) {
-        if (!strcmp(specs[i].name, name) && (!specs[i].path || !strcmp(specs[i].path, path)))
-            return &specs[i];
+        if (strcmp(specs[i].name, name) || (specs[i].path && strcmp(specs[i].path, path)))
+            continue;
+        /* the kinds' row: a route of a kind, and no other */
+        if (specs[i].kind == TYPE && !specs[i].types &&
+            !route_types(path, types, sizeof(types), &def))
+            continue;
+        return &specs[i];
     }
     return NULL;
 }
@@ -118,14 +146,16 @@ const char *
 pe_http_param_default(const char *path, const char *name, char *buf, size_t len)
 {
     const spec_t *sp = find_spec(path, name);
-    const char *last;
+    char types[128];
+    const char *last, *def;
 
     if (!sp || sp->def || sp->kind != TYPE)
         return sp ? sp->def : NULL;
     /* a profile's default type: its kind's, else its last (pprof's rule) */
-    if (sp->kind_row)
-        return sp->kind_row->default_type ? sp->kind_row->default_type
-                                          : sp->kind_row->types[1].type;
+    if (!sp->types) {
+        route_types(path, types, sizeof(types), &def);
+        return def; /* a kind's static string */
+    }
     last = strrchr(sp->types, ' ');
     snprintf(buf, len, "%s", last ? last + 1 : sp->types);
     return buf;
@@ -133,18 +163,18 @@ pe_http_param_default(const char *path, const char *name, char *buf, size_t len)
 
 /* sample_index: one of the route's type names or its index (as go tool pprof takes it). */
 static int
-check_type(pe_req_t *r, const spec_t *sp, const char *v)
+check_type(pe_req_t *r, const char *path, const spec_t *sp, const char *v)
 {
     char names[128], list[192];
+    const char *def;
     size_t k = 0;
     int n = 1, idx;
     char end;
 
-    if (sp->kind_row)
-        snprintf(names, sizeof(names), "%s %s", sp->kind_row->types[0].type,
-                 sp->kind_row->types[1].type);
-    else
+    if (sp->types)
         snprintf(names, sizeof(names), "%s", sp->types);
+    else
+        route_types(path, names, sizeof(names), &def);
     if (!*v || pe_param_listed(names, v))
         return 0;
     for (const char *c = names; *c && k < sizeof(list) - 2; c++) { /* "a b" -> "a, b" */
@@ -182,7 +212,7 @@ pe_http_check_values(pe_req_t *r, const pe_route_t *route)
                 case SECS: rc = pe_param_number(r, name, 0, 0, pe_http_max_seconds(), &d); break;
                 case BOOL: rc = pe_param_bool(r, name, 0, &i); break;
                 case ENUM: rc = pe_param_enum(r, name, sp->choices, 0, &i); break;
-                default: rc = check_type(r, sp, v); break;
+                default: rc = check_type(r, route->path, sp, v); break;
                 }
                 if (rc)
                     return rc;

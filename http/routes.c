@@ -23,25 +23,10 @@
 
 #define GH (PE_M_GET | PE_M_HEAD)
 
-/* ---- why a capability cannot work right now (shown by the index) -------------- */
-
-static const char *
-heap_unavailable(void)
-{
-    if (!pe_heap_available())
-        return pe_heap_reason();
-    return pe_heap_rate() <= 0 ? "heap sampling is off (PROFEP_HEAP_RATE=0)" : NULL;
-}
-
-static const char *
-allocs_unavailable(void)
-{
-    return pe_heap_available() ? NULL : pe_heap_reason();
-}
-
+/* Why a capability cannot work right now (shown by the index); a kind's
+   route takes its kind's instead. */
 #define SIG pe_sampler_unavailable
-#define HEAP heap_unavailable
-#define ALLOCS allocs_unavailable
+#define HEAP pe_heap_unavailable
 
 /* The parameters pe_http_send_profile reads (respond.c): every profile's formats. */
 #define FMT "format pprof sample_index names granularity groupby mincount maxdepth"
@@ -67,13 +52,13 @@ const pe_route_t pe_routes[] = {
      "", "n delay capture", NULL, &pe_kind_wall},
     {"/profile_wall_stop", pe_http_h_sampled_stop, GH, "stop it and return the profile", "", FMT,
      NULL, &pe_kind_wall},
-    {"/allocs_profile", pe_http_h_allocs_profile, GH,
+    {"/allocs_profile", pe_http_h_session, GH,
      "record malloc-family calls with probability sample_rate for duration s", "?duration=5",
-     "sample_rate duration " FMT, ALLOCS, NULL},
-    {"/allocs_profile_start", pe_http_h_allocs_profile_start, GH, "start recording allocations", "",
-     "sample_rate", ALLOCS, NULL},
-    {"/allocs_profile_stop", pe_http_h_allocs_profile_stop, GH,
-     "stop and return the allocation profile", "", FMT, NULL, NULL},
+     "sample_rate duration " FMT, NULL, &pe_kind_allocs_profile},
+    {"/allocs_profile_start", pe_http_h_session_start, GH, "start recording allocations", "",
+     "sample_rate", NULL, &pe_kind_allocs_profile},
+    {"/allocs_profile_stop", pe_http_h_session_stop, GH, "stop and return the allocation profile",
+     "", FMT, NULL, &pe_kind_allocs_profile},
     {"/heap_snapshot", pe_http_h_heap_snapshot, GH,
      "live sampled heap as a Chrome DevTools .heapsnapshot", "", "all_one " AGE, HEAP, NULL},
     {"/heap_peak", pe_http_h_heap_peak, GH, "live heap per stack at its sampled peak", "",
@@ -83,14 +68,14 @@ const pe_route_t pe_routes[] = {
      NULL, NULL},
     {"/debug/pprof/profile", pe_http_h_sampled_go, GH, "CPU profile for seconds s (go tool pprof)",
      "?seconds=5", "n delay seconds event engine " FMT, NULL, &pe_kind_cpu},
-    {"/debug/pprof/heap", pe_http_h_pprof_heap, GH, "sampled live heap (inuse_space default)", "",
-     WIN " since " AGE " " FMT, HEAP, NULL},
-    {"/debug/pprof/allocs", pe_http_h_pprof_allocs, GH,
-     "sampled allocations since start (alloc_space default)", "", WIN " since " AGE " " FMT, HEAP,
-     NULL},
-    {"/debug/pprof/delta_heap", pe_http_h_delta_heap, GH,
-     "godeltaprof: allocations since the previous call of this path, live heap now", "", FMT, HEAP,
-     NULL},
+    {"/debug/pprof/heap", pe_http_h_recorded, GH, "sampled live heap (inuse_space default)", "",
+     WIN " since " AGE " " FMT, NULL, &pe_kind_heap},
+    {"/debug/pprof/allocs", pe_http_h_recorded, GH,
+     "sampled allocations since start (alloc_space default)", "", WIN " since " AGE " " FMT, NULL,
+     &pe_kind_allocs},
+    {"/debug/pprof/delta_heap", pe_http_h_recorded_delta, GH,
+     "godeltaprof: allocations since the previous call of this path, live heap now", "", FMT, NULL,
+     &pe_kind_heap},
     {"/debug/pprof/delta_mutex", pe_http_h_recorded_delta, GH,
      "godeltaprof: lock contention since the previous call of this path", "", FMT, NULL,
      &pe_kind_mutex},
@@ -130,7 +115,8 @@ const pe_route_t pe_routes[] = {
 const int pe_nroutes = PE_ARRAY_SIZE(pe_routes);
 _Static_assert(PE_ARRAY_SIZE(pe_routes) <= PE_HTTP_MAX_ROUTES, "PE_HTTP_MAX_ROUTES");
 
-/* A stop only hands back what a session holds: it answers whatever the kind says. */
+/* A sampled kind's stop only hands back what a window holds: it answers
+   whatever the sampler says. */
 const char *
 pe_http_route_unavailable(const pe_route_t *rt)
 {
@@ -144,6 +130,23 @@ pe_http_route_unavailable(const pe_route_t *rt)
     why = k->unavailable ? k->unavailable() : NULL;
     /* a sampled kind takes the sampler's signal: a program that handles it rules it out */
     return why || !k->start ? why : pe_sampler_unavailable();
+}
+
+const pe_route_t *
+pe_http_kind_route(const pe_kind_t *k, pe_http_handler_t h)
+{
+    for (int i = 0; i < pe_nroutes; i++)
+        if (pe_routes[i].kind == k && pe_routes[i].handler == h)
+            return &pe_routes[i];
+    return NULL;
+}
+
+const char *
+pe_http_kind_path(const pe_kind_t *k, pe_http_handler_t h)
+{
+    const pe_route_t *rt = pe_http_kind_route(k, h);
+
+    return rt ? rt->path : "";
 }
 
 /* ---- long-request slots --------------------------------------------------------- */
