@@ -77,7 +77,7 @@ start(pe_req_t *r, const skind_t *s, double p, int open_ended)
             snprintf(how, sizeof(how), "stop it with %s", s->stop);
         else
             snprintf(how, sizeof(how), "a timed %s request", s->timed);
-        return pe_http_error(r, 409, "an %s is already running (%s); one at a time", s->what, how);
+        return pe_http_error(r, 409, "the %s is already running (%s); one at a time", s->what, how);
     }
     return pe_http_error(r, 500, "cannot start the %s: %s", s->what, strerror(-rc));
 }

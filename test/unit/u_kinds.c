@@ -127,11 +127,60 @@ check_sample_index(const pe_route_t *rt)
     }
 }
 
+/* Every route and the kind it serves: the table says what the paths mean. */
+static const struct {
+    const char *path;
+    const pe_kind_t *kind;
+} route_kinds[] = {
+    {"/debug/pprof/", NULL},
+    {"/profile", &pe_kind_cpu},
+    {"/profile_start", &pe_kind_cpu},
+    {"/profile_stop", &pe_kind_cpu},
+    {"/debug/pprof/profile", &pe_kind_cpu},
+    {"/profile_wall", &pe_kind_wall},
+    {"/profile_wall_start", &pe_kind_wall},
+    {"/profile_wall_stop", &pe_kind_wall},
+    {"/debug/fgprof", &pe_kind_wall},
+    {"/allocs_profile", &pe_kind_allocs_profile},
+    {"/allocs_profile_start", &pe_kind_allocs_profile},
+    {"/allocs_profile_stop", &pe_kind_allocs_profile},
+    {"/debug/pprof/heap", &pe_kind_heap},
+    {"/debug/pprof/delta_heap", &pe_kind_heap},
+    {"/debug/pprof/allocs", &pe_kind_allocs},
+    {"/debug/pprof/mutex", &pe_kind_mutex},
+    {"/debug/pprof/delta_mutex", &pe_kind_mutex},
+    {"/debug/pprof/block", &pe_kind_block},
+    {"/debug/pprof/delta_block", &pe_kind_block},
+    /* profiles that are no kind's: their sample_index rows are param_table.c's */
+    {"/heap_peak", NULL},
+    {"/debug/pprof/goroutine", NULL},
+    {"/debug/pprof/threadcreate", NULL},
+    /* no profile */
+    {"/heap_snapshot", NULL},
+    {"/heap_timeline", NULL},
+    {"/debug/pprof/trace", NULL},
+    {"/debug/pprof/processes", NULL},
+    {"/debug/pprof/cmdline", NULL},
+    {"/debug/pprof/symbol", NULL},
+    {"/task_backtraces", NULL},
+    {"/debug_engine", NULL},
+};
+
 int
 main(void)
 {
     const pe_route_t *rt;
     char buf[64];
+
+    /* Every route serves the kind the table above says, and is in it. */
+    for (size_t j = 0; j < PE_ARRAY_SIZE(route_kinds); j++) {
+        rt = pe_http_find_route(route_kinds[j].path);
+        CHECKF(rt && rt->kind == route_kinds[j].kind, "%s: serves the %s kind, not the %s",
+               route_kinds[j].path, rt && rt->kind ? rt->kind->name : "(no)",
+               route_kinds[j].kind ? route_kinds[j].kind->name : "(no)");
+    }
+    CHECKF(pe_nroutes == (int)PE_ARRAY_SIZE(route_kinds), "%d routes, %zu in u_kinds' table",
+           pe_nroutes, PE_ARRAY_SIZE(route_kinds));
 
     /* Every route of a kind: one of its family's handlers, no check of its own. */
     for (int i = 0; i < pe_nroutes; i++) {
