@@ -35,8 +35,8 @@
 
 #include "../preload/guard.h"
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/timeline.h"
+#include "../profile/profile.h"
+#include "../render/timeline.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64

@@ -15,7 +15,7 @@
 #include "../preload/config.h"
 #include "../preload/proc.h"
 #include "../preload/threads.h"
-#include "../proto/timeline.h"
+#include "../render/timeline.h"
 #include "http_int.h"
 
 /* How many of the process's threads are the library's (server, history,

@@ -18,8 +18,8 @@
 #include <stddef.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 #define PE_HTTP_MAX_PARAMS 32
 

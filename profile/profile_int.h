@@ -1,144 +1,22 @@
 /*
- * proto_int.h: what the files of proto/ share and nobody else sees.
- *
- * The model (model.c) owns one bump arena per profile; every string, location,
- * sample stack and label array lives in it, so pointers handed to encoders
- * stay put until pe_prof_free.  Interned strings carry their string-table
- * index in the 4 bytes before the text, so any interned `const char *` can be
- * turned back into its index without a lookup (pe_prof_stridx).
+ * profile_int.h: what the files of profile/ (the model, the naming pass, the
+ * mappings, CPython frames) share and nobody else sees.  The model's data is
+ * model.h's, which the encoders read too.
  *
  * Signal-safe: no.
  */
-#ifndef PE_PROTO_INT_H
-#define PE_PROTO_INT_H
+#ifndef PE_PROFILE_INT_H
+#define PE_PROFILE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "../symbols/symbols.h"
+#include "model.h"
 #include "profile.h"
 
-#define PE_PROF_MAX_TYPES 4
-#define PE_PROF_MAX_COMMENTS 24
-
-/* ---- model data (model.c) ----------------------------------------------- */
-
-typedef struct pe_prof_loc_s {
-    pe_prof_frame_t frame; /* first member: a frame pointer is a location pointer */
-    uint32_t id;           /* pprof id: creation order, 1..n */
-    uint32_t func;         /* function index + 1; 0 = no name (pprof gets no Line) */
-    uint32_t map;          /* mapping index + 1; 0 = outside every mapping */
-    uint8_t resolved;
-    uint8_t pseudo;             /* pe_prof_add_named's: address 0, never looked up by address */
-    uint8_t py;                 /* a CPython frame (pynames.h): its names come with it */
-    int32_t line;               /* py: the frame's current line */
-    uint16_t ninl;              /* inlined frames at this address (frame.inlined set in each) */
-    struct pe_prof_loc_s **inl; /* arena; innermost first, each with its own func */
-} pe_prof_loc_t;
-
-/* A function.  Native ones are keyed by the raw (mangled) name and source file. */
-typedef struct pe_prof_func_s {
-    const char *name;    /* interned: native: the raw symbol; CPython: the qualname */
-    const char *full;    /* the readable name (demangled), or NULL: name is */
-    const char *shown;   /* what views show: the short form, or NULL: full or name */
-    uint32_t named_loc;  /* location index + 1 of its pseudo-location, 0 if none */
-    uint32_t id;         /* pprof id, assigned by pprof.c; 0 = not emitted */
-    const char *file;    /* source file (CPython: co_filename), interned, or NULL */
-    int64_t start_line;  /* CPython functions: co_firstlineno */
-    const char *sysname; /* pprof's system_name: the mangled name, CPython "python:" + name
-                            (pprof.c says why), or NULL */
-} pe_prof_func_t;
-
-typedef struct pe_prof_map_s {
-    uintptr_t start, limit;
-    uint64_t offset;
-    const char *path;     /* interned */
-    const char *build_id; /* interned, "" when unknown */
-    int is_main;          /* the main executable's text */
-    int current;          /* present in the latest /proc/self/maps read */
-    uint32_t nlocs, nnamed;
-    uint32_t nlined; /* locations with a source line */
-    uint8_t inlines; /* its debug info was read for inlined calls */
-    uint32_t id;     /* pprof id, assigned by pprof.c; 0 = not emitted */
-} pe_prof_map_t;
-
-typedef struct pe_prof_smp_s {
-    uint32_t hash;
-    uint16_t nframes, nlabels;
-    const pe_prof_frame_t **frames;  /* arena; one per location (pprof's) */
-    const pe_prof_frame_t **xframes; /* arena: frames with inlined ones, after resolve */
-    uint16_t nxframes;
-    pe_prof_label_t *labels; /* arena; strings interned */
-    int64_t values[PE_PROF_MAX_TYPES];
-} pe_prof_smp_t;
-
-typedef struct pe_prof_arena_s pe_prof_arena_t;
-
-struct pe_prof_s {
-    pe_prof_arena_t *arena;
-    char *arena_cur;
-    size_t arena_left;
-
-    /* string table: strs[0] is "" */
-    const char **strs;
-    uint32_t nstrs, capstrs;
-    uint32_t *str_hash; /* open addressing, index + 1 */
-    uint32_t str_hcap;
-
-    int ntypes;
-    pe_prof_vt_t types[PE_PROF_MAX_TYPES]; /* interned */
-    pe_prof_vt_t period_type;              /* interned; type NULL when absent */
-    int64_t period, time_nanos, duration_nanos;
-    const char *default_type; /* interned or NULL */
-    const char *comments[PE_PROF_MAX_COMMENTS];
-    int ncomments;
-
-    pe_prof_func_t *funcs;
-    uint32_t nfuncs, capfuncs;
-    uint32_t *func_of_str; /* string index -> function index + 1 */
-    uint32_t cap_func_of_str;
-
-    pe_prof_loc_t **locs;
-    uint32_t nlocs, caplocs, nresolved;
-    uint32_t *loc_hash; /* by address; location index + 1 */
-    uint32_t loc_hcap;
-
-    pe_prof_smp_t **samples;
-    uint32_t nsamples, capsamples;
-    uint32_t *smp_hash; /* sample index + 1 */
-    uint32_t smp_hcap;
-
-    pe_prof_map_t *maps;
-    uint32_t nmaps, capmaps;
-    uint32_t *cur_maps; /* indexes of current maps, sorted by start */
-    uint32_t ncur_maps;
-
-    int no_names;
-    int full_names;        /* pe_prof_set_full_names */
-    int by_line;           /* pe_prof_set_by_line */
-    int64_t debug_budget;  /* bytes; -1: pe_cfg's */
-    uint32_t nexpanded;    /* samples whose xframes are set */
-    const char *lines_cut; /* why some locations got no lines, once (a comment) */
-};
-
-/* A sample's frames as views see them: with inlined frames once resolved. */
-static inline const pe_prof_frame_t *const *
-pe_prof_smp_frames(const pe_prof_smp_t *s, int *n)
-{
-    *n = s->xframes ? s->nxframes : s->nframes;
-    return s->xframes ? s->xframes : s->frames;
-}
-
-/* String-table index of an interned string. */
-static inline uint32_t
-pe_prof_stridx(const char *interned)
-{
-    uint32_t idx;
-
-    __builtin_memcpy(&idx, interned - sizeof(idx), sizeof(idx));
-    return idx;
-}
+/* ---- the model (model.c) ------------------------------------------------- */
 
 /* Arena memory for p's lifetime (8-byte aligned), or NULL on ENOMEM. */
 void *pe_prof_arena_alloc(pe_prof_t *p, size_t size);
@@ -151,18 +29,6 @@ int64_t pe_prof_native_func(pe_prof_t *p, const char *raw, const char *src);
 /* Readable and short forms of a new function's raw name (readable: raw is
    readable already, only shortened).  0 or -ENOMEM. */
 int pe_prof_func_names(pe_prof_t *p, pe_prof_func_t *f, const char *raw, int readable);
-/* The name function f shows: the short form (pprof's: no parameters, no
-   template arguments) unless names=full (pe_prof_set_full_names). */
-const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);
-
-/* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
-const char *pe_prof_intern(pe_prof_t *p, const char *s);
-
-static inline pe_prof_loc_t *
-pe_prof_loc_of(const pe_prof_frame_t *f)
-{
-    return (pe_prof_loc_t *)f;
-}
 
 /* ---- CPython frames (pyloc.c) ------------------------------------------- */
 
@@ -176,57 +42,4 @@ int pe_prof_maps_load(pe_prof_t *p);
 /* Mapping index + 1 for addr among the current mappings, 0 if none. */
 uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
 
-/* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
-
-/* name without glibc's symbol versions ("memcpy@@GLIBC_2.14"), in buf, or
-   name itself when there is none or it does not fit (svg.c; the trace too). */
-const char *pe_prof_no_versions(const char *name, char *buf, size_t len);
-
-/*
- * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0
- * when it is not one: a stray or truncated sequence, an overlong form, a
- * surrogate or a code point past U+10FFFF.  Reads no byte past the first
- * that does not fit, so a NUL ends it.
- */
-static inline int
-pe_prof_utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    int n, i;
-
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f; /* no surrogates */
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
-        if (s[i] < lo || s[i] > hi)
-            return 0;
-    return n;
-}
-
-/*
- * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
- * starts with a byte that must not go out as is (control characters, stray or
- * truncated multi-byte sequences, surrogates).
- */
-static inline int
-pe_prof_xml_char_len(const unsigned char *s)
-{
-    if (*s < 0x80)
-        return *s >= 0x20 || *s == '\t' ? 1 : 0;
-    return pe_prof_utf8_len(s);
-}
-
-#endif /* PE_PROTO_INT_H */
+#endif /* PE_PROFILE_INT_H */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../profile/model.h"
 #include "decode.h"
-#include "proto_int.h"
 
 /* ---- protobuf, just enough of profile.proto --------------------------------------------- */
 

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "profile.h"
+#include "../profile/profile.h"
 
 typedef struct pe_flame_s {
     pe_prof_t *p;

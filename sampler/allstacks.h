@@ -26,8 +26,8 @@
 #include <sys/types.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 /* Default bound on the wait for one capture (all threads together). */
 #define PE_STACKS_TIMEOUT_MS 200

@@ -32,7 +32,7 @@
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "../preload/threads.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "../stack/pyframes.h"
 #include "../trace/feed.h"
 #include "account.h"

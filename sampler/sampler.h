@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 
 /* Why signal-based profiles (CPU, wall, stacks) cannot run now, or NULL. */
 const char *pe_sampler_unavailable(void);

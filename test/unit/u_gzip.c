@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 #include "pe_test.h"
-#include "proto/sink.h"
+#include "sink/sink.h"
 
 /* Inflate a gzip member into a malloc'd buffer; returns its length or -1. */
 /* Bytes in use in glibc's heap.  Under ASan the blocks are ASan's and

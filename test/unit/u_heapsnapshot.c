@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "pe_test.h"
-#include "proto/profile.h"
+#include "profile/profile.h"
 
 static const pe_prof_vt_t types[1] = {{"inuse_space", "bytes"}};
 

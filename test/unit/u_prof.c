@@ -25,8 +25,8 @@
 
 #include "pe_test.h"
 #include "profile.pb.h"
-#include "proto/profile.h"
-#include "proto/proto_int.h"
+#include "profile/profile.h"
+#include "profile/profile_int.h"
 #include "symbols/symbols.h"
 
 #define MS 1000000LL

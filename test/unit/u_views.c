@@ -21,7 +21,7 @@
 #include "http/http_int.h"
 #include "pe_test.h"
 #include "preload/config.h"
-#include "proto/profile.h"
+#include "profile/profile.h"
 
 /* ---- functions whose addresses we sample ------------------------------------------- */
 
