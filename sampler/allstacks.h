@@ -108,7 +108,7 @@ pe_prof_t *pe_stacks_profile(const pe_stacks_t *s);
  * name+off\tfile" line per frame, largest groups first; a `# labels:
  * {"capture":"proc"}` line as Go prints goroutine labels).  debug=2: one block
  * per thread: `thread TID "NAME" [STATE]:`, a `# capture: proc` or `# capture:
- * signal (why not /proc)` line, then its frames.  The layout is proto/'s
+ * signal (why not /proc)` line, then its frames.  The layout is render/'s
  * (pe_prof_write_go_grouped, pe_prof_write_go_threads).  Returns 0 or the
  * sink's first error / -ENOMEM.
  */

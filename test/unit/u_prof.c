@@ -1,5 +1,5 @@
 /*
- * u_prof.c: unit tests for the profile model and its encoders (proto/).
+ * u_prof.c: unit tests for the profile model and its encoders (profile/, proto/, render/).
  * Samples are made of known PCs inside this binary's own static and global
  * functions, a libc function, a dlopen'd stripped library and the vdso, so
  * names can be checked exactly; the pprof output is gunzipped and decoded back

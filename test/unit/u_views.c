@@ -303,7 +303,7 @@ test_svg_small_labels(void)
     pe_prof_free(p);
 }
 
-/* Kinds, [object] boxes, symbol versions and hints (proto/svg.c). */
+/* Kinds, [object] boxes, symbol versions and hints (render/svg.c). */
 static void
 test_svg_kinds(void)
 {
