@@ -66,6 +66,8 @@ edges() {
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
         for o in "$BUILD"/{preload,symbols,stack,sink,profile,proto,render,trace,sampler,contention,heap,http,interpose}/*.o; do
+            o2=${o#"$BUILD"/}
+            [ -f "${o2%.o}.c" ] || continue # left by a file since moved: not ours any more
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }

@@ -18,6 +18,8 @@ allowed=$(echo "$ALLOWED" | sed 's/#.*//' | tr -s ' \n' ' ')
 
 # "symbol defining-object used-elsewhere(0/1)" for every pe_* global
 uses=$(for o in "$BUILD"/{preload,symbols,stack,sink,profile,proto,render,trace,sampler,contention,heap,http,interpose}/*.o; do
+    o2=${o#"$BUILD"/}
+    [ -f "${o2%.o}.c" ] || continue # left by a file since moved
     nm -A "$o" 2>/dev/null
 done | awk '
     { split($1, a, ":"); o = a[1] }
