@@ -82,7 +82,7 @@ spin(long n)
 
 /* The workers start, then run once the main thread has read the library's
    threads (a program reading /proc/self/task with no thread of its own makes
-   the library step aside: preload/alone_hooks.c). */
+   the library step aside: preload/alone_tasks.c). */
 static pthread_barrier_t start_line;
 
 #define FLOOR_PAGES 64
