@@ -46,7 +46,8 @@ LIBS       := -lcivetweb -lz -l:libprotobuf-nanopb.a -ldl -lpthread
 ALL_LDFLAGS := -shared -Wl,--version-script=preload/exports.map -Wl,-z,defs -Wl,-z,now \
                -Wl,-soname,libprofendpoints.so $(LDFLAGS)
 
-SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c proto/*.c sampler/*.c heap/*.c http/*.c))
+SRCS    := $(sort $(wildcard preload/*.c symbols/*.c stack/*.c sink/*.c profile/*.c proto/*.c render/*.c \
+                             sampler/*.c heap/*.c http/*.c))
 SRCS    += $(sort $(wildcard trace/*.c contention/*.c interpose/*.c))
 GEN_C   := $(BUILD)/gen/profile.pb.c
 GEN_H   := $(BUILD)/gen/profile.pb.h

@@ -75,7 +75,7 @@
 #include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "../preload/real.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 
 /* Frames kept per recorded stack (leaf included); deeper stacks lose their root end. */
 #define PE_MUTEX_MAX_FRAMES 64

@@ -4,7 +4,7 @@
  * only; block: every wait), and Go's two forms, pprof (contentions/count and
  * delay/nanoseconds scaled by the sampling period) and the debug=1 text (raw
  * sampled values and the period, which readers multiply by).  The model and
- * the text layout are proto/'s.
+ * the text layout are profile/'s and render/'s.
  *
  * Signal-safe: no (HTTP worker threads).
  */

@@ -35,8 +35,8 @@
 
 #include "../preload/guard.h"
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/timeline.h"
+#include "../profile/profile.h"
+#include "../render/timeline.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */
 #define PE_HEAP_MAX_FRAMES 64
@@ -60,7 +60,7 @@
  */
 int pe_heap_init(int64_t rate_bytes);
 
-/* For good, when the process must be alone (preload/alone_hooks.c): sampling
+/* For good, when the process must be alone (preload/alone.c): sampling
    and recording stop, so that no allocation makes a system call of ours
    (libunwind's, a new thread's gettid); blocks sampled before are freed as
    usual. */
@@ -389,7 +389,7 @@ typedef struct pe_heap_ck_ent_s {
     int64_t cnt_fx, bytes_fx;
 } pe_heap_ck_ent_t;
 
-/* One second of the timeline: proto/timeline.h's point, which the chart reads. */
+/* One second of the timeline: render/timeline.h's point, which the chart reads. */
 typedef pe_prof_tl_point_t pe_heap_tl_t;
 
 /*

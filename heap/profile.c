@@ -4,7 +4,7 @@
  * inuse_space, unbiased) or its debug=1 text (raw sampled values and the rate,
  * which readers unbias with), the change between two snapshots, and the
  * /allocs_profile recording (allocs.c) scaled by 1/p.  The model and the text
- * layout are proto/'s; every heap sample's stack goes in through
+ * layout are profile/'s and render/'s; every heap sample's stack goes in through
  * pe_heap_prof_add, so names and mappings match every other profile's.
  *
  * Signal-safe: no (HTTP worker threads).

@@ -4,7 +4,7 @@
  * checkpoint (since=), the per-stack live heap at the peak, as a profile
  * (inuse_objects, inuse_space) or Go's debug=1 text; and the live blocks as a
  * heap snapshot's objects (/heap_snapshot).  The model, the text and the
- * snapshot layout are proto/'s.
+ * snapshot layout are profile/'s and render/'s.
  *
  * Signal-safe: no (HTTP worker threads).
  */

@@ -2,7 +2,7 @@
  * h_heap_timeline.c: /heap_timeline, the last hour of the process's memory
  * (heap/history.c's one-second ring): RSS, the sampled live-heap estimate,
  * glibc's arena figures and the thread count.  This handler reads the
- * parameters and the ring; the chart, page and JSON are proto/timeline.c's.
+ * parameters and the ring; the chart, page and JSON are render/timeline.c's.
  *
  * Signal-safe: no (HTTP worker threads).
  */
@@ -15,7 +15,7 @@
 #include "../preload/config.h"
 #include "../preload/proc.h"
 #include "../preload/threads.h"
-#include "../proto/timeline.h"
+#include "../render/timeline.h"
 #include "http_int.h"
 
 /* How many of the process's threads are the library's (server, history,

@@ -3,7 +3,7 @@
  * heap as a Chrome DevTools .heapsnapshot document.  The objects and their
  * stacks come from heap/ (pe_heap_hsnap: a copy of the live table, read
  * without holding its lock, so the program allocates and frees meanwhile),
- * the streaming from proto/heapsnapshot.c; this file reads the parameters and
+ * the streaming from render/heapsnapshot.c; this file reads the parameters and
  * sends it.
  *
  * Signal-safe: no (HTTP worker threads).

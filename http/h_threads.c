@@ -7,7 +7,7 @@
  * threads it cannot give; signal: every thread signalled; proc:
  * never a signal).
  * Capturing and the profiles are sampler/allstacks.c's business, the text layout
- * proto/gotext.c's, the other formats pe_http_send_profile's.
+ * render/gotext.c's, the other formats pe_http_send_profile's.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /*
  * h_trace.c: /debug/pprof/trace?seconds=N (issue 34; owned by the trace
  * work): every thread on a time axis as Chrome trace-event JSON (the
- * recorder is sampler/trace.h, the layout proto/trace_json.h).  Go's own
+ * recorder is sampler/trace.h, the layout render/trace_json.h).  Go's own
  * execution-trace format describes goroutines and cannot be produced for a
  * native process; the path is Go's so that scrapers and `profep` find it.
  *

@@ -18,8 +18,8 @@
 #include <stddef.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 #define PE_HTTP_MAX_PARAMS 32
 
@@ -75,7 +75,7 @@ int pe_http_listen(void);
 /* Tell long handlers to finish (process exit); never waits. */
 void pe_http_shutdown(void);
 /*
- * For good, when the process must be alone (preload/alone_hooks.c): long
+ * For good, when the process must be alone (preload/alone.c): long
  * handlers finish, civetweb is stopped (its master and workers joined) and
  * a deferred or later start never happens.  From a program thread, not a
  * signal handler.  1 when a server was stopped, else 0.

@@ -97,7 +97,7 @@ void pe_tree_served(int port);
 extern int (*pe_tree_take_port)(const char *host, int port);
 
 /*
- * For good, when the process must be alone (alone_hooks.c): no server will
+ * For good, when the process must be alone (alone.c): no server will
  * start here; the root's registry thread leaves (the caller waits for it to
  * vanish), and a member that served tells the root it serves no more.
  */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../profile/model.h"
 #include "decode.h"
-#include "proto_int.h"
 
 /* ---- protobuf, just enough of profile.proto --------------------------------------------- */
 
@@ -436,7 +436,7 @@ fn_raw(const dec_t *d, uint64_t f, char *buf)
 }
 
 /* An unsymbolized location by its mapping's file, as the model's views name
-   it (proto/model.c): "[postgres]", "[vdso]"; its address when there is none. */
+   it (profile/model.c): "[postgres]", "[vdso]"; its address when there is none. */
 static void
 anon_name(const dec_t *d, uint64_t loc, char *buf)
 {

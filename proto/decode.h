@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "profile.h"
+#include "../profile/profile.h"
 
 typedef struct pe_prof_merge_s {
     pe_prof_t *prof; /* made from the first profile added; the caller frees it */

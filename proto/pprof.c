@@ -13,8 +13,8 @@
 #include <pb_encode.h>
 
 #include "../preload/log.h"
+#include "../profile/model.h"
 #include "profile.pb.h"
-#include "proto_int.h"
 
 /* Lines one Location carries (profile.options: Location.line max_count). */
 #define PE_PROF_PB_LINES 32

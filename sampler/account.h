@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../proto/profile.h"
-#include "../proto/sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 #define PE_UNSAMPLED_TIDS 16 /* tids named in a note; the rest only counted */
 /* Threads looked at, at most (one /proc read each: 30,000 threads would take 0.5 s) */

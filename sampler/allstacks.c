@@ -3,7 +3,7 @@
  * threadcreate profile.  Owns the capture slot table (one mmap, made at the
  * first capture) shared with the SIGPROF handler, the capture lock, and the
  * text forms (Go's debug=1 and debug=2).  The signal is taken through timer.c
- * exactly as a CPU profile takes it; names come from the proto/ model.
+ * exactly as a CPU profile takes it; names come from the profile/ model.
  *
  * Slot protocol (one slot per signalled thread; writer of each field named):
  *
@@ -701,7 +701,7 @@ err:
     return NULL;
 }
 
-/* ---- text (the encoders are proto/'s) ----------------------------------------------- */
+/* ---- text (the encoders are render/'s) ---------------------------------------------- */
 
 /* debug=2's count of the threads profiles cannot see (account.c), when any. */
 static void

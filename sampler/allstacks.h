@@ -26,8 +26,8 @@
 #include <sys/types.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
-#include "../proto/sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 /* Default bound on the wait for one capture (all threads together). */
 #define PE_STACKS_TIMEOUT_MS 200
@@ -108,7 +108,7 @@ pe_prof_t *pe_stacks_profile(const pe_stacks_t *s);
  * name+off\tfile" line per frame, largest groups first; a `# labels:
  * {"capture":"proc"}` line as Go prints goroutine labels).  debug=2: one block
  * per thread: `thread TID "NAME" [STATE]:`, a `# capture: proc` or `# capture:
- * signal (why not /proc)` line, then its frames.  The layout is proto/'s
+ * signal (why not /proc)` line, then its frames.  The layout is render/'s
  * (pe_prof_write_go_grouped, pe_prof_write_go_threads).  Returns 0 or the
  * sink's first error / -ENOMEM.
  */

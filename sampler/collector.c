@@ -30,7 +30,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/threads.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "../stack/pyframes.h"
 #include "account.h"
 #include "engine_perf.h"

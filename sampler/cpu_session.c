@@ -16,7 +16,7 @@
 #include "../preload/proc.h"
 #include "../preload/spin.h"
 #include "../preload/threads.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "../stack/pyframes.h"
 #include "engine_perf.h"
 #include "kind.h"

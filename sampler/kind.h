@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 
 /* What a closing sampled window tells its kind's comment (counts since it opened). */
 typedef struct pe_kind_close_s {

@@ -20,7 +20,7 @@
 #include "../preload/real.h"
 #include "../preload/sigown.h"
 #include "../preload/threads.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "allstacks.h"
 #include "peek.h"
 #include "sampler.h"

@@ -8,7 +8,7 @@
  * wall.c (wall-clock ticks, the /proc capture without a signal); the
  * collector thread that drains the ring into the windows is collector.c.
  * OS calls are in timer.c and the handler in handler.c; profiles are built
- * with the proto/ model.
+ * with the profile/ model.
  *
  * Locks: `life` (pthread mutex, HTTP threads only) serializes open/close;
  * `wlock` (mutex) guards the window list and is the ring's single-consumer
@@ -32,7 +32,7 @@
 #include "../preload/real.h"
 #include "../preload/spin.h"
 #include "../preload/threads.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "../stack/pyframes.h"
 #include "../trace/feed.h"
 #include "account.h"

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "../preload/pe.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 
 /* Why signal-based profiles (CPU, wall, stacks) cannot run now, or NULL. */
 const char *pe_sampler_unavailable(void);
@@ -25,7 +25,7 @@ const char *pe_sampler_unavailable(void);
 /* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
 int pe_sampler_init(void);
 /*
- * For good, when the process must be alone (preload/alone_hooks.c): the
+ * For good, when the process must be alone (preload/alone.c): the
  * collector is joined, every timer deleted, SIGPROF given back as the
  * program left it; later windows fail (-EACCES).  HTTP handlers have
  * finished first; a window closed later returns what it had.

@@ -35,7 +35,7 @@
 #include "../preload/pe.h"
 #include "../preload/sigown.h"
 #include "../preload/spin.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "account.h"
 #include "engine_perf.h"
 #include "kind.h"

@@ -4,7 +4,7 @@
  * A filter may answer timer_create or rt_tgsigqueueinfo (and perf_event_open)
  * with an error, or kill the process on them, and a filter cannot be read
  * back without privileges; trying is the only test, and it could be fatal.
- * So by default (PROFEP_SECCOMP=dormant, which preload/alone_hooks.c keeps
+ * So by default (PROFEP_SECCOMP=dormant, which preload/alone.c keeps
  * dormant, or serve) signal-based profiling is off when the process started
  * under a filter (our threads inherit it), or when the thread asking has one
  * now (a filter synchronised to every thread).  A filter a program installs

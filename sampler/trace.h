@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "../preload/pe.h"
-#include "../proto/trace_json.h"
+#include "../render/trace_json.h"
 
 typedef struct pe_trace_opts_s {
     double seconds; /* how long */

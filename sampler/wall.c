@@ -17,7 +17,7 @@
 #include "../preload/clock.h"
 #include "../preload/config.h"
 #include "../preload/proc.h"
-#include "../proto/profile.h"
+#include "../profile/profile.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "engine_perf.h"

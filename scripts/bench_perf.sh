@@ -3,7 +3,14 @@
 # the 2-thread CPU-bound workload of bench_cpu (test/bench/bench_cpu.c "work")
 # with no library (twice: the A/A noise floor), with ours under the perf engine (PROFEP_CPU_ENGINE=perf),
 # ours under the timer engine (PROFEP_CPU_ENGINE=timer), and gperftools'
-# libprofiler.so, each at 100 and 1000 Hz, in RUNS rounds (order rotated).
+# libprofiler.so, each at 100 and 1000 Hz, in RUNS rounds (order rotated);
+# beside them "floor": no library, each worker samples itself with a perf
+# event that records only its thread id (bench_cpu's BENCH_FLOOR_HZ): what the
+# kernel charges for that many perf samples whoever reads them; and perf250,
+# the perf engine at the rate the timer engine really delivers when asked for
+# 1000 Hz on a kernel of HZ=250 (POSIX CPU timers fire from the scheduler
+# tick: the overruns are weighted).  The last lines: samples a second each
+# engine delivered at 1000 Hz, read from a profile's comment.
 # Shown: the process CPU and wall ratios against the same round's no-library
 # run (median [25-75%]), and what our collector thread used (ms of CPU per s
 # of the workload, wake-ups per s); the program's own threads spend nothing in
@@ -36,6 +43,7 @@ one() {
     hz=${k//[a-z]/}; engine=${k//[0-9]/}
     case $engine in
     none | aa) read -r w c < <($B work $WAIT $ITERS) ;;
+    floor) read -r w c < <(BENCH_FLOOR_HZ=$hz $B work $WAIT $ITERS) ;;
     gp) read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=$hz LD_PRELOAD=$GPERF \
         $B work $WAIT $ITERS 2>/dev/null) ;;
     *)
@@ -53,7 +61,7 @@ one() {
     esac
     echo "$w $c" >$T/$k.last
 }
-CONFIGS="none aa perf100 timer100${GPERF:+ gp100} perf1000 timer1000${GPERF:+ gp1000}"
+CONFIGS="none aa perf100 floor100 timer100${GPERF:+ gp100} perf250 perf1000 floor1000 timer1000${GPERF:+ gp1000}"
 echo "== 2-thread CPU-bound workload: $RUNS rounds of: $CONFIGS (order rotated each round)"
 for i in $(seq $RUNS); do
     set -- $CONFIGS; n=$#
@@ -78,4 +86,20 @@ for k in $CONFIGS; do
         printf "  %-10s %+6.2f%% [%+6.2f%%, %+6.2f%%]       %+6.2f%% [%+6.2f%%, %+6.2f%%]       %s\n",
             k, 100 * (cm - 1), 100 * (clo - 1), 100 * (chi - 1), 100 * (wm - 1), 100 * (wlo - 1), 100 * (whi - 1), col }'
 done
+# samples a second a running thread gets at 1000 Hz (samples / weight: the
+# timer's overruns are weighted), from one profile of 2 s each
+if command -v go >/dev/null; then
+    for engine in timer perf; do
+        pf=$T/port.$RANDOM
+        PROFEP_CPU_ENGINE=$engine PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=$pf LD_PRELOAD=$LIB \
+            $B work $WAIT $((ITERS * 4)) >/dev/null 2>&1 &
+        PID=$!
+        for _ in $(seq 100); do [ -s $pf ] && break; sleep 0.02; done
+        curl -s -o $T/p.pb.gz "http://$(cat $pf)/profile?duration=2&delay=0.001&format=pprof"
+        kill $PID 2>/dev/null; wait $PID 2>/dev/null; PID=
+        go tool pprof -comments $T/p.pb.gz 2>/dev/null | awk -v e=$engine '/^cpu: / {
+            printf "  %-6s engine asked for 1000 Hz: %.0f samples a second of a running thread (%s samples, weight %s)\n",
+                e, $5 ? 1000 * $2 / $5 : 0, $2, $5 }'
+    done
+fi
 [ -n "$GPERF" ] || echo "  gperftools: libprofiler.so not installed (scripts/deps.sh bench)"

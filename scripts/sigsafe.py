@@ -58,8 +58,8 @@ def strip(src):
 
 
 funcs, macros, marked = {}, {}, set()  # marked: (file, name) of each PE_SIGSAFE
-files = sorted(f for d in ("preload", "symbols", "stack", "proto", "trace", "sampler", "contention",
-                           "heap", "http")
+files = sorted(f for d in ("preload", "symbols", "stack", "sink", "profile", "proto", "render", "trace",
+                           "sampler", "contention", "heap", "http")
                for f in glob.glob(d + "/*.[ch]"))
 call_re = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\(")
 head_re = re.compile(r"\b(\w+)\s*\(([^()]|\([^()]*\))*\)\s*(__attribute__\s*\(\(.*?\)\)\s*)*$", re.S)

@@ -2,7 +2,7 @@
  * objects.c: the loaded objects, as the dynamic loader sees them.  Snapshots
  * them with dl_iterate_phdr to get each one's load bias, PT_LOAD span and GNU
  * build id from memory (the file on disk may have been replaced since it was
- * loaded).  Names are symbolize.c's business, mappings proto/mappings.c's.
+ * loaded).  Names are symbolize.c's business, mappings profile/mappings.c's.
  *
  * Signal-safe: no.
  */

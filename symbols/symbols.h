@@ -2,7 +2,7 @@
  * symbols.h: addresses to names.  The loaded objects (objects.c), their ELF
  * symbol tables and separate debug files (symbolize.c), JIT code's perf maps
  * (jitmap.c) and CPython frames' names (pynames.h).  The profile model
- * (proto/) asks here; nothing here knows of profiles.
+ * (profile/) asks here; nothing here knows of profiles.
  *
  * Threads: lookups are batched under one process-wide lock (pe_sym_begin ..
  * pe_sym_end), taken on the library's own threads only.

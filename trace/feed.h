@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "../preload/pe.h"
-#include "../proto/trace_json.h"
+#include "../render/trace_json.h"
 
 /* Nonzero while a trace records: callers test it before pe_trace_event. */
 extern int pe_trace_on;

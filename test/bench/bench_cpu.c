@@ -9,6 +9,14 @@
  *                               of the library's threads (names pe-*, civetweb-*),
  *                               then of the collector alone, during that phase
  *                               (read from /proc/self/task before and after).
+ *                               With BENCH_FLOOR_HZ=F in the environment (no
+ *                               library), each worker opens for itself a
+ *                               task-clock perf event sampling F times a second
+ *                               of its CPU that records the thread id only (and
+ *                               BENCH_FLOOR_STACK bytes of user stack, 0 by
+ *                               default) and drains its ring as it spins: what
+ *                               the kernel charges a sampled thread for perf
+ *                               samples, with nothing of ours in the process.
  *   bench_cpu sample N          median cost of one sample at stack depth 30: a
  *                               signal shaped as our CPU timer's (SI_TIMER, the
  *                               session cookie; rt_tgsigqueueinfo to this thread)
@@ -36,12 +44,14 @@
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -72,16 +82,57 @@ spin(long n)
 
 /* The workers start, then run once the main thread has read the library's
    threads (a program reading /proc/self/task with no thread of its own makes
-   the library step aside: preload/alone_hooks.c). */
+   the library step aside: preload/alone_tasks.c). */
 static pthread_barrier_t start_line;
+
+#define FLOOR_PAGES 64
+
+/* This thread's own perf sampling event at BENCH_FLOOR_HZ (see the top); its
+   ring, or NULL when the variable is unset or the kernel refuses. */
+static struct perf_event_mmap_page *
+floor_open(void)
+{
+    const char *hz = getenv("BENCH_FLOOR_HZ"), *stack = getenv("BENCH_FLOOR_STACK");
+    struct perf_event_attr a;
+    void *m;
+    int fd;
+
+    if (!hz || atof(hz) <= 0)
+        return NULL;
+    memset(&a, 0, sizeof(a));
+    a.size = sizeof(a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = (uint64_t)(1e9 / atof(hz));
+    a.sample_type = PERF_SAMPLE_TID;
+    if (stack && atoi(stack) > 0) {
+        a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = (1ull << 6) | (1ull << 7) | (1ull << 8); /* bp, sp, ip */
+        a.sample_stack_user = (uint32_t)atoi(stack);
+    }
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    m = mmap(NULL, (FLOOR_PAGES + 1) * (size_t)getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED,
+             fd, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
 
 static void *
 worker(void *unused)
 {
+    struct perf_event_mmap_page *ring = floor_open();
+
     pthread_barrier_wait(&start_line); /* started (and in the library's registry) */
     pthread_barrier_wait(&start_line); /* go */
-    for (long i = 0; i < iters / 1000; i++)
+    for (long i = 0; i < iters / 1000; i++) {
         spin(1000);
+        if (ring && !(i & 1023)) /* drained: the kernel never finds it full */
+            __atomic_store_n(&ring->data_tail, __atomic_load_n(&ring->data_head, __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
+    }
     pthread_barrier_wait(&start_line); /* done */
     pthread_barrier_wait(&start_line); /* the main thread has read /proc */
     return NULL;

@@ -12,17 +12,23 @@
 #              reads with too), JIT maps, CPython names
 #   2 stack    a thread to frames: the unwinder, the cached-rules walk,
 #              /proc capture of blocked threads, CPython frames
-#   3 proto    the profile model, every encoder (the timeline chart too)
-#              and the one decoder (decode.c), the sinks and the JSON and
-#              XML escapers
-#   4 trace    the thread trace's event feed (trace/feed.h), which every
+#   3 sink     the byte sinks every encoder writes into, gzip, the one JSON
+#              and one XML escaper
+#   4 profile  the profile model (profile.h), the naming pass, mappings,
+#              CPython frames; model.h, its insides, is for profile/, proto/
+#              and render/ only
+#   5 proto    what is protobuf: the pprof encoder and the one decoder;
+#     render   beside it (neither uses the other): the text, folded, SVG
+#              and Go text views, the heap snapshot, the timeline chart and
+#              the trace JSON
+#   6 trace    the thread trace's event feed (trace/feed.h), which every
 #              module above may write into; the recording is sampler/'s
-#   5 sampler  CPU and wall sampling, on-demand stack capture, the peek,
+#   7 sampler  CPU and wall sampling, on-demand stack capture, the peek,
 #              the trace's recording; and, beside it, contention/: lock
 #              contention and its interposers
-#   6 heap     allocation sampling, the live table, its history
-#   7 http     the server, routing, parameters, the endpoint handlers
-#   8 top      preload/init.c (the constructor), preload/events.[ch] (the
+#   8 heap     allocation sampling, the live table, its history
+#   9 http     the server, routing, parameters, the endpoint handlers
+#  10 top      preload/init.c (the constructor), preload/events.[ch] (the
 #              process events, which call every module), preload/*hooks.c
 #              (the interposers), preload/alone*.c (the step aside, which
 #              stops every module, and its interposers), interpose/ (their table, and the
@@ -41,12 +47,12 @@ ALLOWED=""
 # Edges as "from to how" lines, then one awk pass judges them all.
 edges() {
     local files f dir inc
-    files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'proto/*.[ch]' 'trace/*.[ch]' \
-        'sampler/*.[ch]' 'contention/*.[ch]' 'heap/*.[ch]' 'http/*.[ch]' 'http/**/*.[ch]' \
-        'interpose/*.[ch]' 2>/dev/null |
+    files=$(git ls-files 'preload/*.[ch]' 'symbols/*.[ch]' 'stack/*.[ch]' 'sink/*.[ch]' 'profile/*.[ch]' \
+        'proto/*.[ch]' 'render/*.[ch]' 'trace/*.[ch]' 'sampler/*.[ch]' 'contention/*.[ch]' 'heap/*.[ch]' \
+        'http/*.[ch]' 'http/**/*.[ch]' 'interpose/*.[ch]' 2>/dev/null |
         sort -u)
-    [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] proto/*.[ch] trace/*.[ch] \
-        sampler/*.[ch] contention/*.[ch] heap/*.[ch] http/*.[ch])
+    [ -n "$files" ] || files=$(ls preload/*.[ch] symbols/*.[ch] stack/*.[ch] sink/*.[ch] profile/*.[ch] \
+        proto/*.[ch] render/*.[ch] trace/*.[ch] sampler/*.[ch] contention/*.[ch] heap/*.[ch] http/*.[ch])
     for f in $files; do
         dir=${f%/*}
         sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
@@ -59,7 +65,9 @@ edges() {
     done
     # Symbols, when built: who uses a pe_* function or variable, who defines it.
     if ls "$BUILD"/preload/*.o >/dev/null 2>&1; then
-        for o in "$BUILD"/{preload,symbols,stack,proto,trace,sampler,contention,heap,http,interpose}/*.o; do
+        for o in "$BUILD"/{preload,symbols,stack,sink,profile,proto,render,trace,sampler,contention,heap,http,interpose}/*.o; do
+            o2=${o#"$BUILD"/}
+            [ -f "${o2%.o}.c" ] || continue # left by a file since moved: not ours any more
             nm -A "$o" 2>/dev/null
         done | awk -v b="$BUILD/" '
             { split($1, a, ":"); src = substr(a[1], length(b) + 1); sub(/\.o$/, ".c", src) }
@@ -72,21 +80,23 @@ edges() {
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
-        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c|alone[a-z_]*\.c)$/) return 8
-        if (p ~ /^interpose\//) return 8
+        if (p ~ /^preload\/(init\.c|attach\.c|events\.[ch]|[a-z_]*hooks\.c|alone[a-z_]*\.c)$/) return 10
+        if (p ~ /^interpose\//) return 10
         if (p ~ /^preload\//) return 0
         if (p ~ /^symbols\//) return 1
         if (p ~ /^stack\//) return 2
-        if (p ~ /^proto\//) return 3
-        if (p ~ /^trace\//) return 4
-        if (p ~ /^sampler\//) return 5
-        if (p ~ /^contention\//) return 5
-        if (p ~ /^heap\//) return 6
-        if (p ~ /^http\//) return 7
+        if (p ~ /^sink\//) return 3
+        if (p ~ /^profile\//) return 4
+        if (p ~ /^(proto|render)\//) return 5
+        if (p ~ /^trace\//) return 6
+        if (p ~ /^sampler\//) return 7
+        if (p ~ /^contention\//) return 7
+        if (p ~ /^heap\//) return 8
+        if (p ~ /^http\//) return 9
         return -1
     }
     BEGIN {
-        split("base symbols stack proto trace sampler heap http top", name, " ")
+        split("base symbols stack sink profile proto/render trace sampler heap http top", name, " ")
         n = split(allowed, al, "\n")
         for (i = 1; i <= n; i++) { sub(/ *#.*/, "", al[i]); if (al[i] != "") ok[al[i]] = 1 }
     }
@@ -101,6 +111,14 @@ out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
             bad++
         }
         split(from, fm, "/"); split(to, tm, "/")
+        if (lf == 5 && lt == 5 && fm[1] != tm[1]) {
+            printf "layers: %s %s %s: proto/ and render/ stand beside each other, neither uses the other\n", from, how, to
+            bad++
+        }
+        if (how == "includes" && to == "profile/model.h" && fm[1] !~ /^(profile|proto|render)$/) {
+            printf "layers: %s includes profile/model.h, the model'"'"'s insides for its encoders; use profile.h\n", from
+            bad++
+        }
         if (how == "includes" && to ~ /_int\.h$/ && fm[1] != tm[1]) {
             printf "layers: %s includes another module'"'"'s internal header %s\n", from, to
             bad++

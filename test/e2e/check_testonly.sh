@@ -17,7 +17,9 @@ pe_fd_resolve         # preload/fd.c: the same
 allowed=$(echo "$ALLOWED" | sed 's/#.*//' | tr -s ' \n' ' ')
 
 # "symbol defining-object used-elsewhere(0/1)" for every pe_* global
-uses=$(for o in "$BUILD"/{preload,symbols,stack,proto,trace,sampler,contention,heap,http,interpose}/*.o; do
+uses=$(for o in "$BUILD"/{preload,symbols,stack,sink,profile,proto,render,trace,sampler,contention,heap,http,interpose}/*.o; do
+    o2=${o#"$BUILD"/}
+    [ -f "${o2%.o}.c" ] || continue # left by a file since moved
     nm -A "$o" 2>/dev/null
 done | awk '
     { split($1, a, ":"); o = a[1] }
@@ -27,8 +29,8 @@ done | awk '
               for (i = 1; i <= n; i++) if (u[i] != def[s]) ext = 1
               print s, def[s], ext } }')
 # the names a header declares PE_TESTONLY
-marked=$(cat preload/*.h symbols/*.h stack/*.h proto/*.h trace/*.h sampler/*.h contention/*.h \
-    heap/*.h http/*.h interpose/*.h |
+marked=$(cat preload/*.h symbols/*.h stack/*.h sink/*.h profile/*.h proto/*.h render/*.h trace/*.h \
+    sampler/*.h contention/*.h heap/*.h http/*.h interpose/*.h |
     sed -n 's/^PE_TESTONLY\(.*\)$/\1/p' | grep -oE '\bpe_[A-Za-z0-9_]+' | sort -u)
 bad=0
 while read -r sym obj ext; do

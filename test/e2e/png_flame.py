@@ -6,7 +6,7 @@
 Decodes the PNG with the standard library only (zlib; 8-bit RGB/RGBA,
 non-interlaced, as Chromium writes screenshots) and checks what a person sees,
 independent of fonts: the picture is not blank, a good share of it is covered
-by the colours our frames are filled with (proto/svg.c's per-kind palettes),
+by the colours our frames are filled with (render/svg.c's per-kind palettes),
 and those boxes form several stacked rows (a flame graph, not one bar).  With
 --families, each named kind's colour covers a visible area (frames are coloured
 by kind).  Prints one "ok"/"FAIL" line per check; exit 1 if any failed.
@@ -61,7 +61,7 @@ def decode(path):
     return width, height, bpp, rows
 
 
-# proto/svg.c's fills per kind: (r, g, b) base and spread, as in its kinds[] table.
+# render/svg.c's fills per kind: (r, g, b) base and spread, as in its kinds[] table.
 FAMILIES = {
     'main': ((226, 92, 32), (26, 50, 40)),
     'lib': ((222, 204, 64), (22, 24, 50)),

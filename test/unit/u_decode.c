@@ -16,8 +16,8 @@
 
 #include "fuzz_decode.c"
 #include "pe_test.h"
-#include "proto/profile.h"
-#include "proto/sink.h"
+#include "profile/profile.h"
+#include "sink/sink.h"
 
 static const pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
 static const pe_prof_vt_t period = {"cpu", "nanoseconds"};

@@ -1,5 +1,5 @@
 /*
- * u_gzip.c: unit tests for proto/sink.c and proto/gzip.c: round trips through
+ * u_gzip.c: unit tests for sink/sink.c and sink/gzip.c: round trips through
  * zlib's own inflate (gzip mode), writes of every size around the 32 KiB
  * buffer, the empty stream, error propagation from a failing downstream sink,
  * the membuf/fd sinks with long printf lines, the buffering sink (what it
@@ -15,7 +15,7 @@
 #include <zlib.h>
 
 #include "pe_test.h"
-#include "proto/sink.h"
+#include "sink/sink.h"
 
 /* Inflate a gzip member into a malloc'd buffer; returns its length or -1. */
 /* Bytes in use in glibc's heap.  Under ASan the blocks are ASan's and

@@ -1,5 +1,5 @@
 /*
- * u_heapsnapshot.c: unit tests for the .heapsnapshot encoder (proto/heapsnapshot.c):
+ * u_heapsnapshot.c: unit tests for the .heapsnapshot encoder (render/heapsnapshot.c):
  * counts of an empty heap, the frame trie sharing prefixes, objects grouped
  * under their leaf, JSON escaping of hostile names (quotes, control bytes,
  * invalid UTF-8), a bad sample index, and a sink error stopping the writer.
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "pe_test.h"
-#include "proto/profile.h"
+#include "profile/profile.h"
 
 static const pe_prof_vt_t types[1] = {{"inuse_space", "bytes"}};
 

@@ -1,5 +1,5 @@
 /*
- * u_prof.c: unit tests for the profile model and its encoders (proto/).
+ * u_prof.c: unit tests for the profile model and its encoders (profile/, proto/, render/).
  * Samples are made of known PCs inside this binary's own static and global
  * functions, a libc function, a dlopen'd stripped library and the vdso, so
  * names can be checked exactly; the pprof output is gunzipped and decoded back
@@ -25,8 +25,8 @@
 
 #include "pe_test.h"
 #include "profile.pb.h"
-#include "proto/profile.h"
-#include "proto/proto_int.h"
+#include "profile/profile.h"
+#include "profile/profile_int.h"
 #include "symbols/symbols.h"
 
 #define MS 1000000LL

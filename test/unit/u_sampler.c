@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../proto/profile.h"
+#include "../../profile/profile.h"
 #include "../../sampler/sampler.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"

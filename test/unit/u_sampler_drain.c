@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../../preload/config.h"
-#include "../../proto/profile.h"
+#include "../../profile/profile.h"
 #include "../../sampler/sampler.h"
 #include "../../sampler/sampler_int.h"
 #include "../../stack/unwind.h"

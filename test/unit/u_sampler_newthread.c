@@ -20,7 +20,7 @@
 
 #include "../../preload/config.h"
 #include "../../preload/guard.h"
-#include "../../proto/profile.h"
+#include "../../profile/profile.h"
 #include "../../sampler/sampler.h"
 #include "../../stack/unwind.h"
 #include "pe_test.h"

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../proto/profile.h"
+#include "../../profile/profile.h"
 #include "../../sampler/allstacks.h"
 #include "../../sampler/sampler.h"
 #include "../../stack/unwind.h"

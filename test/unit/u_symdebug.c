@@ -15,7 +15,7 @@
 
 #include "pe_test.h"
 #include "preload/real.h"
-#include "proto/profile.h"
+#include "profile/profile.h"
 #include "symbols/symbols.h"
 
 static int

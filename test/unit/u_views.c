@@ -21,7 +21,7 @@
 #include "http/http_int.h"
 #include "pe_test.h"
 #include "preload/config.h"
-#include "proto/profile.h"
+#include "profile/profile.h"
 
 /* ---- functions whose addresses we sample ------------------------------------------- */
 
@@ -303,7 +303,7 @@ test_svg_small_labels(void)
     pe_prof_free(p);
 }
 
-/* Kinds, [object] boxes, symbol versions and hints (proto/svg.c). */
+/* Kinds, [object] boxes, symbol versions and hints (render/svg.c). */
 static void
 test_svg_kinds(void)
 {

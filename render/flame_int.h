@@ -1,5 +1,5 @@
 /*
- * flame_int.h: what the flame-graph encoders of proto/ (folded.c, svg.c) share and
+ * flame_int.h: what the flame-graph encoders of render/ (folded.c, svg.c) share and
  * nobody else sees: the profile's stacks in flame-graph order.  They write
  * through a pe_bufsink_t (sink.h), so that a line-at-a-time encoder does not
  * send one HTTP chunk per line.
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "profile.h"
+#include "../profile/profile.h"
 
 typedef struct pe_flame_s {
     pe_prof_t *p;

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "sink.h"
+#include "../sink/sink.h"
 
 typedef struct pe_prof_s pe_prof_t;
 

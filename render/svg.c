@@ -37,8 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../profile/model.h"
 #include "flame_int.h"
-#include "proto_int.h"
+#include "render_int.h"
 
 /* Geometry, in SVG user units (pixels at 100%).  The script redoes the
    horizontal layout at the window's width; these are the fallback's. */
@@ -91,7 +92,7 @@ text_chars(const char *s)
     int k;
 
     while (*u) {
-        k = pe_prof_xml_char_len(u);
+        k = pe_sink_xml_char_len(u);
         u += k ? k : 1;
         n++;
     }

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto_int.h"
+#include "../profile/model.h"
 
 /* Indexes into meta.node_types[0] and meta.edge_types[0] below. */
 #define HS_NODE_OBJECT 3

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto_int.h"
+#include "../profile/model.h"
 
 /* Indentation is one column per level up to here, then "+N " like Julia's. */
 #define TEXT_MAX_INDENT 40

@@ -18,7 +18,7 @@
 #include "../preload/log.h"
 #include "../symbols/demangle.h"
 #include "../symbols/pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
-#include "proto_int.h"
+#include "profile_int.h"
 
 /* Inlined frames kept per address: deeper chains keep their innermost end. */
 #define PE_PROF_MAX_INLINE 32

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../preload/proc.h"
-#include "proto_int.h"
+#include "profile_int.h"
 
 #define DELETED_SUFFIX " (deleted)"
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto_int.h"
+#include "render_int.h"
 #include "trace_json.h"
 
 static const char *const pe_tj_state_names[PE_TJ_NSTATES] = {

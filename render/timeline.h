@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "sink.h"
+#include "../sink/sink.h"
 
 /* One second of the timeline; bytes. */
 typedef struct pe_prof_tl_point_s {

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto_int.h"
 #include "sink.h"
 
 /* Most printf lines are short; longer ones take one malloc. */
@@ -35,7 +34,7 @@ pe_sink_json_str(pe_sink_t *o, const char *str)
             s++;
             continue;
         }
-        if (*s >= 0x80 && (k = pe_prof_utf8_len(s)) > 0) {
+        if (*s >= 0x80 && (k = pe_sink_utf8_len(s)) > 0) {
             s += k;
             continue;
         }
@@ -77,7 +76,7 @@ pe_sink_xml_str(pe_sink_t *o, const char *s, size_t max)
         case '"': pe_sink_put(o, "&quot;"); break;
         case '\'': pe_sink_put(o, "&apos;"); break;
         default:
-            k = pe_prof_xml_char_len(u);
+            k = pe_sink_xml_char_len(u);
             pe_sink_write(o, k ? (const void *)u : "?", k ? (size_t)k : 1);
             u += k ? k : 1;
             continue;

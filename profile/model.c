@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../symbols/pynames.h" /* PE_PY_IS_TAG: CPython frames, resolved by pyloc.c */
-#include "proto_int.h"
+#include "profile_int.h"
 
 /* Arena blocks; anything above a quarter block gets a block of its own. */
 #define ARENA_BLOCK (64 * 1024)

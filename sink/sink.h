@@ -46,6 +46,53 @@ void pe_sink_json_str(pe_sink_t *sink, const char *s);
 void pe_sink_xml_str(pe_sink_t *sink, const char *s, size_t max);
 
 /*
+ * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0
+ * when it is not one: a stray or truncated sequence, an overlong form, a
+ * surrogate or a code point past U+10FFFF.  Reads no byte past the first
+ * that does not fit, so a NUL ends it.
+ */
+static inline int
+pe_sink_utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    int n, i;
+
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f; /* no surrogates */
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+        if (s[i] < lo || s[i] > hi)
+            return 0;
+    return n;
+}
+
+/*
+ * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
+ * starts with a byte that must not go out as is (control characters, stray or
+ * truncated multi-byte sequences, surrogates).
+ */
+static inline int
+pe_sink_xml_char_len(const unsigned char *s)
+{
+    if (*s < 0x80)
+        return *s >= 0x20 || *s == '\t' ? 1 : 0;
+    return pe_sink_utf8_len(s);
+}
+
+/*
  * A sink that gzips (RFC 1952) into `out`.  pe_gzip_open() returns 0 or
  * -ENOMEM; pe_gzip_close() flushes the trailer, releases the zlib state and
  * returns the first error seen.  One state (~300 KiB) is kept from one stream

@@ -1,5 +1,9 @@
 /*
- * proto_int.h: what the files of proto/ share and nobody else sees.
+ * model.h: the model's insides as model.c lays them out, for the files that
+ * read them directly: the model and its naming pass (profile/), and the
+ * encoders of proto/ (pprof.c, decode.c) and render/ (text.c, svg.c,
+ * heapsnapshot.c).  Everyone else (samplers, handlers) goes through
+ * profile.h's functions; check_layers.sh holds the list of who may include it.
  *
  * The model (model.c) owns one bump arena per profile; every string, location,
  * sample stack and label array lives in it, so pointers handed to encoders
@@ -9,14 +13,13 @@
  *
  * Signal-safe: no.
  */
-#ifndef PE_PROTO_INT_H
-#define PE_PROTO_INT_H
+#ifndef PE_PROFILE_MODEL_H
+#define PE_PROFILE_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../symbols/symbols.h"
 #include "profile.h"
 
 #define PE_PROF_MAX_TYPES 4
@@ -140,19 +143,8 @@ pe_prof_stridx(const char *interned)
     return idx;
 }
 
-/* Arena memory for p's lifetime (8-byte aligned), or NULL on ENOMEM. */
-void *pe_prof_arena_alloc(pe_prof_t *p, size_t size);
-/* A native function by raw (mangled) name and source file (NULL: unknown),
-   created on first use with its readable names; its index, or -1 on ENOMEM. */
-int64_t pe_prof_native_func(pe_prof_t *p, const char *raw, const char *src);
-
-/* ---- the naming pass (naming.c) ------------------------------------------ */
-
-/* Readable and short forms of a new function's raw name (readable: raw is
-   readable already, only shortened).  0 or -ENOMEM. */
-int pe_prof_func_names(pe_prof_t *p, pe_prof_func_t *f, const char *raw, int readable);
 /* The name function f shows: the short form (pprof's: no parameters, no
-   template arguments) unless names=full (pe_prof_set_full_names). */
+   template arguments) unless names=full (pe_prof_set_full_names) (naming.c). */
 const char *pe_prof_func_shown(const pe_prof_t *p, const pe_prof_func_t *f);
 
 /* Intern s (copied once); returns the stable copy, or NULL on ENOMEM. */
@@ -164,69 +156,4 @@ pe_prof_loc_of(const pe_prof_frame_t *f)
     return (pe_prof_loc_t *)f;
 }
 
-/* ---- CPython frames (pyloc.c) ------------------------------------------- */
-
-/* Resolve a location whose address is a Python tag (pynames.h).  0 or -ENOMEM. */
-int pe_prof_py_resolve(pe_prof_t *p, pe_prof_loc_t *loc);
-
-/* ---- mappings (mappings.c) ----------------------------------------------- */
-
-/* Re-read /proc/self/maps into p->maps (old entries kept).  0 or -errno. */
-int pe_prof_maps_load(pe_prof_t *p);
-/* Mapping index + 1 for addr among the current mappings, 0 if none. */
-uint32_t pe_prof_maps_find(const pe_prof_t *p, uintptr_t addr);
-
-/* ---- text (svg.c, heapsnapshot.c) ---------------------------------------- */
-
-/* name without glibc's symbol versions ("memcpy@@GLIBC_2.14"), in buf, or
-   name itself when there is none or it does not fit (svg.c; the trace too). */
-const char *pe_prof_no_versions(const char *name, char *buf, size_t len);
-
-/*
- * Length (2..4) of the well-formed UTF-8 sequence at s (s[0] >= 0x80), or 0
- * when it is not one: a stray or truncated sequence, an overlong form, a
- * surrogate or a code point past U+10FFFF.  Reads no byte past the first
- * that does not fit, so a NUL ends it.
- */
-static inline int
-pe_prof_utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    int n, i;
-
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f; /* no surrogates */
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
-        if (s[i] < lo || s[i] > hi)
-            return 0;
-    return n;
-}
-
-/*
- * Length of the sequence at s (1..4) that XML 1.0 allows as is, or 0 when s
- * starts with a byte that must not go out as is (control characters, stray or
- * truncated multi-byte sequences, surrogates).
- */
-static inline int
-pe_prof_xml_char_len(const unsigned char *s)
-{
-    if (*s < 0x80)
-        return *s >= 0x20 || *s == '\t' ? 1 : 0;
-    return pe_prof_utf8_len(s);
-}
-
-#endif /* PE_PROTO_INT_H */
+#endif /* PE_PROFILE_MODEL_H */

@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
-#include "profile.h"
-#include "sink.h"
+#include "../profile/profile.h"
+#include "../sink/sink.h"
 
 /* A thread's state at a sample (what the flame chart's outermost frame says). */
 enum pe_tj_state {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../symbols/pynames.h"
-#include "proto_int.h"
+#include "profile_int.h"
 
 static int
 grow_funcs(pe_prof_t *p)

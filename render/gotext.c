@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../preload/proc.h"
-#include "proto_int.h"
+#include "../profile/profile.h"
 
 /* ---- stacks ---------------------------------------------------------------------- */
 
