@@ -59,7 +59,7 @@ recs_profile(const pe_mutex_rec_t *v, int n, int64_t duration_ns)
 {
     int64_t rate = pe_mutex_rate();
     const pe_kind_t *kind = &pe_kind_mutex; /* block's types are the same */
-    pe_prof_t *p = pe_prof_new(kind->types, 2, &kind->period_type, rate);
+    pe_prof_t *p = pe_prof_new(kind->types, PE_KIND_NTYPES(kind), &kind->period_type, rate);
     uintptr_t pcs[PE_MUTEX_MAX_FRAMES];
     pe_mutex_stats_t st;
 
