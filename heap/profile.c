@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "../render/gotext.h"
 #include "heap.h"
 
 static const pe_prof_vt_t heap_types[4] = {
