@@ -5,6 +5,8 @@
 #  - p_portfile hang, killed with SIGKILL: its file stays (nothing runs);
 #  - p_portfile fork: a fork child serves as a member and exits, the parent
 #    reaps it and exits 0: both files are gone;
+#  - p_portfile leave: the root exits 0 while its fork child lives on (an heir,
+#    which reads the root's port there): the root's file stays;
 #  - a fixed PROFEP_PORT_FILE (no %p) stays.
 source test/e2e/lib.sh
 P=$BUILD/test/p_portfile
@@ -37,6 +39,15 @@ child=$(awk '$1 == "child" { print $2 }' $T/fork.out)
 check "fork: the program and its member ($child) served and ended 0 ($st)" [ "$st" = 0 -a -n "$child" ]
 check "fork: the member's port file is gone" [ -n "$child" -a ! -e "$D/pe.$child" ]
 check "fork: the root's port file is gone" [ -n "$pid" -a ! -e "$D/pe.$pid" ]
+
+run leave
+st=$?
+pid=$(awk '$1 == "served" { print $2 }' $T/leave.out)
+check "leave: the root ($pid) served and ended 0 ($st)" [ "$st" = 0 -a -n "$pid" ]
+check "leave: its file stays while its child may take the tree over" [ -n "$pid" -a -s "$D/pe.$pid" ]
+eventually 15 grep -q child $T/leave.out
+child=$(awk '$1 == "child" { print $2 }' $T/leave.out)
+[ -n "$child" ] && kill -KILL "$child" 2>/dev/null
 
 # a fixed path names no process: it stays after a normal exit
 timeout 30 env PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$D/fixed" LD_PRELOAD="$LIB" \

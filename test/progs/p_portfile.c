@@ -7,6 +7,9 @@
  *   p_portfile fork DIR   forks a child that waits for its own file, prints
  *                         "child PID" and exits 0; reaps it, waits for its
  *                         own file, prints "served PID", exits 0.
+ *   p_portfile leave DIR  forks a child that waits for its own file, prints
+ *                         "child PID" and sleeps (an heir); waits for its
+ *                         own file, prints "served PID", exits 0.
  */
 #include <limits.h>
 #include <poll.h>
@@ -39,6 +42,19 @@ main(int argc, char **argv)
 
     if (argc < 3)
         return 2;
+    if (!strcmp(argv[1], "leave")) {
+        child = fork();
+        if (child < 0)
+            return 1;
+        if (child == 0) {
+            if (wait_served(argv[2]) < 0)
+                return 1;
+            printf("child %d\n", (int)getpid());
+            fflush(stdout);
+            for (;;)
+                pause();
+        }
+    }
     if (!strcmp(argv[1], "fork")) {
         child = fork();
         if (child < 0)
