@@ -15,6 +15,7 @@
 
 #include "../preload/clock.h"
 #include "../preload/init.h"
+#include "../render/gotext.h"
 #include "../sampler/kind.h"
 #include "mutex.h"
 

@@ -36,6 +36,7 @@
 #include "../preload/guard.h"
 #include "../preload/pe.h"
 #include "../profile/profile.h"
+#include "../render/heapsnapshot.h"
 #include "../render/timeline.h"
 
 /* Deepest stack kept per sample (leaf first, our own frames trimmed). */

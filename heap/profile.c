@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "../render/gotext.h"
 #include "../sampler/kind.h"
 #include "heap.h"
 

@@ -18,6 +18,8 @@
 
 #include "../preload/clock.h"
 #include "../preload/config.h"
+#include "../render/gotext.h"
+#include "../render/heapsnapshot.h"
 #include "heap.h"
 
 /* What these profiles hold: what is live (or its change), never allocations. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../render/render.h"
 #include "http_int.h"
 #include "sha256.h"
 

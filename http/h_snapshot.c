@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../heap/heap.h"
+#include "../render/heapsnapshot.h"
 #include "http_int.h"
 
 /* ---- the endpoint -------------------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../render/gotext.h"
 #include "../sampler/allstacks.h"
 #include "../sampler/sampler.h"
 #include "http_int.h"

@@ -20,6 +20,8 @@
 
 #include "../preload/init.h"
 #include "../preload/proc.h"
+#include "../proto/pprof.h"
+#include "../render/render.h"
 #include "http_int.h"
 
 static const char *

@@ -55,9 +55,9 @@ pe_tree_init(void)
     int pid, port = 0, got;
 
     pe_tree_self.role = PE_TREE_NONE;
+    pe_tree_pf_init(pf); /* a lone process's %p port file goes at its exit too */
     if (!pe_cfg.children || pe_cfg.server_off)
         return; /* children off: nothing below us loads the library */
-    pe_tree_pf_init(pf);
     got = v ? sscanf(v, "%d:%llx:%d", &pid, &n, &port) : 0;
     if (got >= 2 && pid > 0 && pid != getpid()) {
         pe_tree_self.role = PE_TREE_EXEC;

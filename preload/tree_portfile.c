@@ -1,8 +1,9 @@
 /*
  * tree_portfile.c: the process tree's port files (tree_int.h): a member's
  * own (PROFEP_PORT_FILE with %p, written when it serves, removed at its
- * exit), the root's (read and written again by a successor), and the one an
- * earlier image of this pid wrote (a root that exec'd).
+ * exit), the root's (written by the server, read and written again by a
+ * successor, removed at the exit of the last root), and the one an earlier
+ * image of this pid wrote (a root that exec'd).
  */
 #include <errno.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -19,7 +21,8 @@
 
 static char port_tmpl[PATH_MAX]; /* PROFEP_PORT_FILE as given, when it holds %p */
 static char cwd_at_load[PATH_MAX];
-static int port_written; /* this member wrote its own %p port file */
+static int port_written;    /* this member wrote its own %p port file */
+static char root_line[128]; /* what this successor wrote in the root's port file */
 
 void
 pe_tree_pf_init(const char *pf)
@@ -35,6 +38,7 @@ PE_SIGSAFE void
 pe_tree_pf_atfork_child(void)
 {
     port_written = 0;
+    root_line[0] = '\0';
 }
 
 /* The port in this process's port file when an image of this process wrote
@@ -56,17 +60,28 @@ pe_tree_pf_earlier_port(void)
     return port > 0 && port < 65536 ? port : 0;
 }
 
+/* The template with pid, from the directory at load when relative. */
+static int
+pid_file(char *out, size_t len, pid_t pid)
+{
+    char path[PATH_MAX];
+
+    if (!port_tmpl[0] || pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)pid) < 0)
+        return -ENOENT;
+    if (path[0] != '/')
+        snprintf(out, len, "%s/%s", cwd_at_load, path);
+    else
+        snprintf(out, len, "%s", path);
+    return 0;
+}
+
 void
 pe_tree_pf_write(int port)
 {
-    char path[PATH_MAX], full[2 * PATH_MAX + 8];
+    char full[2 * PATH_MAX + 8];
 
-    if (!port_tmpl[0] || pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)getpid()) < 0)
+    if (pid_file(full, sizeof(full), getpid()) < 0)
         return;
-    if (path[0] != '/')
-        snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
-    else
-        snprintf(full, sizeof(full), "%s", path);
     if (pe_portfile_write(full, "127.0.0.1", port) == 0) /* a member stays silent */
         port_written = 1;
 }
@@ -75,18 +90,9 @@ pe_tree_pf_write(int port)
 static int
 root_port_file(char *out, size_t len)
 {
-    char path[PATH_MAX];
-
-    if (port_tmpl[0]) {
-        if (pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)pe_tree_self.root_pid) < 0)
-            return -ENAMETOOLONG;
-        if (path[0] != '/')
-            snprintf(out, len, "%s/%s", cwd_at_load, path);
-        else
-            snprintf(out, len, "%s", path);
-    } else {
-        snprintf(out, len, "%s", pe_cfg.port_file);
-    }
+    if (port_tmpl[0])
+        return pid_file(out, len, pe_tree_self.root_pid) < 0 ? -ENAMETOOLONG : 0;
+    snprintf(out, len, "%s", pe_cfg.port_file);
     return out[0] ? 0 : -ENOENT;
 }
 
@@ -109,29 +115,68 @@ pe_tree_pf_as_root(const char *host, int port)
 
     if (port_written)
         pe_tree_pf_write(port);
-    if (root_port_file(path, sizeof(path)) == 0)
-        (void)pe_portfile_write(path, host, port);
+    if (root_port_file(path, sizeof(path)) == 0 && pe_portfile_write(path, host, port) == 0)
+        snprintf(root_line, sizeof(root_line), "%s:%d\n", host, port);
+}
+
+/* Remove path when it holds line (else another process wrote it since). */
+static void
+unlink_if_ours(const char *path, const char *line)
+{
+    char buf[160];
+
+    if (pe_proc_read(path, buf, sizeof(buf)) > 0 && !strcmp(buf, line))
+        unlink(path);
 }
 
 /*
- * A member's own port file (PROFEP_PORT_FILE with %p) goes with it (also when
- * it became the root): at exit (exit(), a return from main), when it still
- * holds this member's line.  An exec keeps it (the same pid serves again); a
- * kill leaves it.
+ * Could the tree live on after this root: a child (any kind, a zombie too:
+ * waitid without reaping) or a live registered member, which may take the
+ * tree over and reads the root's port in its file (tree_succession.c)?
+ */
+static int
+tree_lives_on(void)
+{
+    pe_tree_proc_t v[2];
+    siginfo_t si;
+    int e = errno, none;
+
+    memset(&si, 0, sizeof(si));
+    none = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 && errno == ECHILD;
+    errno = e;
+    return !none || pe_tree_list(v, 2) > 1;
+}
+
+/*
+ * At exit (exit(), a return from main) this process's %p port files go when
+ * they still hold its line: a member's own (also when it became the root),
+ * and the root's (a first root's own, written by http/server.c; or the one a
+ * successor took over) when no child or member is left to take the tree
+ * over, which would read the root's port there.  An exec keeps them (the same
+ * pid serves again); a kill leaves them.  A fixed PROFEP_PORT_FILE (no %p) is
+ * left as it is: it names no process, and scripts may read it afterwards.
  */
 __attribute__((destructor)) static void
 tree_exit(void)
 {
-    char path[PATH_MAX], full[2 * PATH_MAX + 8], buf[96], want[96];
+    char full[2 * PATH_MAX + 8], want[160];
+    int role = __atomic_load_n(&pe_tree_self.role, __ATOMIC_ACQUIRE);
 
-    if (!port_written || !pe_tree_self.own_port ||
-        pe_cfg_expand_pid(port_tmpl, path, sizeof(path), (int)getpid()) < 0)
+    if (!pe_tree_self.own_port || !port_tmpl[0])
         return;
-    if (path[0] != '/')
-        snprintf(full, sizeof(full), "%s/%s", cwd_at_load, path);
-    else
-        snprintf(full, sizeof(full), "%s", path);
-    snprintf(want, sizeof(want), "127.0.0.1:%d\n", pe_tree_self.own_port);
-    if (pe_proc_read(full, buf, sizeof(buf)) > 0 && !strcmp(buf, want))
-        unlink(full);
+    if (port_written && pid_file(full, sizeof(full), getpid()) == 0) {
+        snprintf(want, sizeof(want), "127.0.0.1:%d\n", pe_tree_self.own_port);
+        unlink_if_ours(full, want);
+    }
+    if (role == PE_TREE_FORK || role == PE_TREE_EXEC || tree_lives_on())
+        return;
+    if (root_line[0]) { /* a successor: the first root's file */
+        if (root_port_file(full, sizeof(full)) == 0)
+            unlink_if_ours(full, root_line);
+    } else if ((role == PE_TREE_NONE || getpid() == pe_tree_self.root_pid) &&
+               pid_file(full, sizeof(full), getpid()) == 0 && !strcmp(full, pe_cfg.port_file)) {
+        /* the first root's own, as http/server.c wrote it */
+        snprintf(want, sizeof(want), "%s:%d\n", pe_cfg.host, pe_tree_self.own_port);
+        unlink_if_ours(full, want);
+    }
 }

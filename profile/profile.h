@@ -1,12 +1,14 @@
 /*
- * profile.h: the one in-memory profile model (pe_prof_*) and its encoders.
+ * profile.h: the one in-memory profile model (pe_prof_*).
  *
  * Samplers (CPU, wall, heap, allocs, threads, mutex) add raw samples: program
  * counters plus values plus labels.  The model deduplicates samples, locations,
  * functions, mappings and strings, resolves mappings from /proc/self/maps (with
  * GNU build ids) and function names from ELF symbol tables, and every encoder
- * (pprof, text, folded, svg, heapsnapshot, Go's text) reads the same
- * resolved model.
+ * reads the same resolved model through the accessors below.  The encoders
+ * are declared where they are defined: pprof in proto/pprof.h; text, folded
+ * and svg in render/render.h, the heap snapshot in render/heapsnapshot.h,
+ * Go's legacy text in render/gotext.h.
  *
  * Threads: a profile belongs to one thread at a time (the HTTP worker that
  * builds it).  It allocates with malloc, so it is only used on the library's
@@ -19,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "../sink/sink.h"
+#include "../preload/pe.h"
 
 typedef struct pe_prof_s pe_prof_t;
 
@@ -168,131 +170,5 @@ int pe_prof_type_index(const pe_prof_t *p, const char *type); /* -1 if absent */
 int pe_prof_default_index(const pe_prof_t *p); /* default type's index, else ntypes-1 */
 int pe_prof_nsamples(const pe_prof_t *p);
 void pe_prof_sample(const pe_prof_t *p, int i, pe_prof_sample_t *out);
-
-/* Encoders.  Each returns 0 or a negative errno (first sink error). */
-int pe_prof_write_pprof(pe_prof_t *p, pe_sink_t *out); /* gzipped protobuf */
-
-/* Julia Profile.print-like text report (the `pprof=false` / `format=text` form). */
-typedef struct pe_text_opts_s {
-    int flat;         /* 0: tree, 1: flat */
-    int64_t mincount; /* hide lines below this count */
-    int maxdepth;     /* tree depth limit, 0 = unlimited */
-    int by_thread;    /* groupby=thread: one section per `thread` label */
-    int value_index;  /* which sample type to report; -1: the default */
-} pe_text_opts_t;
-
-int pe_prof_write_text(pe_prof_t *p, pe_sink_t *out, const pe_text_opts_t *opts);
-
-/*
- * Collapsed stacks for flame graph tools and speedscope (folded.c): one line
- * per distinct stack of function names, outermost first, joined by ';', then a
- * space and the summed value of sample type `value_index` (-1: the default);
- * zero values are left out.  Returns 0, -EINVAL (no such type), -ENOMEM or the
- * sink's first error.
- */
-int pe_prof_write_folded(pe_prof_t *p, pe_sink_t *out, int value_index);
-
-/*
- * A self-contained interactive flame graph (svg.c): root at the bottom, widths
- * by sample type `value_index` (-1: the default; negative values are not
- * drawn), tooltips, click-to-zoom and search in a small embedded script, no
- * network fetches.  `title` (copied, escaped; NULL: "Flame graph") heads it.
- * Streamed.  Returns as pe_prof_write_folded.
- */
-int pe_prof_write_svg(pe_prof_t *p, pe_sink_t *out, int value_index, const char *title);
-
-/*
- * The live heap as a V8 .heapsnapshot JSON document (heapsnapshot.c), for
- * Chrome DevTools' Memory tab and memlab: a synthetic root, a trie of frame
- * ("object") nodes by function name (outermost first, shared prefixes shared) built from
- * the samples' stacks, and one "native" node per live object under its leaf
- * frame, named after it, so that the retained size of a frame node is the
- * bytes live under that call path.  Two steps, so that a failure can still be
- * answered with an error before any byte is sent:
- *
- *   pe_prof_hsnap_build   resolves the profile and lays out the graph; copies
- *                         what it needs of objs (the caller may free them).
- *                         0, -EINVAL (a sample index out of range), -E2BIG
- *                         (more nodes than 32-bit fields can address) or -ENOMEM.
- *   pe_prof_hsnap_write   streams the document into `out` with a 64 KiB buffer;
- *                         0 or the sink's first error.  Memory: the layout
- *                         (about 4 bytes per object and 40 per frame node).
- *
- * Object sizes are 32-bit numbers in the format (DevTools and memlab read them
- * into Uint32Arrays); callers clamp.  Node ids are odd and unique within one
- * snapshot only.  The profile p must outlive the hsnap (its strings are used).
- */
-typedef struct pe_prof_hsnap_obj_s {
-    uint32_t sample; /* index of the sample (pe_prof_sample) whose stack allocated it */
-    uint32_t size;   /* self size, bytes */
-} pe_prof_hsnap_obj_t;
-
-typedef struct pe_prof_hsnap_s pe_prof_hsnap_t;
-
-int pe_prof_hsnap_build(pe_prof_t *p, const pe_prof_hsnap_obj_t *objs, size_t n,
-                        pe_prof_hsnap_t **out);
-int pe_prof_hsnap_write(const pe_prof_hsnap_t *h, pe_sink_t *out);
-void pe_prof_hsnap_free(pe_prof_hsnap_t *h);
-
-/* ---- Go's legacy text (gotext.c) ---------------------------------------------- */
-
-/*
- * debug=1 of a count profile (goroutine, threadcreate): "TITLE profile: total
- * N", then one group per sample, largest first: "N @ addr...", a `# labels:
- * {"capture":"..."}` line when the sample has a capture label, its frames
- * ("#\taddr\tname+off\tfile").  Resolves p.  0, the sink's first error or
- * -ENOMEM.
- */
-int pe_prof_write_go_grouped(pe_prof_t *p, pe_sink_t *out, const char *title);
-
-/*
- * debug=2, as Go prints goroutines: one block per sample, in sample order:
- * `goroutine TID [STATE, thread "NAME"]:` from the labels thread, state and
- * thread_name, then either "# no answer within the bound (WHY)" (label
- * no_answer) or a `# capture: NOTE` line (label capture_note, when present)
- * and the frames, each as `NAME(...)` and `\tFILE:LINE +0xOFF` (`\t[object]
- * +0xOFF` without a line; no offset for an inlined call); a blank line
- * between blocks.  The caller writes any header first.  Resolves p.
- */
-int pe_prof_write_go_threads(pe_prof_t *p, pe_sink_t *out);
-
-/* Where a record's stack comes from: return addresses, leaf first, into
-   pcs[max]; returns how many (<= 0: none).  heap.h and mutex.h have one each. */
-typedef int (*pe_prof_stack_fn)(uint32_t stack, uintptr_t *pcs, int max);
-
-/* One record of Go's heap text: sampled objects and bytes in use and allocated. */
-typedef struct pe_prof_go_heap_s {
-    uint32_t stack;
-    int64_t inuse_n, inuse_b, alloc_n, alloc_b;
-} pe_prof_go_heap_t;
-
-/*
- * Go's debug=1 heap text (runtime/pprof writeHeapInternal): "heap profile: I:
- * IB [A: AB] @ heap/RATE" with the totals, then "I: IB [A: AB]" and the stack
- * of each record, in the caller's order.  heap_rate is what follows "heap/"
- * (Go writes 2 * MemProfileRate; readers unbias with it, 2 meaning "already
- * unbiased").  The caller appends its comments (and pe_prof_write_go_maps).
- */
-int pe_prof_write_go_heap(pe_sink_t *out, const pe_prof_go_heap_t *v, int n, int64_t heap_rate,
-                          pe_prof_stack_fn stack);
-
-/* One record of Go's contention text: total delay and count of sampled waits. */
-typedef struct pe_prof_go_contention_s {
-    uint32_t stack;
-    uint64_t delay_ns, count;
-} pe_prof_go_contention_t;
-
-/*
- * Go's debug=1 contention text (runtime/pprof writeProfileInternal): "---
- * NAME:", cycles/second=1000000000 (delays are in nanoseconds), "sampling
- * period=PERIOD" (readers multiply by it), then "DELAY COUNT" and the stack of
- * each record, in the caller's order.
- */
-int pe_prof_write_go_contention(pe_sink_t *out, const char *name, int64_t period,
-                                const pe_prof_go_contention_t *v, int n, pe_prof_stack_fn stack);
-
-/* gperftools' MAPPED_LIBRARIES trailer (this process's /proc/self/maps), which
-   pprof's legacy heap parser reads to map addresses to binaries. */
-int pe_prof_write_go_maps(pe_sink_t *out);
 
 #endif /* PE_PROFILE_H */

@@ -14,6 +14,7 @@
 
 #include "../preload/log.h"
 #include "../profile/model.h"
+#include "pprof.h"
 #include "profile.pb.h"
 
 /* Lines one Location carries (profile.options: Location.line max_count). */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "flame_int.h"
+#include "render.h"
 
 /* A name as a frame of a folded line: ';' separates frames and a line ends at '\n'. */
 static void

@@ -19,6 +19,7 @@
 
 #include "../preload/proc.h"
 #include "../profile/profile.h"
+#include "gotext.h"
 
 /* ---- stacks ---------------------------------------------------------------------- */
 

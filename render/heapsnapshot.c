@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "../profile/model.h"
+#include "heapsnapshot.h"
 
 /* Indexes into meta.node_types[0] and meta.edge_types[0] below. */
 #define HS_NODE_OBJECT 3

@@ -39,6 +39,7 @@
 
 #include "../profile/model.h"
 #include "flame_int.h"
+#include "render.h"
 #include "render_int.h"
 
 /* Geometry, in SVG user units (pixels at 100%).  The script redoes the

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../profile/model.h"
+#include "render.h"
 
 /* Indentation is one column per level up to here, then "+N " like Julia's. */
 #define TEXT_MAX_INDENT 40

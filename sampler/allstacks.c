@@ -33,6 +33,7 @@
 #include "../preload/guard.h"
 #include "../preload/proc.h"
 #include "../preload/threads.h"
+#include "../render/gotext.h"
 #include "../stack/pyframes.h"
 #include "../stack/quiet.h"
 #include "../stack/unwind.h"

@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include "../profile/profile.h"
+#include "../sink/sink.h"
 
 /* What a closing sampled window tells its kind's comment (counts since it opened). */
 typedef struct pe_kind_close_s {

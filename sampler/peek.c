@@ -21,6 +21,7 @@
 #include "../preload/sigown.h"
 #include "../preload/threads.h"
 #include "../profile/profile.h"
+#include "../render/render.h"
 #include "allstacks.h"
 #include "peek.h"
 #include "sampler.h"

@@ -36,6 +36,8 @@
 # Checked: every #include "..." of a tracked C file, and, when $BUILD has the
 # objects, every pe_* symbol an object uses (an extern declaration written by
 # hand is an edge too).  A module's *_int.h is for its own files only.
+# Also: profile/'s headers declare no function of proto/ or render/ (each
+# encoder is declared in its own folder's header).
 # ALLOWED lists an upward edge that is meant, with its reason (none today).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -77,6 +79,18 @@ edges() {
                       for (i = 1; i <= n; i++) print u[i], def[s], "uses-a-symbol-of" } }'
     fi
 }
+
+# A folder's headers declare what the folder defines: no encoder of proto/ or
+# render/ is declared in profile/'s headers (the model's).
+misplaced() {
+    local s
+    ls "$BUILD"/proto/*.o "$BUILD"/render/*.o >/dev/null 2>&1 || return 0
+    nm "$BUILD"/proto/*.o "$BUILD"/render/*.o 2>/dev/null | awk '$2 == "T" && $3 ~ /^pe_/ { print $3 }' |
+        sort -u | while read -r s; do
+        grep -lw -- "$s" profile/*.h 2>/dev/null | sed "s|\$| declares $s, defined in proto/ or render/: declare it in their header|"
+    done
+}
+placed=$(misplaced)
 
 out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     function layer(p) {
@@ -131,4 +145,8 @@ out=$(edges | sort -u | awk -v allowed="$ALLOWED" '
     }')
 rc=$?
 echo "$out"
+if [ -n "$placed" ]; then
+    echo "$placed" | sed 's/^/layers: /'
+    rc=1
+fi
 exit $rc

@@ -17,6 +17,7 @@
 #include "fuzz_decode.c"
 #include "pe_test.h"
 #include "profile/profile.h"
+#include "proto/pprof.h"
 #include "sink/sink.h"
 
 static const pe_prof_vt_t types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};

@@ -13,6 +13,7 @@
 
 #include "pe_test.h"
 #include "profile/profile.h"
+#include "render/heapsnapshot.h"
 
 static const pe_prof_vt_t types[1] = {{"inuse_space", "bytes"}};
 

@@ -27,6 +27,8 @@
 #include "profile.pb.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
+#include "proto/pprof.h"
+#include "render/render.h"
 #include "symbols/symbols.h"
 
 #define MS 1000000LL

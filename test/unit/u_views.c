@@ -22,6 +22,8 @@
 #include "pe_test.h"
 #include "preload/config.h"
 #include "profile/profile.h"
+#include "proto/pprof.h"
+#include "render/render.h"
 
 /* ---- functions whose addresses we sample ------------------------------------------- */
 
