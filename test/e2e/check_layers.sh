@@ -83,9 +83,13 @@ edges() {
 # A folder's headers declare what the folder defines: no encoder of proto/ or
 # render/ is declared in profile/'s headers (the model's).
 misplaced() {
-    local s
-    ls "$BUILD"/proto/*.o "$BUILD"/render/*.o >/dev/null 2>&1 || return 0
-    nm "$BUILD"/proto/*.o "$BUILD"/render/*.o 2>/dev/null | awk '$2 == "T" && $3 ~ /^pe_/ { print $3 }' |
+    local s o objs=()
+    for o in "$BUILD"/proto/*.o "$BUILD"/render/*.o; do
+        s=${o#"$BUILD"/}
+        [ -f "${s%.o}.c" ] && objs+=("$o")
+    done # (an object left by a file since moved is not the folder's)
+    [ ${#objs[@]} -gt 0 ] || return 0
+    nm "${objs[@]}" 2>/dev/null | awk '$2 == "T" && $3 ~ /^pe_/ { print $3 }' |
         sort -u | while read -r s; do
         grep -lw -- "$s" profile/*.h 2>/dev/null | sed "s|\$| declares $s, defined in proto/ or render/: declare it in their header|"
     done
