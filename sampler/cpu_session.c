@@ -233,6 +233,12 @@ pe_sampler_cpu_pick(int64_t period, int ev, int eng)
 }
 
 const char *
+pe_sampler_cpu_why(void)
+{
+    return cpu_why;
+}
+
+const char *
 pe_sampler_cpu_refusal(void)
 {
     return pe_sampler_cpu_refusal_text;

@@ -518,6 +518,26 @@ err:
 }
 
 int
+pe_perf_probe(const char **why)
+{
+    struct perf_event_attr a;
+    int fd;
+
+    attr_for(&a, PE_PERF_EV_CLOCK, 10000000, 1); /* user space only: paranoid 2 allows it */
+    a.sample_type = 0; /* a count of the calling thread, never read: nothing to write */
+    a.sample_period = 0;
+    a.inherit = 0;
+    a.task = 0;
+    fd = perf_open(&a, 0, -1, -1);
+    if (fd < 0) {
+        *why = why_errno(-errno, PE_PERF_EV_CLOCK);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+int
 pe_perf_start(int64_t period_ns, int ev, const char **why)
 {
     return start(period_ns, ev, 1, why);

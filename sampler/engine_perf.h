@@ -69,6 +69,9 @@ int pe_perf_start(int64_t period_ns, int ev, const char **why);
  * wall ticks.  A CPU session that starts meanwhile stops it and starts its own.
  */
 int pe_perf_start_wall(int64_t period_ns, const char **why);
+/* Whether perf events open here at all (one counting event on the calling
+   thread, closed at once): 0, or -1 with *why (a static sentence). */
+int pe_perf_probe(const char **why);
 /* 1 while started for a CPU session (pe_perf_start), 0 off or wall only. */
 int pe_perf_for_cpu(void);
 /* Stop: every event closed, every ring unmapped.  Idempotent. */

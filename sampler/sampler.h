@@ -21,6 +21,9 @@
 
 /* Why signal-based profiles (CPU, wall, stacks) cannot run now, or NULL. */
 const char *pe_sampler_unavailable(void);
+/* The same for CPU and wall profiles, which perf events serve where the
+   program handles SIGPROF itself: NULL there when they open. */
+const char *pe_sampler_kinds_unavailable(void);
 
 /* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
 int pe_sampler_init(void);

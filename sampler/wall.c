@@ -240,7 +240,10 @@ pe_sampler_wall_tick(uint32_t gen, int64_t periods)
     int n = pe_sampler_nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
-    int perf = quiet && (pe_perf_on() || __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE));
+    /* (the signal not ours: the program handles it, and its session began
+       with perf events, whose restart after a CPU session may have failed) */
+    int perf = quiet && (pe_perf_on() || __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE) ||
+                         !__atomic_load_n(&pe_cpu_sig.owned, __ATOMIC_ACQUIRE));
     uint64_t since = 0;
 
     if (weight > PE_SIGQ_WEIGHT_MAX)
@@ -321,6 +324,12 @@ int
 pe_sampler_wall_nosig(void)
 {
     return __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE);
+}
+
+const char *
+pe_sampler_wall_why_not_perf(void)
+{
+    return wall_perf_why;
 }
 
 /* Wall: a new generation; the collector ticks at once. */
