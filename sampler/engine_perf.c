@@ -527,6 +527,7 @@ pe_perf_probe(const char **why)
     a.sample_type = 0; /* a count of the calling thread, never read: nothing to write */
     a.sample_period = 0;
     a.inherit = 0;
+    a.inherit_thread = 0; /* (needs inherit) */
     a.task = 0;
     fd = perf_open(&a, 0, -1, -1);
     if (fd < 0) {
