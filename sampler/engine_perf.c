@@ -145,9 +145,27 @@ still_ours(int fd, const char *what)
 static void
 close_ours(int fd, const char *what)
 {
-    /* held: closed past the close hook (in a fork child too); else checked */
-    if (fd >= 0 && pe_fd_bulk_close(fd) == -EBADF && still_ours(fd, what))
+    /* held: closed past the close hook (in a fork child too), unless the
+       program's dup2 took the number; never held (no bulk table): checked */
+    if (fd >= 0 && pe_fd_bulk_close(fd) == -ENOENT && still_ours(fd, what))
         close(fd);
+}
+
+/* The calls on our descriptors that run under pe_fd_bulk_call: a program's
+   dup2 onto the number waits for them, and they never run once it took it. */
+static int
+set_output(int ring_fd, void *event_fd)
+{
+    return ioctl(*(int *)event_fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 ? -errno : 0;
+}
+
+static int
+kick_rw(int fd, void *wr)
+{
+    uint64_t v = 1;
+
+    /* write: full, the collector is awake; read: empty, the wake-up was a ring's */
+    return (int)(*(int *)wr ? write(fd, &v, sizeof(v)) : read(fd, &v, sizeof(v)));
 }
 
 static int
@@ -268,7 +286,7 @@ ring_open(int cpu, size_t pages)
 static int
 thread_open(pid_t tid)
 {
-    int opened = 0;
+    int opened = 0, rc;
 
     if (nev + ncpu > fd_budget)
         return -EMFILE;
@@ -288,10 +306,12 @@ thread_open(pid_t tid)
                 return err;
             continue; /* (the thread left meanwhile: its other events sample nothing) */
         }
-        if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings[c].fd) < 0) {
-            int err = -errno;
+        /* (the ring's descriptor taken by the program's dup2: -EBADF) */
+        if ((rc = pe_fd_bulk_call(rings[c].fd, set_output, &fd)) < 0) {
             close(fd);
-            return err;
+            if (!opened)
+                return rc;
+            continue;
         }
         evfds[nev++] = lift(fd);
         opened++;
@@ -624,12 +644,14 @@ pe_perf_pollfds(struct pollfd *fds, int max)
 
     pthread_mutex_lock(&plock);
     for (int c = 0; on && c < ncpu && n < max; c++) {
+        if (!pe_fd_bulk_held(rings[c].fd))
+            continue; /* the program's now (its dup2): its data is none of ours to wait on */
         fds[n].fd = rings[c].fd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;
         n++;
     }
-    if (on && n < max && kick_fd >= 0) {
+    if (on && n < max && kick_fd >= 0 && pe_fd_bulk_held(kick_fd)) {
         fds[n].fd = kick_fd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;
@@ -642,25 +664,23 @@ pe_perf_pollfds(struct pollfd *fds, int max)
 void
 pe_perf_kick(void)
 {
-    uint64_t one = 1;
+    int wr = 1;
 
     /* under the lock: a descriptor closed meanwhile may be the program's by now */
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && write(kick_fd, &one, sizeof(one)) < 0) {
-        /* full: the collector is awake */
-    }
+    if (kick_fd >= 0)
+        (void)pe_fd_bulk_call(kick_fd, kick_rw, &wr);
     pthread_mutex_unlock(&plock);
 }
 
 void
 pe_perf_kicked(void)
 {
-    uint64_t v;
+    int wr = 0;
 
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && read(kick_fd, &v, sizeof(v)) < 0) {
-        /* empty: the wake-up was a ring's */
-    }
+    if (kick_fd >= 0)
+        (void)pe_fd_bulk_call(kick_fd, kick_rw, &wr);
     pthread_mutex_unlock(&plock);
 }
 
@@ -818,6 +838,7 @@ pe_perf_stats(pe_perf_stats_t *st)
     st->lost = st_lost;
     st->deep = st_deep;
     st->unseen = st_unseen;
+    st->taken = pe_fd_bulk_taken();
     st->fds = on ? nev + ncpu + 1 : 0;
     st->fds_peak = st_fds_peak;
     st->rings_peak = st_rings_peak;
@@ -832,6 +853,7 @@ pe_perf_atfork_child(void)
     /* the rings were not copied (VM_DONTCOPY): forget them; close our copies
        of the descriptors (the parent's events stay the parent's) */
     pthread_mutex_init(&plock, NULL);
+    pe_fd_bulk_atfork_child();
     if (!on)
         return;
     on = 0;

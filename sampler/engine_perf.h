@@ -113,6 +113,7 @@ typedef struct pe_perf_stats_s {
     uint64_t lost;            /* samples the kernel dropped, full ring (PERF_RECORD_LOST) */
     uint64_t deep;            /* stacks deeper than the copy: cut at its end */
     uint64_t unseen;          /* threads left unsampled (descriptor share reached) */
+    uint64_t taken;           /* our descriptors the program's dup2/dup3 took (all held ones) */
     int fds, rings;           /* descriptors and rings open now */
     int fds_peak, rings_peak; /* the most since the start */
     uint64_t ring_kib;        /* one ring's size */
