@@ -5,8 +5,8 @@
  *
  *   p_fd_dup2all STOPFILE [SECONDS]
  *
- * A worker thread burns CPU.  Once /proc/self/fd shows a perf event (the
- * profile started; at most SECONDS, default 20), every number listed there
+ * A worker thread burns CPU.  Half a second after /proc/self/fd shows a perf
+ * event (the profile started; at most SECONDS, default 20), every number listed there
  * but 0-2 and its own becomes a copy of its eventfd or of its pipe's write
  * end, in turn (dup2; dup3 for every third).  It prints "replaced=N
  * perf=P", then waits for STOPFILE (the profile is over, the engine has
@@ -103,6 +103,10 @@ main(int argc, char **argv)
     pthread_create(&th, NULL, worker, NULL);
     for (int i = 0; i < (int)(secs * 100) && perf == 0; i++) {
         usleep(10000);
+        n = list(fds, MAXN, &perf);
+    }
+    if (perf) { /* the profile has started: let it sample a while, then list again */
+        usleep(500000);
         n = list(fds, MAXN, &perf);
     }
     for (int i = 0; i < n; i++) {
