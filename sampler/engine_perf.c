@@ -80,8 +80,15 @@ static int cpu_ids[CPUS_MAX];          /* the online CPUs (pe_perf_start) */
 static pid_t self;                     /* our pid at the start (getpid is a system call a sample) */
 
 /* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
-   session wants them for its running threads (pe_perf_recent), under plock. */
-#define RECENT_SLOTS 256
+   session wants them for its running threads (pe_perf_recent), under plock.
+   Sized to the threads (recent_size: at the start, grown as the collector's
+   scans count more): twice as many slots, a power of two, 256 to 4,096
+   (1 KiB a slot: 4 MiB of address space at most, touched only where threads
+   write, and within ulimit -v's 1/64); threads beyond, or two ids on one
+   slot, take each other's: pe_perf_recent says so (the wall profile's
+   comment counts them). */
+#define RECENT_LEAST 256
+#define RECENT_MOST 4096
 typedef struct recent_s {
     pid_t tid;
     int n;
@@ -89,11 +96,58 @@ typedef struct recent_s {
     uintptr_t pcs[PE_MAX_FRAMES];
 } recent_t;
 static recent_t *recent;
+static uint32_t recent_slots;  /* a power of two (under plock) */
+static int threads_at_start;   /* application threads listed by the start */
 
 static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
                                                    "branch-misses"};
 
 /* ---- helpers -------------------------------------------------------------------- */
+
+/* Slots for `threads`: twice as many, a power of two, within the bounds. */
+static uint32_t
+recent_size(int threads)
+{
+    uint32_t want = RECENT_LEAST;
+
+    while (want < RECENT_MOST && want < 2u * (uint32_t)threads)
+        want *= 2;
+    want = pe_aslimit_fit(want, sizeof(recent_t), 64, RECENT_LEAST);
+    while (want & (want - 1)) /* (a limit's share: down to a power of two) */
+        want &= want - 1;
+    return want;
+}
+
+/* The last-stack table for the threads the start listed (plock held).  0 or -ENOMEM. */
+static int
+recent_alloc(void)
+{
+    uint32_t want = recent_size(threads_at_start);
+
+    if (!(recent = calloc(want, sizeof(*recent))))
+        return -ENOMEM;
+    recent_slots = want;
+    return 0;
+}
+
+/* More threads than the table was sized for (a scan counted them; plock
+   held): a bigger one, the stacks kept where they still fit.  Kept as it is
+   without memory. */
+static void
+recent_grow(int threads)
+{
+    uint32_t want = recent_size(threads);
+    recent_t *t;
+
+    if (!recent || want <= recent_slots || !(t = calloc(want, sizeof(*t))))
+        return;
+    for (uint32_t i = 0; i < recent_slots; i++)
+        if (recent[i].tid)
+            t[(uint32_t)recent[i].tid & (want - 1)] = recent[i];
+    free(recent);
+    recent = t;
+    recent_slots = want;
+}
 
 static int
 perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
@@ -521,7 +575,8 @@ start(int64_t period_ns, int ev, int pub, const char **why)
     free(tids);
     st_rings_peak = ncpu;
     publish = pub;
-    if (!pub && !(recent = calloc(RECENT_SLOTS, sizeof(*recent)))) {
+    threads_at_start = n;
+    if (!pub && recent_alloc() < 0) {
         rc = -ENOMEM;
         *why = "perf events: no memory for the threads' last stacks";
         goto err;
@@ -592,7 +647,7 @@ pe_perf_scan(void (*drain)(void))
 {
     pe_proc_tasks_t it;
     pid_t tid, *tids = NULL;
-    int n = 0, cap = 0, total;
+    int n = 0, cap = 0, total, listed;
 
     if (!pe_perf_on())
         return -1;
@@ -611,7 +666,7 @@ pe_perf_scan(void (*drain)(void))
         tids[n++] = tid;
     }
     pe_proc_tasks_close(&it);
-    total = n;
+    total = listed = n;
     drain();
     pthread_mutex_lock(&plock);
     if (st_lost != lost_at_scan) {
@@ -624,6 +679,8 @@ pe_perf_scan(void (*drain)(void))
         n = 0;
         total = -1;
     }
+    if (on)
+        recent_grow(listed); /* (threads made since the start) */
     for (int i = 0; on && i < n; i++) {
         if (tid_covered(tids[i]) || pe_threads_is_internal(tids[i]))
             continue;
@@ -734,7 +791,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
     if (recent) {
-        recent_t *r = &recent[tid % RECENT_SLOTS];
+        recent_t *r = &recent[tid & (recent_slots - 1)];
         r->tid = (pid_t)tid;
         r->t = t;
         r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
@@ -805,7 +862,7 @@ pe_perf_keep_recent(int yes)
 {
     pthread_mutex_lock(&plock);
     if (yes && on && !recent)
-        recent = calloc(RECENT_SLOTS, sizeof(*recent));
+        (void)recent_alloc(); /* (none: the wall ticks find no stacks, and say so) */
     else if (!yes && publish) { /* (a wall-only engine keeps them until it stops) */
         free(recent);
         recent = NULL;
@@ -820,10 +877,12 @@ pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max)
 
     pthread_mutex_lock(&plock);
     if (on && recent) {
-        const recent_t *r = &recent[(uint32_t)tid % RECENT_SLOTS];
+        const recent_t *r = &recent[(uint32_t)tid & (recent_slots - 1)];
         if (r->tid == tid && r->t >= since && r->n > 0) {
             n = r->n < max ? r->n : max;
             memcpy(pcs, r->pcs, (size_t)n * sizeof(pcs[0]));
+        } else if (r->tid != tid && r->t >= since && r->n > 0) {
+            n = -1; /* another thread's, fresh: it took tid's slot */
         }
     }
     pthread_mutex_unlock(&plock);
@@ -839,6 +898,7 @@ pe_perf_stats(pe_perf_stats_t *st)
     st->deep = st_deep;
     st->unseen = st_unseen;
     st->taken = pe_fd_bulk_taken();
+    st->recent_slots = recent ? (int)recent_slots : 0;
     st->fds = on ? nev + ncpu + 1 : 0;
     st->fds_peak = st_fds_peak;
     st->rings_peak = st_rings_peak;

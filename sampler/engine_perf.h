@@ -101,8 +101,10 @@ void pe_perf_kicked(void);
  * engine; always by one pe_perf_start_wall made; the engine's stop forgets
  * them), each thread's last stack; then
  * pe_perf_recent gives tid's last stack if it was sampled at or after
- * `since` (CLOCK_MONOTONIC ns), else 0: a running thread's wall sample
- * without a signal.  Collector (pe_perf_drain first, for fresh ones).
+ * `since` (CLOCK_MONOTONIC ns), else 0, or -1 when another thread's fresh
+ * stack holds its slot (the table, sized to the threads at the start, is
+ * direct-mapped): a running thread's wall sample without a signal.
+ * Collector (pe_perf_drain first, for fresh ones).
  */
 void pe_perf_keep_recent(int yes);
 int pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max);
@@ -114,6 +116,7 @@ typedef struct pe_perf_stats_s {
     uint64_t deep;            /* stacks deeper than the copy: cut at its end */
     uint64_t unseen;          /* threads left unsampled (descriptor share reached) */
     uint64_t taken;           /* our descriptors the program's dup2/dup3 took (all held ones) */
+    int recent_slots;         /* slots of the last-stack table now (0: none) */
     int fds, rings;           /* descriptors and rings open now */
     int fds_peak, rings_peak; /* the most since the start */
     uint64_t ring_kib;        /* one ring's size */
