@@ -459,85 +459,84 @@ why_errno(int err, int ev)
     }
 }
 
+/* The application threads now, into *tids (malloc'd); how many (0: none, or no /proc). */
 static int
-start(int64_t period_ns, int ev, int pub, const char **why)
+list_threads(pid_t **tids)
 {
-    size_t pages;
     pe_proc_tasks_t it;
-    struct rlimit rl;
-    pid_t tid, *tids = NULL;
-    int n = 0, cap = 0, rc, cpus;
+    pid_t tid, *v = NULL;
+    int n = 0, cap = 0;
 
-    *why = NULL;
-    if (ev < 0 || ev >= PE_PERF_EV_N)
-        return -EINVAL;
-    (void)pe_cfi_init(); /* the unwinding's rule table (stack/cfi.h) */
-    pthread_mutex_lock(&plock);
-    if (on) {
-        pthread_mutex_unlock(&plock);
-        return -EBUSY;
-    }
-    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
-    st_fds_peak = st_rings_peak = 0;
-    self = getpid();
-    cpus = online_cpus(cpu_ids, CPUS_MAX);
-    fd_budget = 1 << 20;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        fd_budget = (int)(rl.rlim_cur / FD_SHARE);
-    covered = mmap(NULL, TID_LIMIT / 8, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (covered == MAP_FAILED) {
-        covered = NULL;
-        rc = -ENOMEM;
-        *why = "perf events: no memory for the thread table";
-        goto err;
-    }
-    /* the threads now: every one needs an event per CPU */
-    if (pe_proc_tasks_open(&it) == 0) {
-        while ((tid = pe_proc_tasks_next(&it)) > 0) {
-            if (pe_threads_is_internal(tid))
-                continue;
-            if (n == cap) {
-                pid_t *v = realloc(tids, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
-                if (!v)
-                    break;
-                tids = v;
-            }
-            tids[n++] = tid;
+    *tids = NULL;
+    if (pe_proc_tasks_open(&it) < 0)
+        return 0;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (pe_threads_is_internal(tid))
+            continue;
+        if (n == cap) {
+            pid_t *w = realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*w));
+            if (!w)
+                break;
+            v = w;
         }
-        pe_proc_tasks_close(&it);
+        v[n++] = tid;
     }
+    pe_proc_tasks_close(&it);
+    *tids = v;
+    return n;
+}
+
+/* Whether n threads on cpus CPUs fit the bounds (engine_perf.h): 0, or -errno and *why. */
+static int
+within_bounds(int n, int cpus, const char **why)
+{
     if (n == 0) {
-        rc = -ESRCH;
         *why = "perf events: /proc/self/task lists no thread";
-        goto err;
+        return -ESRCH;
     }
     if ((int64_t)n * cpus > EVENTS_MAX) {
-        rc = -E2BIG;
         *why = "perf events: threads x CPUs is above 65,536 events (kernel memory)";
-        goto err;
+        return -E2BIG;
     }
     if ((int64_t)n * cpus + cpus > fd_budget) {
-        rc = -EMFILE;
         *why = "perf events would need more descriptors (threads x CPUs) than a quarter of "
                "RLIMIT_NOFILE";
-        goto err;
+        return -EMFILE;
     }
-    /* one sampling event first: its errno says whether perf events are
-       allowed here at all, before any ring is made */
+    return 0;
+}
+
+/* One sampling event on tid first, closed at once: its errno says whether perf
+   events are allowed here at all, before any ring is made; sattr is then what
+   the kernel takes (user space only under paranoid 2).  0, or -errno and *why. */
+static int
+probe_sampling(int64_t period_ns, int ev, pid_t tid, const char **why)
+{
+    int fd;
+
     attr_for(&sattr, ev, period_ns, 0);
-    rc = perf_open(&sattr, tids[0], -1, -1);
-    if (rc < 0 && (errno == EACCES || errno == EPERM)) {
+    fd = perf_open(&sattr, tid, -1, -1);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
         attr_for(&sattr, ev, period_ns, 1); /* paranoid 2: user space only */
-        rc = perf_open(&sattr, tids[0], -1, -1);
+        fd = perf_open(&sattr, tid, -1, -1);
     }
-    if (rc < 0) {
-        rc = -errno;
+    if (fd < 0) {
+        int rc = -errno;
         *why = why_errno(rc, ev);
-        goto err;
+        return rc;
     }
-    close(rc);
-    pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    close(fd);
+    return 0;
+}
+
+/* A ring on every online CPU, all alike (an offline CPU skipped), and the kick
+   eventfd.  0, or -errno and *why. */
+static int
+open_rings(int cpus, int ev, const char **why)
+{
+    size_t pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    int rc = 0;
+
     while (pages > RING_PAGES_LEAST && pages * (size_t)getpagesize() * (size_t)cpus > RINGS_BYTES)
         pages /= 2;
     for (int c = 0; c < cpus; c++) {
@@ -555,14 +554,68 @@ start(int64_t period_ns, int ev, int pub, const char **why)
         *why = rc == -EPERM ? "perf events: their ring buffers exceed the locked-memory limit "
                               "(RLIMIT_MEMLOCK, kernel.perf_event_mlock_kb)"
                             : why_errno(rc, ev);
-        goto err;
+        return rc;
     }
     if ((kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = -errno;
         *why = why_errno(rc, ev);
-        goto err;
+        return rc;
     }
     kick_fd = lift(kick_fd);
+    return 0;
+}
+
+/* The start's state: counters zeroed, CPUs listed, the descriptor budget, the
+   thread bitmap.  The CPUs, or -ENOMEM and *why. */
+static int
+start_reset(const char **why)
+{
+    struct rlimit rl;
+
+    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
+    st_fds_peak = st_rings_peak = 0;
+    self = getpid();
+    fd_budget = 1 << 20;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        fd_budget = (int)(rl.rlim_cur / FD_SHARE);
+    covered = mmap(NULL, TID_LIMIT / 8, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (covered == MAP_FAILED) {
+        covered = NULL;
+        *why = "perf events: no memory for the thread table";
+        return -ENOMEM;
+    }
+    return online_cpus(cpu_ids, CPUS_MAX);
+}
+
+/*
+ * Start (plock taken here): the threads now, the bounds, one probe event,
+ * the rings, then an event per thread and CPU.  `pub`: a CPU session's (its
+ * samples go to the sampler's ring); else a wall session's (last stacks
+ * only).  On any failure nothing is left open.
+ */
+static int
+start(int64_t period_ns, int ev, int pub, const char **why)
+{
+    pid_t *tids = NULL;
+    int n = 0, rc, cpus;
+
+    *why = NULL;
+    if (ev < 0 || ev >= PE_PERF_EV_N)
+        return -EINVAL;
+    (void)pe_cfi_init(); /* the unwinding's rule table (stack/cfi.h) */
+    pthread_mutex_lock(&plock);
+    if (on) {
+        pthread_mutex_unlock(&plock);
+        return -EBUSY;
+    }
+    if ((rc = cpus = start_reset(why)) < 0)
+        goto err;
+    n = list_threads(&tids); /* the threads now: every one needs an event per CPU */
+    if ((rc = within_bounds(n, cpus, why)) < 0 ||
+        (rc = probe_sampling(period_ns, ev, tids[0], why)) < 0 ||
+        (rc = open_rings(cpus, ev, why)) < 0)
+        goto err;
     for (int i = 0; i < n; i++) {
         rc = thread_open(tids[i]);
         if (rc == -ESRCH)
@@ -573,6 +626,7 @@ start(int64_t period_ns, int ev, int pub, const char **why)
         }
     }
     free(tids);
+    tids = NULL;
     st_rings_peak = ncpu;
     publish = pub;
     threads_at_start = n;
