@@ -96,8 +96,8 @@ typedef struct recent_s {
     uintptr_t pcs[PE_MAX_FRAMES];
 } recent_t;
 static recent_t *recent;
-static uint32_t recent_slots;  /* a power of two (under plock) */
-static int threads_at_start;   /* application threads listed by the start */
+static uint32_t recent_slots; /* a power of two (under plock) */
+static int threads_at_start;  /* application threads listed by the start */
 
 static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
                                                    "branch-misses"};
@@ -916,7 +916,7 @@ pe_perf_keep_recent(int yes)
 {
     pthread_mutex_lock(&plock);
     if (yes && on && !recent)
-        (void)recent_alloc(); /* (none: the wall ticks find no stacks, and say so) */
+        (void)recent_alloc();   /* (none: the wall ticks find no stacks, and say so) */
     else if (!yes && publish) { /* (a wall-only engine keeps them until it stops) */
         free(recent);
         recent = NULL;

@@ -294,8 +294,7 @@ kind_begin(const pe_kind_t *k, int64_t want, int capture, int ev, int eng)
             return rc;
     }
     k->start(want, capture);
-    if (k == &pe_kind_wall &&
-        (capture == PE_SAMPLER_CAPTURE_SIGNAL || !pe_sampler_wall_nosig()) &&
+    if (k == &pe_kind_wall && (capture == PE_SAMPLER_CAPTURE_SIGNAL || !pe_sampler_wall_nosig()) &&
         (rc = need_sig(pe_sampler_wall_why_not_perf())) < 0) {
         k->stop();
         return rc;

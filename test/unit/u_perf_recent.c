@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "pe_test.h"
-#include "stack/unwind.h"
 #include "sampler/engine_perf.h"
 #include "sampler/ring.h"
+#include "stack/unwind.h"
 
 #define NTHREADS 400
 
