@@ -5,7 +5,8 @@
 #   - preloaded: /profile (auto and engine=perf) 200 with both functions and
 #     a comment saying the program owns SIGPROF; engine=timer 503 naming the
 #     program's handler; /profile_wall 200 (perf for the running worker,
-#     /proc for the main thread); thread stacks by signal keep their 503;
+#     /proc for the main thread); beside a perf session a wall capture=signal
+#     is 503 and an automatic wall joins; thread stacks by signal keep their 503;
 #     the program's ticks match its CPU time, none foreign, checksum its own;
 #   - attached (profep attach): the same CPU profile;
 #   - perf_event_open refused by a seccomp filter (test/progs/p_seccomp_exec,
@@ -59,6 +60,18 @@ wm=$(count_cum $T/w.pb.gz usleep -tagfocus=capture=proc)
 check "wall: the running worker from perf events ($wp), the sleeping main thread from /proc ($wm)" \
     [ "${wp:-0}" -ge 1 -a "${wm:-0}" -ge 1 ]
 check "wall: no signal sent" grep -q ' 0 signals sent' <(comments $T/w.pb.gz)
+# a session without the signal, and later windows: what needs it is refused, the rest joins
+pe_get '/profile_start' >/dev/null
+st=$(pe_fetch '/profile_wall?duration=1&capture=signal' $T/ws.txt)
+check "beside a perf session: wall capture=signal 503 naming the handler ($st)" \
+    grep -q '^503 .*its handler on_prof.*capture=signal was asked for' <(echo "$st $(cat $T/ws.txt)")
+check "beside a perf session: engine=timer 409 (another engine runs)" \
+    [ "$(pe_status '/profile?duration=1&engine=timer')" = 409 ]
+st=$(pe_fetch '/profile_wall?duration=1' $T/w2.pb.gz)
+check "beside a perf session: wall 200 ($st)" [ "$st" = 200 ]
+st=$(pe_fetch '/profile_stop' $T/s.pb.gz)
+check "the session stops with its profile ($st, $(count_cum $T/s.pb.gz cpu_three_quarters) samples)" \
+    [ "$st" = 200 -a "$(count_cum $T/s.pb.gz cpu_three_quarters)" -ge 1 ]
 check "thread stacks by signal keep their 503" \
     [ "$(pe_status '/debug/pprof/goroutine?capture=signal')" = 503 ]
 pe_get /debug/pprof/ >$T/idx.html
