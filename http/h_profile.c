@@ -125,9 +125,9 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
                              "a %s profile is running at delay=%g s; ask with delay=%g "
                              "(asked delay=%g)",
                              k->what, running, running, delay);
-    case -EPERM:
-        return pe_http_error(r, 503, "%s profiling unavailable: SIGPROF is handled by the program",
-                             k->what);
+    case -EPERM: /* the sampler's sentence names the program's handler and why not perf */
+        return pe_http_error(r, 503, "%s profiling unavailable: %s", k->what,
+                             pe_sampler_cpu_refusal());
     case -EACCES:
         return pe_http_error(r, 503, "%s profiling unavailable: %s", k->what,
                              pe_sampler_unavailable() ? pe_sampler_unavailable() : strerror(-rc));

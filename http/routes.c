@@ -128,8 +128,8 @@ pe_http_route_unavailable(const pe_route_t *rt)
     if (rt->handler == pe_http_h_sampled_stop)
         return NULL;
     why = k->unavailable ? k->unavailable() : NULL;
-    /* a sampled kind takes the sampler's signal: a program that handles it rules it out */
-    return why || !k->start ? why : pe_sampler_unavailable();
+    /* a sampled kind takes the sampler's signal, or perf events where the program handles it */
+    return why || !k->start ? why : pe_sampler_kinds_unavailable();
 }
 
 const pe_route_t *

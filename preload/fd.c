@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fd.h"
@@ -296,6 +297,17 @@ pe_fd_adopt(int fd, int kind)
 static uint64_t *bulk;
 static int bulk_lo = BULK_MAX, bulk_hi = -1; /* bounds of the bits ever set */
 static int bulk_n;
+/*
+ * A program's dup2/dup3 onto a held number (pe_fd_bulk_take): the kernel
+ * closes ours and the number is the program's.  Nothing translates calls on
+ * bulk descriptors, so ours is not moved: the number is forgotten (its bit
+ * cleared) and counted, and our code, which checks the bit under bulk_busy
+ * for every call that touches the descriptor (pe_fd_bulk_call, _close), never
+ * reaches the program's file: the take clears the bit, then waits until no
+ * such call is under way, then lets the dup2 go.
+ */
+static int bulk_busy;       /* our calls on held descriptors under way (pe_fd_bulk_call) */
+static uint64_t bulk_taken; /* held numbers the program's dup2/dup3 took */
 
 PE_SIGSAFE static int
 bulk_bit(int fd)
@@ -370,14 +382,87 @@ pe_fd_bulk_hold(int fd)
     return 0;
 }
 
+/* Our call on a held descriptor is under way (see bulk_busy). */
+static void
+bulk_enter(void)
+{
+    __atomic_add_fetch(&bulk_busy, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+bulk_leave(void)
+{
+    __atomic_sub_fetch(&bulk_busy, 1, __ATOMIC_SEQ_CST);
+}
+
 int
 pe_fd_bulk_close(int fd)
 {
+    int rc = -EBADF;
+
+    if (!__atomic_load_n(&bulk, __ATOMIC_ACQUIRE))
+        return -ENOENT; /* never held: the caller checks for itself */
+    bulk_enter();
+    /* cleared: taken by a dup2 (or not held); a wrong kind: closed behind our
+       back and reused.  Either way the number is the program's now. */
+    if (bulk_bit(fd)) {
+        bulk_set(fd, 0);
+        rc = bulk_kind_ok(fd) ? pe_fd_sys_close(fd) : -EBADF;
+    }
+    bulk_leave();
+    return rc;
+}
+
+int
+pe_fd_bulk_call(int fd, int (*fn)(int fd, void *arg), void *arg)
+{
+    int rc = -EBADF;
+
+    bulk_enter();
+    if (bulk_bit(fd) && bulk_kind_ok(fd))
+        rc = fn(fd, arg);
+    bulk_leave();
+    return rc;
+}
+
+PE_SIGSAFE int
+pe_fd_bulk_held(int fd)
+{
+    return bulk_bit(fd);
+}
+
+PE_SIGSAFE void
+pe_fd_bulk_take(int fd)
+{
+    int spins = 0;
+
     if (!bulk_bit(fd))
-        return -EBADF;
+        return;
     bulk_set(fd, 0);
-    /* closed behind our back and reused: the number is the program's now */
-    return bulk_kind_ok(fd) ? pe_fd_sys_close(fd) : -EBADF;
+    if (bulk_kind_ok(fd))
+        __atomic_add_fetch(&bulk_taken, 1, __ATOMIC_RELAXED);
+    /* a call of ours that saw the bit is inside: microseconds (close, ioctl,
+       an eventfd's read or write); bounded all the same (one preempted for
+       long: about a second, then the program's dup2 goes on) */
+    while (__atomic_load_n(&bulk_busy, __ATOMIC_SEQ_CST) != 0 && spins++ < 20000) {
+        struct timespec ts = {0, 50000};
+        if (spins < 100)
+            syscall(SYS_sched_yield);
+        else
+            syscall(SYS_nanosleep, &ts, NULL);
+    }
+}
+
+uint64_t
+pe_fd_bulk_taken(void)
+{
+    return __atomic_load_n(&bulk_taken, __ATOMIC_RELAXED);
+}
+
+void
+pe_fd_bulk_atfork_child(void)
+{
+    __atomic_store_n(&bulk_busy, 0, __ATOMIC_RELAXED); /* the parent's threads are not here */
 }
 
 PE_SIGSAFE int

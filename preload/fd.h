@@ -51,13 +51,31 @@ int pe_fd_replace(int fd, int with);
  * thread and CPU, and its eventfd).  They are not moved (the caller places
  * them), and nothing translates calls on them; the program's close,
  * close_range and closefrom leave them open (a close of one "succeeds"), its
- * dup2 onto one replaces it (ours is gone then).  Each is checked against
- * /proc before it is kept (an anonymous perf event or eventfd still there).
+ * dup2/dup3 onto one gets what it asked for: ours is closed by it, the number
+ * forgotten and counted (pe_fd_bulk_take, from the hooks), and our code never
+ * touches that number again.  Each is checked against /proc before it is
+ * used (an anonymous perf event or eventfd still there: a raw close system
+ * call and a reuse by the program are seen so, not counted).
  * hold: 0 or -errno (not held: unguarded).  close: our code's close of a held
- * one (the bit cleared; not closed when the number is no longer ours: -EBADF).
+ * one (the bit cleared; not closed when the number is no longer ours: -EBADF;
+ * -ENOENT when nothing was ever held: the caller checks for itself).
  */
 int pe_fd_bulk_hold(int fd);
 int pe_fd_bulk_close(int fd);
+/* Our code's call fn(fd, arg) on a held descriptor, made only while the
+   number is still ours; a program's dup2/dup3 onto it waits until it returns,
+   so fn must be quick and never block (close, ioctl, an eventfd's read or
+   write).  fn's result, or -EBADF when the number is not ours any more. */
+int pe_fd_bulk_call(int fd, int (*fn)(int fd, void *arg), void *arg);
+/* 1 while fd's bit is set (no /proc check: for a poll set, where a stale one costs a wake-up). */
+PE_SIGSAFE int pe_fd_bulk_held(int fd);
+/* The program's dup2/dup3 is about to replace fd (the hooks): forget it if
+   held, count it, wait for a pe_fd_bulk_call under way. */
+PE_SIGSAFE void pe_fd_bulk_take(int fd);
+/* Held numbers the program's dup2/dup3 took since the start. */
+uint64_t pe_fd_bulk_taken(void);
+/* Fork child: no call of the parent's threads is under way here. */
+void pe_fd_bulk_atfork_child(void);
 /* 1 if fd is held in bulk and still ours (a stale bit is cleared). */
 PE_SIGSAFE int pe_fd_bulk_is(int fd);
 /* The lowest held descriptor in [from, last] still ours, or -1. */

@@ -151,14 +151,24 @@ move_away(int newfd)
     __atomic_store_n(&s->real, n, __ATOMIC_RELEASE);
 }
 
+/* newfd is about to become the program's copy: one of ours in the table moves
+   away, one held in bulk is forgotten (fd.h). */
+static void
+replacing(int newfd)
+{
+    if (pe_fd_by_real(newfd))
+        move_away(newfd);
+    else
+        pe_fd_bulk_take(newfd);
+}
+
 PE_EXPORT int
 dup2(int oldfd, int newfd)
 {
     int (*f)(int, int) = PE_FD_REAL(dup2);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) &&
-        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
-        move_away(newfd);
+    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+        replacing(newfd);
     return f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
 }
 
@@ -167,9 +177,8 @@ dup3(int oldfd, int newfd, int flags)
 {
     int (*f)(int, int, int) = PE_FD_REAL(dup3);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_by_real(newfd) &&
-        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
-        move_away(newfd);
+    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+        replacing(newfd);
     return f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
 }
 

@@ -233,6 +233,12 @@ pe_sampler_cpu_pick(int64_t period, int ev, int eng)
 }
 
 const char *
+pe_sampler_cpu_why(void)
+{
+    return cpu_why;
+}
+
+const char *
 pe_sampler_cpu_refusal(void)
 {
     return pe_sampler_cpu_refusal_text;
@@ -252,13 +258,17 @@ pe_sampler_engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, cha
         return;
     }
     pe_perf_stats(&st);
-    if (st.lost != w->perf0.lost || st.deep != w->perf0.deep || st.unseen != w->perf0.unseen)
+    if (st.lost != w->perf0.lost || st.deep != w->perf0.deep || st.unseen != w->perf0.unseen ||
+        st.taken != w->perf0.taken)
         snprintf(perf, plen,
                  "perf: %llu samples lost by the kernel (ring full), %llu stacks deeper than the "
-                 "copy cut at its end, %llu threads not sampled (descriptor share used up)",
+                 "copy cut at its end, %llu threads not sampled (descriptor share used up), "
+                 "%llu of our descriptors taken by the program's dup2/dup3 (what they sampled "
+                 "is not sampled since)",
                  (unsigned long long)(st.lost - w->perf0.lost),
                  (unsigned long long)(st.deep - w->perf0.deep),
-                 (unsigned long long)(st.unseen - w->perf0.unseen));
+                 (unsigned long long)(st.unseen - w->perf0.unseen),
+                 (unsigned long long)(st.taken - w->perf0.taken));
     snprintf(engine, elen,
              "engine: perf (perf events, event=%s, no signal; stacks unwound from an %d KiB copy "
              "on the collector thread; at most %d descriptors and %d rings of %llu KiB)",

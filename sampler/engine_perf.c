@@ -80,8 +80,15 @@ static int cpu_ids[CPUS_MAX];          /* the online CPUs (pe_perf_start) */
 static pid_t self;                     /* our pid at the start (getpid is a system call a sample) */
 
 /* Each thread's last stack (direct-mapped by tid), kept while a wall-clock
-   session wants them for its running threads (pe_perf_recent), under plock. */
-#define RECENT_SLOTS 256
+   session wants them for its running threads (pe_perf_recent), under plock.
+   Sized to the threads (recent_size: at the start, grown as the collector's
+   scans count more): twice as many slots, a power of two, 256 to 4,096
+   (1 KiB a slot: 4 MiB of address space at most, touched only where threads
+   write, and within ulimit -v's 1/64); threads beyond, or two ids on one
+   slot, take each other's: pe_perf_recent says so (the wall profile's
+   comment counts them). */
+#define RECENT_LEAST 256
+#define RECENT_MOST 4096
 typedef struct recent_s {
     pid_t tid;
     int n;
@@ -89,11 +96,58 @@ typedef struct recent_s {
     uintptr_t pcs[PE_MAX_FRAMES];
 } recent_t;
 static recent_t *recent;
+static uint32_t recent_slots; /* a power of two (under plock) */
+static int threads_at_start;  /* application threads listed by the start */
 
 static const char *const ev_names[PE_PERF_EV_N] = {"cpu", "cycles", "instructions", "cache-misses",
                                                    "branch-misses"};
 
 /* ---- helpers -------------------------------------------------------------------- */
+
+/* Slots for `threads`: twice as many, a power of two, within the bounds. */
+static uint32_t
+recent_size(int threads)
+{
+    uint32_t want = RECENT_LEAST;
+
+    while (want < RECENT_MOST && want < 2u * (uint32_t)threads)
+        want *= 2;
+    want = pe_aslimit_fit(want, sizeof(recent_t), 64, RECENT_LEAST);
+    while (want & (want - 1)) /* (a limit's share: down to a power of two) */
+        want &= want - 1;
+    return want;
+}
+
+/* The last-stack table for the threads the start listed (plock held).  0 or -ENOMEM. */
+static int
+recent_alloc(void)
+{
+    uint32_t want = recent_size(threads_at_start);
+
+    if (!(recent = calloc(want, sizeof(*recent))))
+        return -ENOMEM;
+    recent_slots = want;
+    return 0;
+}
+
+/* More threads than the table was sized for (a scan counted them; plock
+   held): a bigger one, the stacks kept where they still fit.  Kept as it is
+   without memory. */
+static void
+recent_grow(int threads)
+{
+    uint32_t want = recent_size(threads);
+    recent_t *t;
+
+    if (!recent || want <= recent_slots || !(t = calloc(want, sizeof(*t))))
+        return;
+    for (uint32_t i = 0; i < recent_slots; i++)
+        if (recent[i].tid)
+            t[(uint32_t)recent[i].tid & (want - 1)] = recent[i];
+    free(recent);
+    recent = t;
+    recent_slots = want;
+}
 
 static int
 perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
@@ -145,9 +199,27 @@ still_ours(int fd, const char *what)
 static void
 close_ours(int fd, const char *what)
 {
-    /* held: closed past the close hook (in a fork child too); else checked */
-    if (fd >= 0 && pe_fd_bulk_close(fd) == -EBADF && still_ours(fd, what))
+    /* held: closed past the close hook (in a fork child too), unless the
+       program's dup2 took the number; never held (no bulk table): checked */
+    if (fd >= 0 && pe_fd_bulk_close(fd) == -ENOENT && still_ours(fd, what))
         close(fd);
+}
+
+/* The calls on our descriptors that run under pe_fd_bulk_call: a program's
+   dup2 onto the number waits for them, and they never run once it took it. */
+static int
+set_output(int ring_fd, void *event_fd)
+{
+    return ioctl(*(int *)event_fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 ? -errno : 0;
+}
+
+static int
+kick_rw(int fd, void *wr)
+{
+    uint64_t v = 1;
+
+    /* write: full, the collector is awake; read: empty, the wake-up was a ring's */
+    return (int)(*(int *)wr ? write(fd, &v, sizeof(v)) : read(fd, &v, sizeof(v)));
 }
 
 static int
@@ -268,7 +340,7 @@ ring_open(int cpu, size_t pages)
 static int
 thread_open(pid_t tid)
 {
-    int opened = 0;
+    int opened = 0, rc;
 
     if (nev + ncpu > fd_budget)
         return -EMFILE;
@@ -288,10 +360,12 @@ thread_open(pid_t tid)
                 return err;
             continue; /* (the thread left meanwhile: its other events sample nothing) */
         }
-        if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rings[c].fd) < 0) {
-            int err = -errno;
+        /* (the ring's descriptor taken by the program's dup2: -EBADF) */
+        if ((rc = pe_fd_bulk_call(rings[c].fd, set_output, &fd)) < 0) {
             close(fd);
-            return err;
+            if (!opened)
+                return rc;
+            continue;
         }
         evfds[nev++] = lift(fd);
         opened++;
@@ -385,85 +459,84 @@ why_errno(int err, int ev)
     }
 }
 
+/* The application threads now, into *tids (malloc'd); how many (0: none, or no /proc). */
 static int
-start(int64_t period_ns, int ev, int pub, const char **why)
+list_threads(pid_t **tids)
 {
-    size_t pages;
     pe_proc_tasks_t it;
-    struct rlimit rl;
-    pid_t tid, *tids = NULL;
-    int n = 0, cap = 0, rc, cpus;
+    pid_t tid, *v = NULL;
+    int n = 0, cap = 0;
 
-    *why = NULL;
-    if (ev < 0 || ev >= PE_PERF_EV_N)
-        return -EINVAL;
-    (void)pe_cfi_init(); /* the unwinding's rule table (stack/cfi.h) */
-    pthread_mutex_lock(&plock);
-    if (on) {
-        pthread_mutex_unlock(&plock);
-        return -EBUSY;
-    }
-    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
-    st_fds_peak = st_rings_peak = 0;
-    self = getpid();
-    cpus = online_cpus(cpu_ids, CPUS_MAX);
-    fd_budget = 1 << 20;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        fd_budget = (int)(rl.rlim_cur / FD_SHARE);
-    covered = mmap(NULL, TID_LIMIT / 8, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (covered == MAP_FAILED) {
-        covered = NULL;
-        rc = -ENOMEM;
-        *why = "perf events: no memory for the thread table";
-        goto err;
-    }
-    /* the threads now: every one needs an event per CPU */
-    if (pe_proc_tasks_open(&it) == 0) {
-        while ((tid = pe_proc_tasks_next(&it)) > 0) {
-            if (pe_threads_is_internal(tid))
-                continue;
-            if (n == cap) {
-                pid_t *v = realloc(tids, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*v));
-                if (!v)
-                    break;
-                tids = v;
-            }
-            tids[n++] = tid;
+    *tids = NULL;
+    if (pe_proc_tasks_open(&it) < 0)
+        return 0;
+    while ((tid = pe_proc_tasks_next(&it)) > 0) {
+        if (pe_threads_is_internal(tid))
+            continue;
+        if (n == cap) {
+            pid_t *w = realloc(v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof(*w));
+            if (!w)
+                break;
+            v = w;
         }
-        pe_proc_tasks_close(&it);
+        v[n++] = tid;
     }
+    pe_proc_tasks_close(&it);
+    *tids = v;
+    return n;
+}
+
+/* Whether n threads on cpus CPUs fit the bounds (engine_perf.h): 0, or -errno and *why. */
+static int
+within_bounds(int n, int cpus, const char **why)
+{
     if (n == 0) {
-        rc = -ESRCH;
         *why = "perf events: /proc/self/task lists no thread";
-        goto err;
+        return -ESRCH;
     }
     if ((int64_t)n * cpus > EVENTS_MAX) {
-        rc = -E2BIG;
         *why = "perf events: threads x CPUs is above 65,536 events (kernel memory)";
-        goto err;
+        return -E2BIG;
     }
     if ((int64_t)n * cpus + cpus > fd_budget) {
-        rc = -EMFILE;
         *why = "perf events would need more descriptors (threads x CPUs) than a quarter of "
                "RLIMIT_NOFILE";
-        goto err;
+        return -EMFILE;
     }
-    /* one sampling event first: its errno says whether perf events are
-       allowed here at all, before any ring is made */
+    return 0;
+}
+
+/* One sampling event on tid first, closed at once: its errno says whether perf
+   events are allowed here at all, before any ring is made; sattr is then what
+   the kernel takes (user space only under paranoid 2).  0, or -errno and *why. */
+static int
+probe_sampling(int64_t period_ns, int ev, pid_t tid, const char **why)
+{
+    int fd;
+
     attr_for(&sattr, ev, period_ns, 0);
-    rc = perf_open(&sattr, tids[0], -1, -1);
-    if (rc < 0 && (errno == EACCES || errno == EPERM)) {
+    fd = perf_open(&sattr, tid, -1, -1);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
         attr_for(&sattr, ev, period_ns, 1); /* paranoid 2: user space only */
-        rc = perf_open(&sattr, tids[0], -1, -1);
+        fd = perf_open(&sattr, tid, -1, -1);
     }
-    if (rc < 0) {
-        rc = -errno;
+    if (fd < 0) {
+        int rc = -errno;
         *why = why_errno(rc, ev);
-        goto err;
+        return rc;
     }
-    close(rc);
-    pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    close(fd);
+    return 0;
+}
+
+/* A ring on every online CPU, all alike (an offline CPU skipped), and the kick
+   eventfd.  0, or -errno and *why. */
+static int
+open_rings(int cpus, int ev, const char **why)
+{
+    size_t pages = pe_aslimit_fit(RING_PAGES, (size_t)getpagesize(), 256, RING_PAGES_LEAST);
+    int rc = 0;
+
     while (pages > RING_PAGES_LEAST && pages * (size_t)getpagesize() * (size_t)cpus > RINGS_BYTES)
         pages /= 2;
     for (int c = 0; c < cpus; c++) {
@@ -481,14 +554,68 @@ start(int64_t period_ns, int ev, int pub, const char **why)
         *why = rc == -EPERM ? "perf events: their ring buffers exceed the locked-memory limit "
                               "(RLIMIT_MEMLOCK, kernel.perf_event_mlock_kb)"
                             : why_errno(rc, ev);
-        goto err;
+        return rc;
     }
     if ((kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = -errno;
         *why = why_errno(rc, ev);
-        goto err;
+        return rc;
     }
     kick_fd = lift(kick_fd);
+    return 0;
+}
+
+/* The start's state: counters zeroed, CPUs listed, the descriptor budget, the
+   thread bitmap.  The CPUs, or -ENOMEM and *why. */
+static int
+start_reset(const char **why)
+{
+    struct rlimit rl;
+
+    st_samples = st_lost = st_deep = st_unseen = lost_at_scan = 0;
+    st_fds_peak = st_rings_peak = 0;
+    self = getpid();
+    fd_budget = 1 << 20;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        fd_budget = (int)(rl.rlim_cur / FD_SHARE);
+    covered = mmap(NULL, TID_LIMIT / 8, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (covered == MAP_FAILED) {
+        covered = NULL;
+        *why = "perf events: no memory for the thread table";
+        return -ENOMEM;
+    }
+    return online_cpus(cpu_ids, CPUS_MAX);
+}
+
+/*
+ * Start (plock taken here): the threads now, the bounds, one probe event,
+ * the rings, then an event per thread and CPU.  `pub`: a CPU session's (its
+ * samples go to the sampler's ring); else a wall session's (last stacks
+ * only).  On any failure nothing is left open.
+ */
+static int
+start(int64_t period_ns, int ev, int pub, const char **why)
+{
+    pid_t *tids = NULL;
+    int n = 0, rc, cpus;
+
+    *why = NULL;
+    if (ev < 0 || ev >= PE_PERF_EV_N)
+        return -EINVAL;
+    (void)pe_cfi_init(); /* the unwinding's rule table (stack/cfi.h) */
+    pthread_mutex_lock(&plock);
+    if (on) {
+        pthread_mutex_unlock(&plock);
+        return -EBUSY;
+    }
+    if ((rc = cpus = start_reset(why)) < 0)
+        goto err;
+    n = list_threads(&tids); /* the threads now: every one needs an event per CPU */
+    if ((rc = within_bounds(n, cpus, why)) < 0 ||
+        (rc = probe_sampling(period_ns, ev, tids[0], why)) < 0 ||
+        (rc = open_rings(cpus, ev, why)) < 0)
+        goto err;
     for (int i = 0; i < n; i++) {
         rc = thread_open(tids[i]);
         if (rc == -ESRCH)
@@ -499,9 +626,11 @@ start(int64_t period_ns, int ev, int pub, const char **why)
         }
     }
     free(tids);
+    tids = NULL;
     st_rings_peak = ncpu;
     publish = pub;
-    if (!pub && !(recent = calloc(RECENT_SLOTS, sizeof(*recent)))) {
+    threads_at_start = n;
+    if (!pub && recent_alloc() < 0) {
         rc = -ENOMEM;
         *why = "perf events: no memory for the threads' last stacks";
         goto err;
@@ -515,6 +644,27 @@ err:
     close_all();
     pthread_mutex_unlock(&plock);
     return rc < 0 ? rc : -EIO;
+}
+
+int
+pe_perf_probe(const char **why)
+{
+    struct perf_event_attr a;
+    int fd;
+
+    attr_for(&a, PE_PERF_EV_CLOCK, 10000000, 1); /* user space only: paranoid 2 allows it */
+    a.sample_type = 0; /* a count of the calling thread, never read: nothing to write */
+    a.sample_period = 0;
+    a.inherit = 0;
+    a.inherit_thread = 0; /* (needs inherit) */
+    a.task = 0;
+    fd = perf_open(&a, 0, -1, -1);
+    if (fd < 0) {
+        *why = why_errno(-errno, PE_PERF_EV_CLOCK);
+        return -1;
+    }
+    close(fd);
+    return 0;
 }
 
 int
@@ -551,7 +701,7 @@ pe_perf_scan(void (*drain)(void))
 {
     pe_proc_tasks_t it;
     pid_t tid, *tids = NULL;
-    int n = 0, cap = 0, total;
+    int n = 0, cap = 0, total, listed;
 
     if (!pe_perf_on())
         return -1;
@@ -570,7 +720,7 @@ pe_perf_scan(void (*drain)(void))
         tids[n++] = tid;
     }
     pe_proc_tasks_close(&it);
-    total = n;
+    total = listed = n;
     drain();
     pthread_mutex_lock(&plock);
     if (st_lost != lost_at_scan) {
@@ -583,6 +733,8 @@ pe_perf_scan(void (*drain)(void))
         n = 0;
         total = -1;
     }
+    if (on)
+        recent_grow(listed); /* (threads made since the start) */
     for (int i = 0; on && i < n; i++) {
         if (tid_covered(tids[i]) || pe_threads_is_internal(tids[i]))
             continue;
@@ -603,12 +755,14 @@ pe_perf_pollfds(struct pollfd *fds, int max)
 
     pthread_mutex_lock(&plock);
     for (int c = 0; on && c < ncpu && n < max; c++) {
+        if (!pe_fd_bulk_held(rings[c].fd))
+            continue; /* the program's now (its dup2): its data is none of ours to wait on */
         fds[n].fd = rings[c].fd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;
         n++;
     }
-    if (on && n < max && kick_fd >= 0) {
+    if (on && n < max && kick_fd >= 0 && pe_fd_bulk_held(kick_fd)) {
         fds[n].fd = kick_fd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;
@@ -621,25 +775,23 @@ pe_perf_pollfds(struct pollfd *fds, int max)
 void
 pe_perf_kick(void)
 {
-    uint64_t one = 1;
+    int wr = 1;
 
     /* under the lock: a descriptor closed meanwhile may be the program's by now */
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && write(kick_fd, &one, sizeof(one)) < 0) {
-        /* full: the collector is awake */
-    }
+    if (kick_fd >= 0)
+        (void)pe_fd_bulk_call(kick_fd, kick_rw, &wr);
     pthread_mutex_unlock(&plock);
 }
 
 void
 pe_perf_kicked(void)
 {
-    uint64_t v;
+    int wr = 0;
 
     pthread_mutex_lock(&plock);
-    if (kick_fd >= 0 && still_ours(kick_fd, "eventfd") && read(kick_fd, &v, sizeof(v)) < 0) {
-        /* empty: the wake-up was a ring's */
-    }
+    if (kick_fd >= 0)
+        (void)pe_fd_bulk_call(kick_fd, kick_rw, &wr);
     pthread_mutex_unlock(&plock);
 }
 
@@ -693,7 +845,7 @@ sample(pe_ring_t *out, const uint8_t *p, const uint8_t *end)
     if (how == PE_UNWIND_COPY_DEEPER)
         st_deep++;
     if (recent) {
-        recent_t *r = &recent[tid % RECENT_SLOTS];
+        recent_t *r = &recent[tid & (recent_slots - 1)];
         r->tid = (pid_t)tid;
         r->t = t;
         r->n = n < PE_MAX_FRAMES ? n : PE_MAX_FRAMES;
@@ -764,7 +916,7 @@ pe_perf_keep_recent(int yes)
 {
     pthread_mutex_lock(&plock);
     if (yes && on && !recent)
-        recent = calloc(RECENT_SLOTS, sizeof(*recent));
+        (void)recent_alloc();   /* (none: the wall ticks find no stacks, and say so) */
     else if (!yes && publish) { /* (a wall-only engine keeps them until it stops) */
         free(recent);
         recent = NULL;
@@ -779,10 +931,12 @@ pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max)
 
     pthread_mutex_lock(&plock);
     if (on && recent) {
-        const recent_t *r = &recent[(uint32_t)tid % RECENT_SLOTS];
+        const recent_t *r = &recent[(uint32_t)tid & (recent_slots - 1)];
         if (r->tid == tid && r->t >= since && r->n > 0) {
             n = r->n < max ? r->n : max;
             memcpy(pcs, r->pcs, (size_t)n * sizeof(pcs[0]));
+        } else if (r->tid != tid && r->t >= since && r->n > 0) {
+            n = -1; /* another thread's, fresh: it took tid's slot */
         }
     }
     pthread_mutex_unlock(&plock);
@@ -797,6 +951,8 @@ pe_perf_stats(pe_perf_stats_t *st)
     st->lost = st_lost;
     st->deep = st_deep;
     st->unseen = st_unseen;
+    st->taken = pe_fd_bulk_taken();
+    st->recent_slots = recent ? (int)recent_slots : 0;
     st->fds = on ? nev + ncpu + 1 : 0;
     st->fds_peak = st_fds_peak;
     st->rings_peak = st_rings_peak;
@@ -811,6 +967,7 @@ pe_perf_atfork_child(void)
     /* the rings were not copied (VM_DONTCOPY): forget them; close our copies
        of the descriptors (the parent's events stay the parent's) */
     pthread_mutex_init(&plock, NULL);
+    pe_fd_bulk_atfork_child();
     if (!on)
         return;
     on = 0;

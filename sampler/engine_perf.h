@@ -69,6 +69,9 @@ int pe_perf_start(int64_t period_ns, int ev, const char **why);
  * wall ticks.  A CPU session that starts meanwhile stops it and starts its own.
  */
 int pe_perf_start_wall(int64_t period_ns, const char **why);
+/* Whether perf events open here at all (one counting event on the calling
+   thread, closed at once): 0, or -1 with *why (a static sentence). */
+int pe_perf_probe(const char **why);
 /* 1 while started for a CPU session (pe_perf_start), 0 off or wall only. */
 int pe_perf_for_cpu(void);
 /* Stop: every event closed, every ring unmapped.  Idempotent. */
@@ -98,8 +101,10 @@ void pe_perf_kicked(void);
  * engine; always by one pe_perf_start_wall made; the engine's stop forgets
  * them), each thread's last stack; then
  * pe_perf_recent gives tid's last stack if it was sampled at or after
- * `since` (CLOCK_MONOTONIC ns), else 0: a running thread's wall sample
- * without a signal.  Collector (pe_perf_drain first, for fresh ones).
+ * `since` (CLOCK_MONOTONIC ns), else 0, or -1 when another thread's fresh
+ * stack holds its slot (the table, sized to the threads at the start, is
+ * direct-mapped): a running thread's wall sample without a signal.
+ * Collector (pe_perf_drain first, for fresh ones).
  */
 void pe_perf_keep_recent(int yes);
 int pe_perf_recent(pid_t tid, uint64_t since, uintptr_t *pcs, int max);
@@ -110,6 +115,8 @@ typedef struct pe_perf_stats_s {
     uint64_t lost;            /* samples the kernel dropped, full ring (PERF_RECORD_LOST) */
     uint64_t deep;            /* stacks deeper than the copy: cut at its end */
     uint64_t unseen;          /* threads left unsampled (descriptor share reached) */
+    uint64_t taken;           /* our descriptors the program's dup2/dup3 took (all held ones) */
+    int recent_slots;         /* slots of the last-stack table now (0: none) */
     int fds, rings;           /* descriptors and rings open now */
     int fds_peak, rings_peak; /* the most since the start */
     uint64_t ring_kib;        /* one ring's size */

@@ -61,6 +61,10 @@ pe_sampler_win_t *pe_sampler_windows; /* under wlock */
 static int nwin;                      /* under life: windows of both kinds */
 static int nkind[NKINDS];             /* under life: windows per kind */
 static int aside; /* pe_sampler_step_aside ran: nothing opens again (under life) */
+/* The running session holds the signal (under life).  0 while a program that
+   handles SIGPROF itself keeps it: the perf engine serves such a session, and
+   the program's handler and its own timers are never touched. */
+static int sig_held;
 
 /* Application threads started minus exited as the hooks heard them (any
    thread, atomic); the collector compares it at each scan (collector.c). */
@@ -89,6 +93,19 @@ pe_sampler_unavailable(void)
     return pe_cpu_sig_program_owns() ? "SIGPROF is handled by the program" : NULL;
 }
 
+const char *
+pe_sampler_kinds_unavailable(void)
+{
+    const char *why = pe_seccomp_reason();
+
+    if (why || !pe_cpu_sig_program_owns())
+        return why;
+    /* the program's SIGPROF: perf events serve CPU and wall profiles without it */
+    if (pe_cfg.cpu_engine != PE_CPU_ENGINE_TIMER && !pe_py_active() && pe_perf_probe(&why) == 0)
+        return NULL;
+    return "SIGPROF is handled by the program, and perf events (no signal) are not used here";
+}
+
 int
 pe_sampler_init(void)
 {
@@ -98,11 +115,7 @@ pe_sampler_init(void)
     return 0;
 }
 
-/*
- * Open a window of `kind`.  The first window of any kind takes the signal and
- * starts the collector; the first of a kind starts that kind (CPU: a new
- * cookie, timers on the next scan; wall: a new generation, ticks at once).
- */
+/* The index of a sampled kind in skinds, or -1. */
 static int
 kind_index(const pe_kind_t *k)
 {
@@ -136,106 +149,183 @@ pe_sampler_open_cpu(const char *event, int engine, double delay, int64_t max_fra
     return open_kind_ev(&pe_kind_cpu, delay, max_frames, 0, ev, engine, out, running_delay);
 }
 
-static int
-open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev, int eng,
-             pe_sampler_win_t **out, double *running_delay)
+/* A window of kind k (index ki) and its empty profile; NULL without memory. */
+static pe_sampler_win_t *
+win_new(const pe_kind_t *k, int ki, int64_t period, int64_t max_frames)
 {
-    int kind = kind_index(k);
-    int64_t want = (int64_t)(delay * 1e9 + 0.5);
-    pe_sampler_win_t *w;
-    sigset_t all, saved;
-    int rc = 0, started = 0;
+    pe_sampler_win_t *w = calloc(1, sizeof(*w));
 
-    *out = NULL;
-    if (kind < 0)
-        return -EINVAL;
-    if (k->unavailable && k->unavailable()) /* also while a session runs: a filter may be new */
-        return -EACCES;
-    if (want < 1000 || max_frames < 1)
-        return -EINVAL;
-    pe_py_init(); /* before the first signal: CPython's frames, if any */
-    w = calloc(1, sizeof(*w));
     if (!w)
-        return -ENOMEM;
+        return NULL;
     w->kind = k;
-    w->ki = kind;
+    w->ki = ki;
     w->nmax = max_frames;
-    w->prof = pe_prof_new(k->types, 2, &k->period_type, want);
+    w->prof = pe_prof_new(k->types, 2, &k->period_type, period);
     if (!w->prof) {
         free(w);
-        return -ENOMEM;
+        return NULL;
     }
-    pthread_mutex_lock(&life);
-    if (aside) {
-        rc = -EACCES;
-        goto err_unlock;
-    }
+    return w;
+}
+
+/* What a running session rules out for a new window of kind k (under life):
+   0, -EACCES (stepped aside), -EBUSY (another period), -EXDEV (another
+   event or engine; pe_sampler_cpu_refusal_text says which). */
+static int
+open_conflict(const pe_kind_t *k, int kind, int64_t want, int ev, int eng, double *running_delay)
+{
+    if (aside)
+        return -EACCES;
     if (nkind[kind] > 0 && want != *k->period) {
         if (running_delay)
             *running_delay = (double)*k->period / 1e9;
-        rc = -EBUSY;
-        goto err_unlock;
+        return -EBUSY;
     }
-    if (k == &pe_kind_cpu && nkind[kind] > 0 && ev != pe_sampler_cpu_event) {
+    if (k != &pe_kind_cpu || nkind[kind] == 0)
+        return 0;
+    if (ev != pe_sampler_cpu_event) {
         snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text),
                  "a CPU profile of event=%s is running", pe_perf_event_name(pe_sampler_cpu_event));
-        rc = -EXDEV;
-        goto err_unlock;
+        return -EXDEV;
     }
-    if (k == &pe_kind_cpu && nkind[kind] > 0 &&
-        ((eng == PE_CPU_ENGINE_PERF && !pe_sampler_cpu_perf) ||
-         (eng == PE_CPU_ENGINE_TIMER && pe_sampler_cpu_perf))) {
+    if ((eng == PE_CPU_ENGINE_PERF && !pe_sampler_cpu_perf) ||
+        (eng == PE_CPU_ENGINE_TIMER && pe_sampler_cpu_perf)) {
         snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text),
                  "a CPU profile by the %s engine is running",
                  pe_sampler_cpu_perf ? "perf" : "timer");
-        rc = -EXDEV;
-        goto err_unlock;
+        return -EXDEV;
     }
-    if (nwin == 0) {
-        if ((rc = pe_cpu_sig_acquire()) < 0)
-            goto err_unlock;
-        if (!pe_cpu_ring.slots) {
-            /* before the ring: the handler posts it once slots exist */
-            sem_init(&pe_cpu_wake, 0, 0);
-            rc = pe_ring_init(&pe_cpu_ring, ring_slots());
-        }
-        if (rc < 0) {
+    return 0;
+}
+
+/*
+ * The signal, for a kind that needs it (the timer engine, wall signals), taken
+ * when the session does not hold it yet (under life): 0, or -EPERM with the
+ * refusal text naming the program's handler and why perf events do not serve.
+ */
+static int
+need_sig(const char *why_not_perf)
+{
+    char h[128];
+    int rc;
+
+    if (sig_held)
+        return 0;
+    if ((rc = pe_cpu_sig_acquire()) == 0) {
+        sig_held = 1;
+        return 0;
+    }
+    if (rc == -EPERM)
+        snprintf(pe_sampler_cpu_refusal_text, sizeof(pe_sampler_cpu_refusal_text),
+                 "SIGPROF is handled by the program (its handler %s); perf events, which need no "
+                 "signal, not used: %s",
+                 pe_cpu_sig_program_handler(h, sizeof(h)),
+                 why_not_perf && *why_not_perf ? why_not_perf : "not asked for");
+    return rc;
+}
+
+/* The last window has gone (or the first failed): the session's hold on the
+   signal and the ring ends (under life). */
+static void
+session_end(int quiesce)
+{
+    if (quiesce && sig_held)
+        pe_cpu_sig_quiesce(100); /* a tick or timer signal still on its way */
+    __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    if (sig_held)
+        pe_cpu_sig_release();
+    sig_held = 0;
+}
+
+/*
+ * The first window of any kind (under life): the signal where the program
+ * leaves it to us, and the ring.  A program that handles SIGPROF itself keeps
+ * it: the session then runs without (sig_held 0), and the kind's start
+ * decides (kind_begin: the perf engine serves, or need_sig refuses).
+ */
+static int
+session_begin(void)
+{
+    int rc = pe_cpu_sig_acquire();
+
+    if (rc < 0 && rc != -EPERM)
+        return rc;
+    sig_held = rc == 0;
+    rc = 0;
+    if (!pe_cpu_ring.slots) {
+        /* before the ring: the handler posts it once slots exist */
+        sem_init(&pe_cpu_wake, 0, 0);
+        rc = pe_ring_init(&pe_cpu_ring, ring_slots());
+    }
+    if (rc < 0) {
+        if (sig_held)
             pe_cpu_sig_release();
-            goto err_unlock;
-        }
-        pthread_mutex_lock(&pe_sampler_wlock);
-        while (pe_ring_peek(&pe_cpu_ring)) /* a stale session's leftovers */
-            pe_ring_release(&pe_cpu_ring, pe_ring_peek(&pe_cpu_ring));
-        pthread_mutex_unlock(&pe_sampler_wlock);
-        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        started = 1;
+        sig_held = 0;
+        return rc;
     }
-    if (k == &pe_kind_cpu && nkind[kind] == 0 && (rc = pe_sampler_cpu_pick(want, ev, eng)) < 0) {
-        if (started) {
-            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-            pe_cpu_sig_release();
-        }
-        goto err_unlock;
+    pthread_mutex_lock(&pe_sampler_wlock);
+    while (pe_ring_peek(&pe_cpu_ring)) /* a stale session's leftovers */
+        pe_ring_release(&pe_cpu_ring, pe_ring_peek(&pe_cpu_ring));
+    pthread_mutex_unlock(&pe_sampler_wlock);
+    __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+
+/*
+ * The first window of kind k (under life): CPU picks its engine (the timers
+ * need the signal: asked for before the pick, which would stop a wall
+ * session's perf events for nothing); wall starts, and needs the signal when
+ * perf events do not serve its running threads.  0 or -errno.
+ */
+static int
+kind_begin(const pe_kind_t *k, int64_t want, int capture, int ev, int eng)
+{
+    int rc, e = eng < 0 ? pe_cfg.cpu_engine : eng;
+
+    if (k == &pe_kind_cpu) {
+        if (ev == PE_PERF_EV_CLOCK && e == PE_CPU_ENGINE_TIMER &&
+            (rc = need_sig(pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER && eng < 0
+                               ? "PROFEP_CPU_ENGINE=timer"
+                               : "engine=timer was asked for")) < 0)
+            return rc;
+        if ((rc = pe_sampler_cpu_pick(want, ev, eng)) < 0)
+            return rc;
+        if (!pe_sampler_cpu_perf && (rc = need_sig(pe_sampler_cpu_why())) < 0)
+            return rc;
     }
-    if (nkind[kind] == 0) {
-        k->start(want, capture);
-        if (!started)
-            pe_sampler_wake_collector(); /* a running collector: scan, or tick, now */
+    k->start(want, capture);
+    if (k == &pe_kind_wall && (capture == PE_SAMPLER_CAPTURE_SIGNAL || !pe_sampler_wall_nosig()) &&
+        (rc = need_sig(pe_sampler_wall_why_not_perf())) < 0) {
+        k->stop();
+        return rc;
     }
-    if (started) {
-        __atomic_store_n(&pe_sampler_collector_stop, 0, __ATOMIC_RELEASE);
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &saved);
-        rc = -pthread_create(&pe_sampler_collector, NULL, pe_sampler_collector_main, NULL);
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (rc < 0) {
-            __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
-            __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
-            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-            pe_cpu_sig_release();
-            goto err_unlock;
-        }
+    return 0;
+}
+
+/* The first window's collector thread, every signal blocked in it.  0 or -errno. */
+static int
+collector_begin(void)
+{
+    sigset_t all, saved;
+    int rc;
+
+    __atomic_store_n(&pe_sampler_collector_stop, 0, __ATOMIC_RELEASE);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
+    rc = -pthread_create(&pe_sampler_collector, NULL, pe_sampler_collector_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (rc < 0) {
+        __atomic_store_n(&pe_cpu_cookie, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
     }
+    return rc;
+}
+
+/* The counters a window subtracts at its close, as they are at its open; and
+   into the list (under life). */
+static void
+win_link(pe_sampler_win_t *w)
+{
     w->t0_real = pe_clock_ns(CLOCK_REALTIME);
     w->t0_mono = pe_clock_ns(CLOCK_MONOTONIC);
     w->ticks0 = __atomic_load_n(&pe_sampler_wall_ticks, __ATOMIC_RELAXED);
@@ -252,11 +342,58 @@ open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, 
     pe_sampler_windows = w;
     pthread_mutex_unlock(&pe_sampler_wlock);
     nwin++;
-    nkind[kind]++;
+    nkind[w->ki]++;
+}
+
+/*
+ * Open a window of `kind`.  The first window of any kind begins the session
+ * (the signal if the program leaves it, the ring, then the collector); the
+ * first of a kind starts that kind (CPU: its engine, a new cookie, timers on
+ * the next scan; wall: a new generation, ticks at once).
+ */
+static int
+open_kind_ev(const pe_kind_t *k, double delay, int64_t max_frames, int capture, int ev, int eng,
+             pe_sampler_win_t **out, double *running_delay)
+{
+    int kind = kind_index(k);
+    int64_t want = (int64_t)(delay * 1e9 + 0.5);
+    pe_sampler_win_t *w;
+    int rc, started = 0;
+
+    *out = NULL;
+    if (kind < 0)
+        return -EINVAL;
+    if (k->unavailable && k->unavailable()) /* also while a session runs: a filter may be new */
+        return -EACCES;
+    if (want < 1000 || max_frames < 1)
+        return -EINVAL;
+    pe_py_init(); /* before the first signal: CPython's frames, if any */
+    if (!(w = win_new(k, kind, want, max_frames)))
+        return -ENOMEM;
+    pthread_mutex_lock(&life);
+    if ((rc = open_conflict(k, kind, want, ev, eng, running_delay)) < 0)
+        goto err_unlock;
+    if (nwin == 0) {
+        if ((rc = session_begin()) < 0)
+            goto err_unlock;
+        started = 1;
+    }
+    if (nkind[kind] == 0) {
+        if ((rc = kind_begin(k, want, capture, ev, eng)) < 0)
+            goto err_session;
+        if (!started)
+            pe_sampler_wake_collector(); /* a running collector: scan, or tick, now */
+    }
+    if (started && (rc = collector_begin()) < 0)
+        goto err_session;
+    win_link(w);
     pthread_mutex_unlock(&life);
     *out = w;
     return 0;
 
+err_session:
+    if (started)
+        session_end(0);
 err_unlock:
     pthread_mutex_unlock(&life);
     pe_prof_free(w->prof);
@@ -279,100 +416,101 @@ pe_sampler_open_wall(double delay, int64_t max_frames, pe_sampler_win_t **out,
                                 running_delay);
 }
 
-pe_prof_t *
-pe_sampler_close(pe_sampler_win_t *w)
+/* Take w out of the window list (wlock held). */
+static void
+win_unlink(pe_sampler_win_t *w)
 {
-    pe_sampler_win_t **pp;
-    pe_prof_t *p;
-    uint64_t ring_dropped;
-    pe_kind_close_t c;
-    char engine[512], perf[512];
-    int kind, perf_cpu = 0;
-
-    if (!w)
-        return NULL;
-    engine[0] = perf[0] = 0;
-    kind = w->ki;
-    memset(&c, 0, sizeof(c));
-    pthread_mutex_lock(&life);
-    if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
-        pthread_mutex_lock(&pe_sampler_wlock);
-        for (pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {
-            if (*pp == w) {
-                *pp = w->next;
-                break;
-            }
+    for (pe_sampler_win_t **pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            return;
         }
-        pthread_mutex_unlock(&pe_sampler_wlock);
-        pthread_mutex_unlock(&life);
-        p = w->prof;
-        free(w);
-        return p;
     }
-    c.period = *w->kind->period;
-    if (nwin == 1) {
-        __atomic_store_n(&pe_sampler_collector_stop, 1, __ATOMIC_RELEASE);
-        pe_sampler_wake_collector();
-        pthread_join(pe_sampler_collector, NULL);
-        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
-    } else if (nkind[kind] == 1) {
-        w->kind->stop(); /* windows of the other kind stay: the collector runs on */
-    }
-    c.ticks = __atomic_load_n(&pe_sampler_wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
-    c.quiet = __atomic_load_n(&pe_sampler_wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
-    c.unsignalled = __atomic_load_n(&pe_sampler_wall_unsignalled, __ATOMIC_RELAXED) - w->unsig0;
+}
+
+/* What a closing window says beyond its samples, gathered under life and
+   wlock, written into its profile after. */
+typedef struct close_note_s {
+    pe_kind_close_t c;
+    uint64_t ring_dropped;
+    char engine[512], perf[512];
+    int perf_cpu; /* its samples came from perf events: no thread left out for the signal */
+    int sig_prog; /* the program handles SIGPROF: the session never held it */
+} close_note_t;
+
+/* The wall window's perf line (wlock held). */
+static void
+wall_perf_note(const pe_sampler_win_t *w, char *perf, size_t len)
+{
+    uint64_t n = __atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) - w->wperf0;
+
+    if (n)
+        snprintf(perf, len,
+                 "capture: %llu samples of running threads from the perf engine's last samples "
+                 "of them (perf events; no signal)",
+                 (unsigned long long)n);
+}
+
+/* The window's counts since its open (under life). */
+static void
+close_gather(pe_sampler_win_t *w, close_note_t *cn)
+{
+    pe_kind_close_t *c = &cn->c;
+
+    c->ticks = __atomic_load_n(&pe_sampler_wall_ticks, __ATOMIC_RELAXED) - w->ticks0;
+    c->quiet = __atomic_load_n(&pe_sampler_wall_quiet, __ATOMIC_RELAXED) - w->quiet0;
+    c->unsignalled = __atomic_load_n(&pe_sampler_wall_unsignalled, __ATOMIC_RELAXED) - w->unsig0;
     for (int i = 0; i < WHY_N; i++) {
-        c.why[i] = __atomic_load_n(&pe_sampler_wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
-        c.sigs += c.why[i];
+        c->why[i] = __atomic_load_n(&pe_sampler_wall_why[i], __ATOMIC_RELAXED) - w->why0[i];
+        c->sigs += c->why[i];
     }
     pthread_mutex_lock(&pe_sampler_wlock);
     pe_sampler_drain_all();
-    ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
-    perf_cpu = (w->kind == &pe_kind_cpu && pe_sampler_cpu_perf) ||
-               (w->kind == &pe_kind_wall && pe_sampler_wall_nosig());
+    cn->ring_dropped = __atomic_load_n(&pe_cpu_ring.dropped, __ATOMIC_RELAXED) - w->ring_dropped0;
+    cn->sig_prog = !sig_held;
+    cn->perf_cpu = (w->kind == &pe_kind_cpu && pe_sampler_cpu_perf) ||
+                   (w->kind == &pe_kind_wall && pe_sampler_wall_nosig());
     if (w->kind == &pe_kind_cpu)
-        pe_sampler_engine_note(w, engine, sizeof(engine), perf, sizeof(perf));
-    else if (__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) != w->wperf0)
-        snprintf(perf, sizeof(perf),
-                 "capture: %llu samples of running threads from the perf engine's last samples "
-                 "of them (perf events; no signal)",
-                 (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf, __ATOMIC_RELAXED) -
-                                      w->wperf0));
-    for (pp = &pe_sampler_windows; *pp; pp = &(*pp)->next) {
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    }
+        pe_sampler_engine_note(w, cn->engine, sizeof(cn->engine), cn->perf, sizeof(cn->perf));
+    else
+        wall_perf_note(w, cn->perf, sizeof(cn->perf));
+    win_unlink(w);
     pthread_mutex_unlock(&pe_sampler_wlock);
-    nkind[kind]--;
-    if (--nwin == 0) {
-        pe_cpu_sig_quiesce(100); /* a tick or timer signal still on its way */
-        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        pe_cpu_sig_release();
-    }
-    pthread_mutex_unlock(&life);
+}
 
-    p = w->prof;
+/* The profile's time and comments, from the window and what close gathered. */
+static void
+close_comments(pe_sampler_win_t *w, close_note_t *cn)
+{
+    pe_prof_t *p = w->prof;
+
     pe_prof_set_time(p, w->t0_real, pe_clock_ns(CLOCK_MONOTONIC) - w->t0_mono);
-    c.samples = w->samples;
-    c.weight = w->weight;
-    w->kind->comment(p, &c);
-    if (engine[0])
-        pe_prof_comment(p, "%s", engine);
-    if (perf[0])
-        pe_prof_comment(p, "%s", perf);
+    cn->c.samples = w->samples;
+    cn->c.weight = w->weight;
+    w->kind->comment(p, &cn->c);
+    if (cn->engine[0])
+        pe_prof_comment(p, "%s", cn->engine);
+    if (cn->perf[0])
+        pe_prof_comment(p, "%s", cn->perf);
+    if (cn->sig_prog) {
+        char h[128];
+        pe_prof_comment(p,
+                        "signal: SIGPROF is handled by the program (its handler %s), so perf "
+                        "events served this profile: no signal sent, its handler and timers "
+                        "untouched",
+                        pe_cpu_sig_program_handler(h, sizeof(h)));
+    }
     if (w->over_cap)
         pe_prof_comment(p, "dropped: %llu samples beyond n=%lld frames",
                         (unsigned long long)w->over_cap, (long long)w->nmax);
-    if (ring_dropped)
+    if (cn->ring_dropped)
         pe_prof_comment(p, "dropped: %llu samples (sample ring full)",
-                        (unsigned long long)ring_dropped);
+                        (unsigned long long)cn->ring_dropped);
     if (w->oom)
         pe_prof_comment(p, "dropped: %llu samples (out of memory)", (unsigned long long)w->oom);
     if (w->truncated)
         pe_sampler_trunc_comment(p, w->trunc_why);
-    if (!perf_cpu) /* (perf events sample threads that block SIGPROF, or have a filter) */
+    if (!cn->perf_cpu) /* (perf events sample threads that block SIGPROF, or have a filter) */
         pe_sampler_unsampled_comment(p, (w->kind->flags & PE_KIND_F_ONCPU) != 0); /* account.c */
     if (w->cut)
         pe_prof_comment(p,
@@ -381,6 +519,44 @@ pe_sampler_close(pe_sampler_win_t *w)
                         (unsigned long long)w->cut);
     if (pe_py_note()[0])
         pe_prof_comment(p, "%s", pe_py_note());
+}
+
+pe_prof_t *
+pe_sampler_close(pe_sampler_win_t *w)
+{
+    close_note_t cn;
+    pe_prof_t *p;
+
+    if (!w)
+        return NULL;
+    pthread_mutex_lock(&life);
+    if (aside) { /* stopped already (pe_sampler_step_aside): only its samples so far */
+        pthread_mutex_lock(&pe_sampler_wlock);
+        win_unlink(w);
+        pthread_mutex_unlock(&pe_sampler_wlock);
+        pthread_mutex_unlock(&life);
+        p = w->prof;
+        free(w);
+        return p;
+    }
+    memset(&cn, 0, sizeof(cn));
+    if (nwin == 1) {
+        __atomic_store_n(&pe_sampler_collector_stop, 1, __ATOMIC_RELEASE);
+        pe_sampler_wake_collector();
+        pthread_join(pe_sampler_collector, NULL);
+        __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
+    } else if (nkind[w->ki] == 1) {
+        w->kind->stop(); /* windows of the other kind stay: the collector runs on */
+    }
+    cn.c.period = *w->kind->period;
+    close_gather(w, &cn);
+    nkind[w->ki]--;
+    if (--nwin == 0)
+        session_end(1);
+    pthread_mutex_unlock(&life);
+
+    p = w->prof;
+    close_comments(w, &cn);
     free(w);
     return p;
 }
@@ -396,9 +572,7 @@ pe_sampler_step_aside(void)
         pe_sampler_wake_collector();
         pthread_join(pe_sampler_collector, NULL);
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
-        pe_cpu_sig_quiesce(100);
-        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        pe_cpu_sig_release();
+        session_end(1);
     }
     pe_cpu_sig_give_back(); /* the program's disposition, also between sessions */
     aside = 1;
@@ -479,6 +653,7 @@ pe_sampler_after_fork(int child, const sigset_t *saved)
         pe_sampler_ntimers_hi = 0;
         pe_sampler_windows = NULL;
         nwin = 0;
+        sig_held = 0;
         memset(nkind, 0, sizeof(nkind));
         __atomic_store_n(&pe_wall_gen, 0, __ATOMIC_RELEASE);
         pe_cpu_sig_atfork_child();

@@ -21,6 +21,9 @@
 
 /* Why signal-based profiles (CPU, wall, stacks) cannot run now, or NULL. */
 const char *pe_sampler_unavailable(void);
+/* The same for CPU and wall profiles, which perf events serve where the
+   program handles SIGPROF itself: NULL there when they open. */
+const char *pe_sampler_kinds_unavailable(void);
 
 /* Constructor-time setup (no threads, no timers yet).  0 or -errno. */
 int pe_sampler_init(void);
@@ -46,7 +49,10 @@ typedef struct pe_sampler_win_s pe_sampler_win_t;
  * (timers, collector); later ones must ask for the same delay.
  * Returns 0 and *out, or
  *   -EBUSY   a sampler with another delay runs (*running_delay set, seconds);
- *   -EPERM   the program handles SIGPROF itself (503);
+ *   -EPERM   the program handles SIGPROF itself and the session needs the
+ *            signal (the timer engine, capture=signal, perf events refused:
+ *            perf events serve such a program otherwise); 503 with
+ *            pe_sampler_cpu_refusal()'s sentence;
  *   -EINVAL  delay < 1 us or max_frames < 1;  -ENOMEM, -EAGAIN otherwise.
  * Takes a mutex; HTTP threads only.
  */
@@ -102,7 +108,8 @@ int pe_sampler_open_kind(const struct pe_kind_s *k, double delay, int64_t max_fr
 int pe_sampler_open_cpu(const char *event, int engine, double delay, int64_t max_frames,
                         pe_sampler_win_t **out, double *running_delay) PE_NODISCARD;
 /* Why the last CPU window could not open (or why its session does not use
-   perf events); "" when nothing to say.  HTTP threads, after an open. */
+   perf events), or the last window of either kind refused -EPERM; "" when
+   nothing to say.  HTTP threads, after an open. */
 const char *pe_sampler_cpu_refusal(void);
 /* Number of open CPU windows; *delay gets the running CPU delay when > 0. */
 PE_TESTONLY int pe_sampler_running(double *delay);

@@ -127,6 +127,8 @@ void pe_cpu_timer_delete(int timerid);
 int pe_cpu_sig_acquire(void);
 /* 1 when the program handles the signal itself (so pe_cpu_sig_acquire would fail). */
 int pe_cpu_sig_program_owns(void);
+/* The program's SIGPROF handler by name (or "at 0x..."), into buf. */
+const char *pe_cpu_sig_program_handler(char *buf, size_t len);
 /* The last profile ended: hand the signal back if the program asked for it. */
 void pe_cpu_sig_release(void);
 /* Give the signal back to the program for good (a step aside or a detach: no
@@ -230,6 +232,8 @@ void pe_sampler_timers_disarm_all(void);
 void pe_sampler_scan_threads(void);
 const char *pe_sampler_gone_name(pid_t tid, char *buf, size_t len);
 int pe_sampler_cpu_pick(int64_t period, int ev, int eng);
+/* Why the CPU session does not use perf events ("" when it does). */
+const char *pe_sampler_cpu_why(void);
 void pe_sampler_engine_note(const pe_sampler_win_t *w, char *engine, size_t elen, char *perf,
                             size_t plen);
 
@@ -247,6 +251,8 @@ void pe_sampler_wall_tick(uint32_t gen, int64_t periods);
 void pe_sampler_wall_perf_resume(void);
 /* 1 while the wall session's running threads come from perf events (never signalled). */
 int pe_sampler_wall_nosig(void);
+/* Why the wall session's running threads are not from perf events ("": they are). */
+const char *pe_sampler_wall_why_not_perf(void);
 
 /* ---- collector.c ----------------------------------------------------------------- */
 

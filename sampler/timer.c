@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 #include "../preload/rand.h"
 #include "../preload/real.h"
 #include "../preload/sigown.h"
+#include "../symbols/symbols.h"
 #include "sampler.h"
 #include "sampler_int.h"
 
@@ -48,6 +50,9 @@ pe_cpu_timer_create(pid_t tid, int64_t period, uint64_t cookie, int *timerid)
     int64_t first;
     int id;
 
+    /* never a signal the program handles: its handler would take ours */
+    if (!__atomic_load_n(&pe_cpu_sig.owned, __ATOMIC_ACQUIRE))
+        return -EPERM;
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = PE_SAMPLER_SIG;
@@ -118,6 +123,10 @@ pe_cpu_sigq_send(pid_t tid, uint64_t v)
     siginfo_t si;
     int saved = errno, rc = 0;
 
+    /* never a signal the program handles (a session it left SIGPROF to, the
+       perf engine's, sends none: this is the last guard) */
+    if (!__atomic_load_n(&pe_cpu_sig.owned, __ATOMIC_ACQUIRE))
+        return -EPERM;
     __atomic_add_fetch(&sigq_inflight, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&exec_pending, __ATOMIC_SEQ_CST) != 0) {
         __atomic_sub_fetch(&sigq_inflight, 1, __ATOMIC_SEQ_CST);
@@ -225,6 +234,27 @@ pe_cpu_sig_program_owns(void)
         owns = pe_sig_real_action(PE_SAMPLER_SIG, NULL, &cur) == 0 && pe_sig_is_handler(&cur);
     pe_sigown_unlock(&pe_cpu_sig, &saved);
     return owns;
+}
+
+const char *
+pe_cpu_sig_program_handler(char *buf, size_t len)
+{
+    struct sigaction cur;
+    sigset_t saved;
+    uintptr_t fn = 0;
+
+    pe_sigown_lock(&pe_cpu_sig, &saved);
+    if (pe_cpu_sig.owned)
+        cur = prog_act[prog_cur];
+    else if (pe_sig_real_action(PE_SAMPLER_SIG, NULL, &cur) < 0)
+        memset(&cur, 0, sizeof(cur));
+    pe_sigown_unlock(&pe_cpu_sig, &saved);
+    if (pe_sig_is_handler(&cur))
+        fn = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
+    /* (the symbol cache's lock: never taken with the signal's) */
+    if (!fn || !pe_sym_symbolize(fn, buf, len))
+        snprintf(buf, len, "at %#lx", (unsigned long)fn);
+    return buf;
 }
 
 void

@@ -51,6 +51,10 @@ static char wall_perf_why[256];
    signalled (collector); at the session's start */
 static uint64_t pe_sampler_wall_perf_miss;
 static uint64_t wall_miss0;
+/* Of the misses: the thread's slot in the perf engine's last-stack table held
+   another thread's stack (pe_perf_recent -1), and the table's size (collector) */
+static uint64_t wall_perf_collided, wall_collided0;
+static int wall_recent_slots;
 /* The running threads are never signalled: the engine is on for this session,
    or being handed between it and a CPU session (writer: under life; reader:
    the ticks) */
@@ -209,7 +213,9 @@ wall_perf_sample(pid_t tid, uint32_t weight, unsigned state, uint64_t since)
 
     if (lastq[h].tid == tid && lastq[h].t > since)
         since = lastq[h].t; /* seen blocked since: a sample from before is stale */
-    if ((n = pe_perf_recent(tid, since, pcs, PE_MAX_FRAMES)) <= 0)
+    if ((n = pe_perf_recent(tid, since, pcs, PE_MAX_FRAMES)) < 0)
+        __atomic_add_fetch(&wall_perf_collided, 1, __ATOMIC_RELAXED);
+    if (n <= 0)
         return 0;
     __atomic_add_fetch(&pe_sampler_wall_perf, 1, __ATOMIC_RELAXED);
     if (!(s = pe_ring_claim(&pe_cpu_ring))) {
@@ -240,7 +246,10 @@ pe_sampler_wall_tick(uint32_t gen, int64_t periods)
     int n = pe_sampler_nwall_tids, k = n < WALL_PER_TICK ? n : WALL_PER_TICK;
     int64_t weight = (n ? (n + WALL_PER_TICK - 1) / WALL_PER_TICK : 1) * periods;
     int quiet = __atomic_load_n(&wall_capture, __ATOMIC_RELAXED) != PE_SAMPLER_CAPTURE_SIGNAL;
-    int perf = quiet && (pe_perf_on() || __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE));
+    /* (the signal not ours: the program handles it, and its session began
+       with perf events, whose restart after a CPU session may have failed) */
+    int perf = quiet && (pe_perf_on() || __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE) ||
+                         !__atomic_load_n(&pe_cpu_sig.owned, __ATOMIC_ACQUIRE));
     uint64_t since = 0;
 
     if (weight > PE_SIGQ_WEIGHT_MAX)
@@ -256,8 +265,12 @@ pe_sampler_wall_tick(uint32_t gen, int64_t periods)
             p = pe_sampler_period_ns;
         if (4 * p < PERF_FRESH_NS)
             p = PERF_FRESH_NS / 4;
+        pe_perf_stats_t st;
         pe_perf_keep_recent(1);
         pe_perf_drain(&pe_cpu_ring);
+        pe_perf_stats(&st);
+        if (st.recent_slots)
+            __atomic_store_n(&wall_recent_slots, st.recent_slots, __ATOMIC_RELAXED);
         since = (uint64_t)(pe_clock_ns(CLOCK_MONOTONIC) - 4 * p);
     }
     for (int j = 0; j < k; j++) {
@@ -323,6 +336,12 @@ pe_sampler_wall_nosig(void)
     return __atomic_load_n(&wall_nosig, __ATOMIC_ACQUIRE);
 }
 
+const char *
+pe_sampler_wall_why_not_perf(void)
+{
+    return wall_perf_why;
+}
+
 /* Wall: a new generation; the collector ticks at once. */
 static void
 wall_start(int64_t period, int capture)
@@ -332,6 +351,7 @@ wall_start(int64_t period, int capture)
     wall_perf_why[0] = 0;
     wall_perf_want = 0;
     wall_miss0 = __atomic_load_n(&pe_sampler_wall_perf_miss, __ATOMIC_RELAXED);
+    wall_collided0 = __atomic_load_n(&wall_perf_collided, __ATOMIC_RELAXED);
     if (capture == PE_SAMPLER_CAPTURE_SIGNAL)
         snprintf(wall_perf_why, sizeof(wall_perf_why), "capture=signal was asked for");
     else if (pe_cfg.cpu_engine == PE_CPU_ENGINE_TIMER)
@@ -404,6 +424,14 @@ wall_comment(pe_prof_t *p, const pe_kind_close_t *c)
             "woken, or running in the kernel)",
             (unsigned long long)(__atomic_load_n(&pe_sampler_wall_perf_miss, __ATOMIC_RELAXED) -
                                  wall_miss0));
+    if (__atomic_load_n(&wall_perf_collided, __ATOMIC_RELAXED) != wall_collided0)
+        pe_prof_comment(
+            p,
+            "capture: %llu running threads' last perf stacks taken by another thread's in the "
+            "table of %d (sized to the threads at the start, one slot a thread id)",
+            (unsigned long long)(__atomic_load_n(&wall_perf_collided, __ATOMIC_RELAXED) -
+                                 wall_collided0),
+            __atomic_load_n(&wall_recent_slots, __ATOMIC_RELAXED));
 }
 
 const pe_kind_t pe_kind_wall = {

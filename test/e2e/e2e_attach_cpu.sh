@@ -2,8 +2,9 @@
 # e2e_attach_cpu: what an attach sees.  The 75/25 CPU split of p_attach_split,
 # attached while it runs, is right within 3 points and the profile says
 # "since attach"; 1,000 threads are every one in goroutine?debug=2; a
-# program that owns SIGPROF gets 503 for CPU (as under LD_PRELOAD) while
-# the rest answers, and its handler is still its own after the detach.
+# program that owns SIGPROF gets its CPU profile from perf events (503 from
+# the timer engine, as under LD_PRELOAD), and its handler is still its own
+# after the detach.
 source test/e2e/lib.sh
 pe_need curl go
 P=$BUILD/test
@@ -67,7 +68,8 @@ sig0=$(sigcgt $PE_PID)
 out=$(attach $PE_PID)
 a=$(addr_of "$out")
 check "attach to a program that owns SIGPROF ($out)" [ -n "$a" ]
-check "its CPU profile answers 503" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/profile?seconds=1")" = 503 ]
+check "its CPU profile answers 200 (perf events, no signal)" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/profile?seconds=1")" = 200 ]
+check "the timer engine answers 503" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/profile?seconds=1&engine=timer")" = 503 ]
 check "the index answers 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/")" = 200 ]
 check "cmdline answers 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$a/debug/pprof/cmdline")" = 200 ]
 detach $PE_PID >/dev/null

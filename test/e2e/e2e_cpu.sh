@@ -2,8 +2,8 @@
 # e2e_cpu: CPU profiles of real programs, read back with go tool pprof:
 # function names, the 75/25 split within 5 points, a thread started
 # mid-profile, thread labels, sample/period types, 409s, overlapping
-# requests, pprof=false text, accounting at 1000 Hz, 503 when the program
-# owns SIGPROF, read() never sees EINTR.
+# requests, pprof=false text, accounting at 1000 Hz, 503 from the timer
+# engine when the program owns SIGPROF, read() never sees EINTR.
 source test/e2e/lib.sh
 P=$BUILD/test
 command -v go >/dev/null || { echo "skip: go not installed"; exit 77; }
@@ -75,11 +75,12 @@ check "1000 Hz: samples x 1 ms cover >= 75% of CPU used ($n ms vs $(( (c1 - c0) 
     awk -v n=$n -v c=$((c1 - c0)) -v hz=$hz 'BEGIN { exit !(n / 1000 >= 0.75 * c / hz) }'
 pe_stop
 
-# ---- the program's own SIGPROF: 503, handler untouched ------------------------------
-pe_start $P/p_cpu_sigprof 2 || exit 1
+# ---- the program's own SIGPROF: the timers 503 naming its handler, handler untouched
+# (perf events, which need no signal, serve it: e2e_cpu_sigowned)
+PE_ENV="PROFEP_CPU_ENGINE=timer" pe_start $P/p_cpu_sigprof 2 || exit 1
 body=$(curl -s -D $T/h503 "http://$PE_ADDR/profile?duration=1")
-check "program handles SIGPROF: 503" grep -q '^HTTP/1.1 503' $T/h503
-check "503 says SIGPROF is the program's ($body)" grep -qi 'SIGPROF' <<<"$body"
+check "program handles SIGPROF, timer engine: 503" grep -q '^HTTP/1.1 503' $T/h503
+check "503 says SIGPROF is the program's ($body)" grep -q 'SIGPROF is handled by the program (its handler on_prof)' <<<"$body"
 pe_get /debug/pprof/ >$T/idx.html
 check "the index marks /profile unavailable: SIGPROF is the program's" \
     bash -c "grep -F '>/profile<' $T/idx.html | grep -q 'unavailable: SIGPROF is handled by the program'"

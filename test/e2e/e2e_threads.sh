@@ -129,11 +129,11 @@ check "blocked SIGPROF: pprof has a [no answer] frame" bash -c "go tool pprof -t
 check "the program is still running" kill -0 $PE_PID
 pe_stop
 
-# ---- the program owns SIGPROF: 503 ---------------------------------------------------
+# ---- the program owns SIGPROF: 503 where a signal is needed ------------------------
 pe_start $P/p_cpu_sigprof 2 || exit 1
 check "SIGPROF owned: goroutine 503" [ "$(pe_status '/debug/pprof/goroutine')" = 503 ]
 check "SIGPROF owned: task_backtraces 503" [ "$(pe_status '/task_backtraces')" = 503 ]
-check "SIGPROF owned: profile_wall 503" [ "$(pe_status '/profile_wall?duration=1')" = 503 ]
+check "SIGPROF owned: profile_wall?capture=signal 503" [ "$(pe_status '/profile_wall?duration=1&capture=signal')" = 503 ]
 check "SIGPROF owned: threadcreate still 200" [ "$(pe_status '/debug/pprof/threadcreate')" = 200 ]
 wait $PE_PID
 check "SIGPROF owned: the program's handler still runs" grep -q 'handled=1' "$PE_OUT"

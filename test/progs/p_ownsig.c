@@ -5,7 +5,8 @@
  * handler exactly once, SIGPROF arrived (at least a quarter of the expected
  * ticks), both handlers are still its own, and the work's result is right.
  * Prints "usr1=N prof=ok handlers=own result=R" and exits 0; else says what
- * differed and exits 1.  (The library must answer CPU profiles with 503.)
+ * differed and exits 1.  (The library answers CPU profiles by the timers with
+ * 503; perf events, which send no signal, serve the others.)
  */
 #include <signal.h>
 #include <stdio.h>

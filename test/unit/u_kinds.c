@@ -329,7 +329,7 @@ main(void)
     }
     /* A sampled kind's routes say what the sampler says; its stop always answers. */
     rt = pe_http_find_route("/profile_wall");
-    CHECK(rt && pe_http_route_unavailable(rt) == pe_sampler_unavailable());
+    CHECK(rt && pe_http_route_unavailable(rt) == pe_sampler_kinds_unavailable());
     rt = pe_http_find_route("/profile_stop");
     CHECK(rt && rt->kind == &pe_kind_cpu && pe_http_route_unavailable(rt) == NULL);
     return pe_test_done();

@@ -138,7 +138,22 @@ main(void)
     sigaction(SIGPROF, NULL, &old);
     CHECK(old.sa_handler == prog_handler);
     CHECK(pe_sampler_sigaction(SIGPROF, NULL, &old) == 0);
-    CHECK(pe_sampler_open(0.01, 1000, &w3, &running) == -EPERM);
+    /* the timers need the signal: refused, naming the handler; perf events
+       (no signal) serve where they open, and the handler sees nothing of them */
+    CHECK(pe_sampler_open_cpu(NULL, 2 /* PE_CPU_ENGINE_TIMER */, 0.01, 1000, &w3, &running) ==
+          -EPERM);
+    CHECKF(strstr(pe_sampler_cpu_refusal(), "its handler prog_handler") != NULL, "refusal: %s",
+           pe_sampler_cpu_refusal());
+    {
+        int rc = pe_sampler_open(0.01, 1000, &w3, &running);
+        CHECKF(rc == 0 || rc == -EPERM, "perf engine for the program's SIGPROF: %d", rc);
+        if (rc == 0) {
+            burn(0.1);
+            pe_prof_free(pe_sampler_close(w3));
+        }
+        sigaction(SIGPROF, NULL, &old);
+        CHECK(old.sa_handler == prog_handler && prog_handled == 0);
+    }
     raise(SIGPROF);
     CHECK(prog_handled == 1);
 

@@ -17,6 +17,7 @@
 
 #include "../../profile/profile.h"
 #include "../../sampler/allstacks.h"
+#include "../../sampler/kind.h"
 #include "../../sampler/sampler.h"
 #include "../../stack/unwind.h"
 #include "../../symbols/symbols.h"
@@ -231,7 +232,9 @@ main(void)
     sa.sa_handler = prog_handler;
     CHECK(pe_sampler_sigaction(SIGPROF, &sa, &old) == 1);
     CHECK(pe_stacks_capture(PE_STACKS_TIMEOUT_MS, &s) == -EPERM);
-    CHECK(pe_sampler_open_wall(0.01, 1000, &w2, &running) == -EPERM);
+    /* a wall session that signals needs it (without, perf events serve) */
+    CHECK(pe_sampler_open_kind(&pe_kind_wall, 0.01, 1000, PE_SAMPLER_CAPTURE_SIGNAL, &w2,
+                               &running) == -EPERM);
     nap(50000);
     CHECK(prog_handled == 0);
 
