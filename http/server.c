@@ -371,14 +371,16 @@ take_port(const char *host, int port)
     return 0;
 }
 
-int
-pe_http_listen(void)
+/*
+ * civetweb started on ports (a buffer of len, "HOST:PORT[s]"), NULL when it could not
+ * be.  When again (the port an earlier image announced) is taken meanwhile, any port
+ * as PROFEP_ADDR says, written back into ports.  A member serves plain HTTP.
+ */
+static struct mg_context *
+server_start(int member, int again, char *ports, size_t len)
 {
-    int member = pe_tree_member();
-    char ports[160];
+    struct mg_context *ctx;
     struct mg_callbacks cb;
-    struct mg_server_port sp[4];
-    int n, again;
     const char *options[] = {
         "listening_ports",
         ports,
@@ -416,7 +418,53 @@ pe_http_listen(void)
         tls_cert,
         NULL,
     };
+
+    if (member)
+        options[PE_ARRAY_SIZE(options) - 3] = NULL; /* no TLS */
+    memset(&cb, 0, sizeof(cb));
+    cb.log_message = on_log_message;
+    cb.init_thread = on_init_thread;
+    cb.exit_thread = on_exit_thread;
+    mg_init_library(0);
+    ctx = mg_start(&cb, NULL, options);
+    if (!ctx && again) { /* taken meanwhile: any port, as PROFEP_ADDR says */
+        snprintf(ports, len, "%s:0%s", pe_cfg.host, tls_cert[0] ? "s" : "");
+        ctx = mg_start(&cb, NULL, options);
+    }
+    return ctx;
+}
+
+/* The root is serving: its port file, its registry, and a line on stderr (when it is
+   still the program's) saying where.  1 (pe_http_listen's). */
+static int
+root_served(void)
+{
     const char *scheme = tls_cert[0] ? "https" : "http";
+
+    write_port_file(pe_cfg.host, pe_http_port);
+    pe_tree_served(pe_http_port); /* the root's registry */
+    if (!pe_fd_stderr_same())
+        return 1;
+    if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
+        pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
+                    "it can read this process's memory layout and stacks",
+                    pe_cfg.host);
+    if (pe_http_port == pe_tree_announced_port()) /* an earlier image of this pid said so */
+        pe_log_debug("serving %s://%s:%d (pid %d) again after exec", scheme, pe_cfg.host,
+                     pe_http_port, (int)getpid());
+    else
+        pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port,
+                    (int)getpid());
+    return 1;
+}
+
+int
+pe_http_listen(void)
+{
+    int member = pe_tree_member();
+    char ports[160];
+    struct mg_server_port sp[4];
+    int n, again;
 
     /* A root that exec'd keeps the port its earlier image announced (tree.h) */
     again = !member && !pe_cfg.port ? pe_tree_announced_port() : 0;
@@ -426,7 +474,6 @@ pe_http_listen(void)
         /* A member of a process tree (preload/tree.h): loopback only, a port
            of its own, plain HTTP (the root proxies to it), nothing printed. */
         snprintf(ports, sizeof(ports), "127.0.0.1:0");
-        options[PE_ARRAY_SIZE(options) - 3] = NULL;
     }
     if (tls_cert[0] && !member && tls_prepare() < 0)
         return -ENOENT;
@@ -439,16 +486,7 @@ pe_http_listen(void)
                         ports);
         return -EAFNOSUPPORT;
     }
-    memset(&cb, 0, sizeof(cb));
-    cb.log_message = on_log_message;
-    cb.init_thread = on_init_thread;
-    cb.exit_thread = on_exit_thread;
-    mg_init_library(0);
-    server_ctx = mg_start(&cb, NULL, options);
-    if (!server_ctx && again) { /* taken meanwhile: any port, as PROFEP_ADDR says */
-        snprintf(ports, sizeof(ports), "%s:0%s", pe_cfg.host, tls_cert[0] ? "s" : "");
-        server_ctx = mg_start(&cb, NULL, options);
-    }
+    server_ctx = server_start(member, again, ports, sizeof(ports));
     if (!server_ctx) {
         if (member)
             return -EADDRINUSE;
@@ -474,21 +512,7 @@ pe_http_listen(void)
         pe_tree_served(pe_http_port);  /* its port file, and registration with the root */
         return 0;
     }
-    write_port_file(pe_cfg.host, pe_http_port);
-    pe_tree_served(pe_http_port); /* the root's registry */
-    if (!pe_fd_stderr_same())
-        return 1;
-    if (!is_loopback(pe_cfg.host) && !pe_cfg.token[0])
-        pe_log_warn("listening on non-loopback %s without PROFEP_TOKEN: anyone who can reach "
-                    "it can read this process's memory layout and stacks",
-                    pe_cfg.host);
-    if (pe_http_port == pe_tree_announced_port()) /* an earlier image of this pid said so */
-        pe_log_debug("serving %s://%s:%d (pid %d) again after exec", scheme, pe_cfg.host,
-                     pe_http_port, (int)getpid());
-    else
-        pe_log_info("serving %s://%s:%d (pid %d)", scheme, pe_cfg.host, pe_http_port,
-                    (int)getpid());
-    return 1;
+    return root_served();
 }
 
 int pe_http_port;

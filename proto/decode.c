@@ -167,15 +167,14 @@ str_dup(const dec_t *d, uint64_t i, char *buf, size_t len)
     return buf;
 }
 
-/* First pass: strings, functions, locations and the header fields. */
+/* Count the strings and find the largest ids, then allocate d's tables by them. */
 static int
-dec_tables(const uint8_t *buf, size_t len, dec_t *d)
+dec_size(const uint8_t *buf, size_t len, dec_t *d)
 {
     pb_t b = {buf, buf + len}, sub, s2, s3;
     uint64_t v, id, maxfn = 0, maxloc = 0, maxmap = 0, nstrs = 0;
     int num, wt, n2, w2;
 
-    /* Count and size everything first. */
     while (b.p < b.end) {
         if (field(&b, &num, &wt, &v, &sub) < 0)
             return -1;
@@ -213,105 +212,145 @@ dec_tables(const uint8_t *buf, size_t len, dec_t *d)
     if (!d->strs || !d->fn_name || !d->fn_sys || !d->fn_file || !d->loc_fns || !d->loc_lines ||
         !d->loc_addr || !d->loc_map || !d->map_file)
         return -1;
-    nstrs = 0;
-    for (b.p = buf; b.p < b.end;) {
+    return 0;
+}
+
+/* A ValueType (sample_type): its type and unit string indices, appended to d->types. */
+static int
+dec_sample_type(dec_t *d, pb_t sub)
+{
+    uint64_t v, t = 0, u = 0;
+    int n2, w2;
+    pb_t s3;
+
+    while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s3) == 0) {
+        if (n2 == 1 && w2 == 0)
+            t = v;
+        if (n2 == 2 && w2 == 0)
+            u = v;
+    }
+    return ints_add(&d->types, t) < 0 || ints_add(&d->types, u) < 0 ? -1 : 0;
+}
+
+/* A Mapping: its file names unsymbolized code ("[postgres]"). */
+static void
+dec_mapping(dec_t *d, pb_t sub)
+{
+    uint64_t v, mid = 0, file = 0;
+    int n2, w2;
+    pb_t s2;
+
+    while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
+        if (n2 == 1 && w2 == 0)
+            mid = v;
+        if (n2 == 5 && w2 == 0)
+            file = v;
+    }
+    if (mid < d->nmap)
+        d->map_file[mid] = file;
+}
+
+/* A Location: its address, mapping and lines (function id, line), innermost first. */
+static int
+dec_location(dec_t *d, pb_t sub)
+{
+    uint64_t v, lid = 0, addr = 0, mid = 0;
+    ints_t fns = {0}, lines = {0};
+    int n2, w2;
+    pb_t s2;
+
+    while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
+        if (n2 == 1 && w2 == 0)
+            lid = v;
+        if (n2 == 2 && w2 == 0)
+            mid = v;
+        if (n2 == 3 && w2 == 0)
+            addr = v;
+        if (n2 == 4 && w2 == 2) { /* line: function_id, line */
+            uint64_t fid = 0, ln = 0;
+            int n3, w3;
+            pb_t s4;
+            while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
+                if (n3 == 1 && w3 == 0)
+                    fid = v;
+                if (n3 == 2 && w3 == 0)
+                    ln = v;
+            }
+            if (ints_add(&fns, fid) < 0 || ints_add(&lines, ln) < 0) {
+                free(fns.v);
+                free(lines.v);
+                return -1;
+            }
+        }
+    }
+    if (lid < d->nloc) {
+        free(d->loc_fns[lid].v);
+        free(d->loc_lines[lid].v);
+        d->loc_fns[lid] = fns;
+        d->loc_lines[lid] = lines;
+        d->loc_addr[lid] = addr;
+        d->loc_map[lid] = mid;
+    } else {
+        free(fns.v);
+        free(lines.v);
+    }
+    return 0;
+}
+
+/* A Function: its name, system name and file, string indices. */
+static void
+dec_function(dec_t *d, pb_t sub)
+{
+    uint64_t v, fid = 0, name = 0, sys = 0, file = 0;
+    int n2, w2;
+    pb_t s2;
+
+    while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
+        if (n2 == 1 && w2 == 0)
+            fid = v;
+        if (n2 == 2 && w2 == 0)
+            name = v;
+        if (n2 == 3 && w2 == 0)
+            sys = v;
+        if (n2 == 4 && w2 == 0)
+            file = v;
+    }
+    if (fid < d->nfn) {
+        d->fn_name[fid] = name;
+        d->fn_sys[fid] = sys;
+        d->fn_file[fid] = file;
+    }
+}
+
+/* First pass: strings, functions, locations and the header fields. */
+static int
+dec_tables(const uint8_t *buf, size_t len, dec_t *d)
+{
+    pb_t b = {buf, buf + len}, sub, s2;
+    uint64_t v, nstrs = 0;
+    int num, wt, n2, w2;
+
+    if (dec_size(buf, len, d) < 0)
+        return -1;
+    while (b.p < b.end) {
         if (field(&b, &num, &wt, &v, &sub) < 0)
             return -1;
-        switch (num) {
-        case 1: /* sample_type */
-            if (wt != 2)
-                break;
-            {
-                uint64_t t = 0, u = 0;
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s3) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        t = v;
-                    if (n2 == 2 && w2 == 0)
-                        u = v;
-                }
-                if (ints_add(&d->types, t) < 0 || ints_add(&d->types, u) < 0)
-                    return -1;
-            }
+        switch (num) { /* each table's entry is a message (wt 2) */
+        case 1:
+            if (wt == 2 && dec_sample_type(d, sub) < 0)
+                return -1;
             break;
-        case 3: /* mapping: its file names unsymbolized code ("[postgres]") */
-            if (wt != 2)
-                break;
-            {
-                uint64_t mid = 0, file = 0;
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        mid = v;
-                    if (n2 == 5 && w2 == 0)
-                        file = v;
-                }
-                if (mid < d->nmap)
-                    d->map_file[mid] = file;
-            }
+        case 3:
+            if (wt == 2)
+                dec_mapping(d, sub);
             break;
-        case 4: /* location */
-            if (wt != 2)
-                break;
-            {
-                uint64_t lid = 0, addr = 0, mid = 0;
-                ints_t fns = {0}, lines = {0};
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        lid = v;
-                    if (n2 == 2 && w2 == 0)
-                        mid = v;
-                    if (n2 == 3 && w2 == 0)
-                        addr = v;
-                    if (n2 == 4 && w2 == 2) { /* line: function_id, line */
-                        uint64_t fid = 0, ln = 0;
-                        int n3, w3;
-                        pb_t s4;
-                        while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
-                            if (n3 == 1 && w3 == 0)
-                                fid = v;
-                            if (n3 == 2 && w3 == 0)
-                                ln = v;
-                        }
-                        if (ints_add(&fns, fid) < 0 || ints_add(&lines, ln) < 0) {
-                            free(fns.v);
-                            free(lines.v);
-                            return -1;
-                        }
-                    }
-                }
-                if (lid < d->nloc) {
-                    free(d->loc_fns[lid].v);
-                    free(d->loc_lines[lid].v);
-                    d->loc_fns[lid] = fns;
-                    d->loc_lines[lid] = lines;
-                    d->loc_addr[lid] = addr;
-                    d->loc_map[lid] = mid;
-                } else {
-                    free(fns.v);
-                    free(lines.v);
-                }
-            }
+        case 4:
+            if (wt == 2 && dec_location(d, sub) < 0)
+                return -1;
             break;
-        case 5: /* function */
-            if (wt != 2)
-                break;
-            {
-                uint64_t fid = 0, name = 0, sys = 0, file = 0;
-                while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-                    if (n2 == 1 && w2 == 0)
-                        fid = v;
-                    if (n2 == 2 && w2 == 0)
-                        name = v;
-                    if (n2 == 3 && w2 == 0)
-                        sys = v;
-                    if (n2 == 4 && w2 == 0)
-                        file = v;
-                }
-                if (fid < d->nfn) {
-                    d->fn_name[fid] = name;
-                    d->fn_sys[fid] = sys;
-                    d->fn_file[fid] = file;
-                }
-            }
+        case 5:
+            if (wt == 2)
+                dec_function(d, sub);
             break;
         case 6:
             if (wt == 2)
@@ -457,136 +496,182 @@ anon_name(const dec_t *d, uint64_t loc, char *buf)
     snprintf(buf, DECODE_STR, "0x%llx", (unsigned long long)d->loc_addr[loc]);
 }
 
+/*
+ * The first member's sample types and period make m's profile; a later member's
+ * types must be the same.  NULL, or why the member is left out.
+ */
+static const char *
+merge_types(pe_prof_merge_t *m, const dec_t *d)
+{
+    int i;
+
+    if (!m->prof) {
+        pe_prof_vt_t vt[4], pt;
+        char ptb[2][64];
+
+        m->ntypes = d->types.n / 2 > 4 ? 4 : d->types.n / 2;
+        for (i = 0; i < m->ntypes; i++) {
+            vt[i].type = str_dup(d, d->types.v[2 * i], m->types[i][0], 64);
+            vt[i].unit = str_dup(d, d->types.v[2 * i + 1], m->types[i][1], 64);
+        }
+        pt.type = str_dup(d, d->period_type[0], ptb[0], 64);
+        pt.unit = str_dup(d, d->period_type[1], ptb[1], 64);
+        if (!(m->prof = pe_prof_new(vt, m->ntypes, &pt, (int64_t)d->period)))
+            return "out of memory";
+        pe_prof_set_time(m->prof, d->time_nanos, d->duration_nanos);
+    } else {
+        char t[64], u[64];
+        int same = d->types.n / 2 == m->ntypes;
+        for (i = 0; same && i < m->ntypes; i++)
+            same = !strcmp(str_dup(d, d->types.v[2 * i], t, 64), m->types[i][0]) &&
+                   !strcmp(str_dup(d, d->types.v[2 * i + 1], u, 64), m->types[i][1]);
+        if (!same)
+            return "other sample types";
+    }
+    return NULL;
+}
+
+/* A sample's labels: two of its own at most, then the caller's; their strings. */
+typedef struct {
+    pe_prof_label_t v[PE_PROF_MAX_LABELS];
+    int n;
+    char key[2][64], str[2][128], unit[2][32];
+} labels_t;
+
+/* One of a sample's own labels (a Label message) into lb, unless it has no key or
+   the caller adds that key itself. */
+static void
+label_add(const dec_t *d, pb_t s2, labels_t *lb, const pe_prof_label_t *extra, int nextra)
+{
+    uint64_t v, k = 0, s = 0, nu = 0, un = 0;
+    int n3, w3, nl = lb->n;
+    pb_t s4;
+
+    while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
+        if (w3 != 0)
+            continue;
+        if (n3 == 1)
+            k = v;
+        else if (n3 == 2)
+            s = v;
+        else if (n3 == 3)
+            nu = v;
+        else if (n3 == 4)
+            un = v;
+    }
+    str_dup(d, k, lb->key[nl], sizeof(lb->key[nl]));
+    if (!lb->key[nl][0] || is_extra(lb->key[nl], extra, nextra))
+        return;
+    lb->v[nl].key = lb->key[nl];
+    lb->v[nl].str = s ? str_dup(d, s, lb->str[nl], sizeof(lb->str[nl])) : NULL;
+    lb->v[nl].num = (int64_t)nu;
+    lb->v[nl].unit = un ? str_dup(d, un, lb->unit[nl], sizeof(lb->unit[nl])) : NULL;
+    lb->n++;
+}
+
+/*
+ * A sample's places into pp: each location with its lines, innermost first, as
+ * the member wrote them.  Returns the frames (pp->nlines[] of them).
+ */
+static int
+sample_places(const dec_t *d, const ints_t *locs, places_t *pp)
+{
+    int nf = 0, np = 0;
+
+    for (int i = 0; i < locs->n && nf < PE_MAX_FRAMES && np < DECODE_MAX_PLACES; i++) {
+        uint64_t id = locs->v[i];
+        int k = 0;
+
+        if (id >= d->nloc)
+            continue;
+        if (!d->loc_fns[id].n) { /* not symbolized there: its object, as its views name it */
+            anon_name(d, id, pp->name[np]);
+            pp->pl[np] = (pe_prof_place_t){pp->name[np], NULL, 0};
+            np++;
+            k = 1;
+        }
+        for (int j = 0; j < d->loc_fns[id].n && np < DECODE_MAX_PLACES && k < 255; j++, k++) {
+            uint64_t f = d->loc_fns[id].v[j];
+            pp->pl[np].name = fn_raw(d, f, pp->name[np]);
+            pp->pl[np].src = f < d->nfn && d->fn_file[f]
+                                 ? str_dup(d, d->fn_file[f], pp->src[np], DECODE_STR)
+                                 : NULL;
+            if (pp->pl[np].src && !pp->pl[np].src[0])
+                pp->pl[np].src = NULL;
+            pp->pl[np].line = (uint32_t)d->loc_lines[id].v[j];
+            np++;
+        }
+        if (k)
+            pp->nlines[nf++] = (uint8_t)k;
+    }
+    return nf;
+}
+
+/* One Sample message of the member into m, with the caller's labels (pp: room). */
+static void
+merge_sample(pe_prof_merge_t *m, const dec_t *d, pb_t sub, places_t *pp,
+             const pe_prof_label_t *extra, int nextra)
+{
+    ints_t locs = {0}, vals = {0};
+    labels_t lb;
+    int64_t values[4] = {0};
+    uint64_t v;
+    int n2, w2, nf, i;
+    pb_t s2;
+
+    lb.n = 0;
+    while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
+        if (n2 == 1)
+            each_int(w2, v, &s2, ints_add, &locs);
+        else if (n2 == 2)
+            each_int(w2, v, &s2, ints_add, &vals);
+        else if (n2 == 3 && w2 == 2 && lb.n < 2) /* keep two of its own labels */
+            label_add(d, s2, &lb, extra, nextra);
+    }
+    nf = sample_places(d, &locs, pp);
+    for (i = 0; i < vals.n && i < m->ntypes; i++)
+        values[i] = (int64_t)vals.v[i];
+    for (i = 0; i < nextra; i++)
+        lb.v[lb.n++] = extra[i];
+    if (nf == 0) {
+        const char *none = "[no stack]";
+        pe_prof_add_names(m->prof, &none, 1, values, lb.v, lb.n);
+    } else {
+        pe_prof_add_places(m->prof, pp->pl, pp->nlines, nf, values, lb.v, lb.n);
+    }
+    free(locs.v);
+    free(vals.v);
+}
+
 /* One serialized (uncompressed) profile into m (decode.h's pe_prof_merge_add_gz). */
 static const char *
 merge_add(pe_prof_merge_t *m, const void *data, size_t len, const pe_prof_label_t *extra,
           int nextra)
 {
     const uint8_t *buf = data;
-    pb_t b = {buf, buf + len}, sub, s2;
+    pb_t b = {buf, buf + len}, sub;
     places_t *pp = NULL;
     const char *why = NULL;
     dec_t d;
     uint64_t v;
-    int num, wt, n2, w2, i;
+    int num, wt;
 
     memset(&d, 0, sizeof(d));
     if (dec_tables(buf, len, &d) < 0) {
         why = "its profile does not decode";
         goto out;
     }
-    if (!m->prof) {
-        pe_prof_vt_t vt[4], pt;
-        char ptb[2][64];
-
-        m->ntypes = d.types.n / 2 > 4 ? 4 : d.types.n / 2;
-        for (i = 0; i < m->ntypes; i++) {
-            vt[i].type = str_dup(&d, d.types.v[2 * i], m->types[i][0], 64);
-            vt[i].unit = str_dup(&d, d.types.v[2 * i + 1], m->types[i][1], 64);
-        }
-        pt.type = str_dup(&d, d.period_type[0], ptb[0], 64);
-        pt.unit = str_dup(&d, d.period_type[1], ptb[1], 64);
-        if (!(m->prof = pe_prof_new(vt, m->ntypes, &pt, (int64_t)d.period))) {
-            why = "out of memory";
-            goto out;
-        }
-        pe_prof_set_time(m->prof, d.time_nanos, d.duration_nanos);
-    } else {
-        char t[64], u[64];
-        int same = d.types.n / 2 == m->ntypes;
-        for (i = 0; same && i < m->ntypes; i++)
-            same = !strcmp(str_dup(&d, d.types.v[2 * i], t, 64), m->types[i][0]) &&
-                   !strcmp(str_dup(&d, d.types.v[2 * i + 1], u, 64), m->types[i][1]);
-        if (!same) {
-            why = "other sample types";
-            goto out;
-        }
-    }
+    if ((why = merge_types(m, &d)))
+        goto out;
     if (!(pp = malloc(sizeof(*pp)))) {
         why = "out of memory";
         goto out;
     }
     while (b.p < b.end) {
-        ints_t locs = {0}, vals = {0};
-        pe_prof_label_t labs[PE_PROF_MAX_LABELS];
-        char lkey[2][64], lstr[2][128], lunit[2][32];
-        int nl = 0, nf = 0, np = 0;
-        int64_t values[4] = {0};
-
         if (field(&b, &num, &wt, &v, &sub) < 0)
             break;
-        if (num != 2 || wt != 2)
-            continue;
-        while (sub.p < sub.end && field(&sub, &n2, &w2, &v, &s2) == 0) {
-            if (n2 == 1)
-                each_int(w2, v, &s2, ints_add, &locs);
-            else if (n2 == 2)
-                each_int(w2, v, &s2, ints_add, &vals);
-            else if (n2 == 3 && w2 == 2 && nl < 2) { /* keep two of its own labels */
-                uint64_t k = 0, s = 0, nu = 0, un = 0;
-                int n3, w3;
-                pb_t s4;
-                while (s2.p < s2.end && field(&s2, &n3, &w3, &v, &s4) == 0) {
-                    if (w3 != 0)
-                        continue;
-                    if (n3 == 1)
-                        k = v;
-                    else if (n3 == 2)
-                        s = v;
-                    else if (n3 == 3)
-                        nu = v;
-                    else if (n3 == 4)
-                        un = v;
-                }
-                str_dup(&d, k, lkey[nl], sizeof(lkey[nl]));
-                if (!lkey[nl][0] || is_extra(lkey[nl], extra, nextra))
-                    continue;
-                labs[nl].key = lkey[nl];
-                labs[nl].str = s ? str_dup(&d, s, lstr[nl], sizeof(lstr[nl])) : NULL;
-                labs[nl].num = (int64_t)nu;
-                labs[nl].unit = un ? str_dup(&d, un, lunit[nl], sizeof(lunit[nl])) : NULL;
-                nl++;
-            }
-        }
-        /* Each location with its lines, innermost first, as the member wrote them. */
-        for (i = 0; i < locs.n && nf < PE_MAX_FRAMES && np < DECODE_MAX_PLACES; i++) {
-            uint64_t id = locs.v[i];
-            int k = 0;
-
-            if (id >= d.nloc)
-                continue;
-            if (!d.loc_fns[id].n) { /* not symbolized there: its object, as its views name it */
-                anon_name(&d, id, pp->name[np]);
-                pp->pl[np] = (pe_prof_place_t){pp->name[np], NULL, 0};
-                np++;
-                k = 1;
-            }
-            for (int j = 0; j < d.loc_fns[id].n && np < DECODE_MAX_PLACES && k < 255; j++, k++) {
-                uint64_t f = d.loc_fns[id].v[j];
-                pp->pl[np].name = fn_raw(&d, f, pp->name[np]);
-                pp->pl[np].src = f < d.nfn && d.fn_file[f]
-                                     ? str_dup(&d, d.fn_file[f], pp->src[np], DECODE_STR)
-                                     : NULL;
-                if (pp->pl[np].src && !pp->pl[np].src[0])
-                    pp->pl[np].src = NULL;
-                pp->pl[np].line = (uint32_t)d.loc_lines[id].v[j];
-                np++;
-            }
-            if (k)
-                pp->nlines[nf++] = (uint8_t)k;
-        }
-        for (i = 0; i < vals.n && i < m->ntypes; i++)
-            values[i] = (int64_t)vals.v[i];
-        for (i = 0; i < nextra; i++)
-            labs[nl++] = extra[i];
-        if (nf == 0) {
-            const char *none = "[no stack]";
-            pe_prof_add_names(m->prof, &none, 1, values, labs, nl);
-        } else {
-            pe_prof_add_places(m->prof, pp->pl, pp->nlines, nf, values, labs, nl);
-        }
-        free(locs.v);
-        free(vals.v);
+        if (num == 2 && wt == 2)
+            merge_sample(m, &d, sub, pp, extra, nextra);
     }
     merge_comments(m, &d, buf, len, extra, nextra);
     m->merged++;

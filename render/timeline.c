@@ -144,25 +144,38 @@ pe_prof_timeline_json(pe_sink_t *s, const pe_prof_tl_t *t)
 
 /* ---- SVG --------------------------------------------------------------------------- */
 
-static void
-write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uint64_t peak_b,
-          int64_t now)
-{
-    double pw = W - ML - MR, t0 = (double)v[0].t_ms, t1 = (double)v[n - 1].t_ms, ymax = 1, tmax = 1;
-    double span = t1 > t0 ? t1 - t0 : 1000, unit, step, ty = MT + H + GAP;
-    char a[32], b[32], c[32], d[32], e[32], f[32], tb[16];
-    int cols = n < COLS ? n : COLS;
+/* The chart's scales: the time span, the byte maximum, the threads strip's. */
+typedef struct plot_s {
+    double t0, span, pw; /* first second, seconds shown (ms), plot width */
+    double ymax;         /* bytes at the top of the plot */
+    double tmax, ty;     /* threads at the top of the strip, the strip's top */
+} plot_t;
 
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < NSERIES; k++)
-            ymax = max_d(ymax, (double)series[k].get(&v[i]));
-        tmax = max_d(tmax, v[i].threads);
-    }
-    ymax *= 1.08;
-    tmax = ceil_d(tmax * 1.2);
-#define X(t) (ML + ((double)(t)-t0) / span * pw)
-#define Y(b) (MT + H - (double)(b) / ymax * H)
-#define YT(k) (ty + TH - (double)(k) / tmax * TH)
+static double
+x_of(const plot_t *p, double t)
+{
+    return ML + (t - p->t0) / p->span * p->pw;
+}
+
+static double
+y_of(const plot_t *p, double b)
+{
+    return MT + H - b / p->ymax * H;
+}
+
+static double
+yt_of(const plot_t *p, double k)
+{
+    return p->ty + TH - k / p->tmax * TH;
+}
+
+/* The svg element, and the byte and time axes with their gridlines. */
+static void
+svg_axes(pe_sink_t *s, const plot_t *p)
+{
+    double unit, step, ty = p->ty;
+    char a[32], tb[16];
+
     pe_sink_printf(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" viewBox=\"0 0 %.0f %.0f\" "
@@ -170,14 +183,17 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
         "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
         W, ty + TH + MB, W, ty + TH + MB);
     /* byte axis: gridlines at round steps of a unit that suits the maximum */
-    unit = ymax >= 1 << 30 ? 1 << 30 : ymax >= 1 << 20 ? 1 << 20 : ymax >= 1 << 10 ? 1 << 10 : 1;
-    step = nice_step(ymax, 6, unit);
-    for (double y = 0; y <= ymax; y += step) {
+    unit = p->ymax >= 1 << 30   ? 1 << 30
+           : p->ymax >= 1 << 20 ? 1 << 20
+           : p->ymax >= 1 << 10 ? 1 << 10
+                                : 1;
+    step = nice_step(p->ymax, 6, unit);
+    for (double y = 0; y <= p->ymax; y += step) {
         human(y, a, sizeof(a));
         pe_sink_printf(s,
                        "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                       ML, W - MR, Y(y), Y(y), ML - 6, Y(y) + 4, a);
+                       ML, W - MR, y_of(p, y), y_of(p, y), ML - 6, y_of(p, y) + 4, a);
     }
     pe_sink_printf(s,
                    "<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
@@ -185,49 +201,49 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
                    MT + H / 2, MT + H / 2);
     /* time axis (UTC) under both plots */
     for (int i = 0; i <= 6; i++) {
-        double t = t0 + span * i / 6;
+        double t = p->t0 + p->span * i / 6;
         hms((int64_t)t, tb, sizeof(tb));
         pe_sink_printf(s,
                        "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                       X(t), X(t), MT, ty + TH, X(t), ty + TH + 16, tb);
+                       x_of(p, t), x_of(p, t), MT, ty + TH, x_of(p, t), ty + TH + 16, tb);
     }
     pe_sink_printf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (UTC)</text>\n",
-                   ML + pw / 2, ty + TH + 34);
-    /* the series */
-    for (int k = 0; k < NSERIES; k++) {
-        if (k >= 2 && !v[n - 1].have_arena)
-            continue;
-        pe_sink_printf(
-            s, "<polyline id=\"s-%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-            series[k].key, series[k].color);
-        for (int i = 0; i < n && !s->err; i++)
-            pe_sink_printf(s, "%.1f,%.1f ", X(v[i].t_ms), Y(series[k].get(&v[i])));
-        pe_sink_put(s, "\"/>\n");
-    }
-    /* the peak of the sampled heap */
-    if (peak_ms >= v[0].t_ms && peak_ms <= v[n - 1].t_ms + 1000) {
-        double px = X(peak_ms), lw;
-        int left;
+                   ML + p->pw / 2, ty + TH + 34);
+}
 
-        human((double)peak_b, a, sizeof(a));
-        hms(peak_ms, tb, sizeof(tb));
-        /* The label's width at 12px bold sans (about 7.5 units a character):
-           on the left of the circle when the right would leave the chart. */
-        lw = 7.5 * (double)(strlen("peak  at ") + strlen(a) + strlen(tb));
-        left = px + 8 + lw > W - 4;
-        pe_sink_printf(
-            s,
-            "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
-            "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
-            "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\" text-anchor=\"%s\" "
-            "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">peak %s at %s</text>"
-            "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
-            "</g></a>\n",
-            px, Y(peak_b), left ? px - 8 : px + 8, max_d(Y(peak_b) - 8, MT + 12),
-            left ? "end" : "start", a, tb, a, tb);
-    }
-    /* threads strip */
+/* A circle on the peak of the sampled heap, labelled, linking to heap_peak. */
+static void
+svg_peak(pe_sink_t *s, const plot_t *p, int64_t peak_ms, uint64_t peak_b)
+{
+    double px = x_of(p, (double)peak_ms), lw;
+    char a[32], tb[16];
+    int left;
+
+    human((double)peak_b, a, sizeof(a));
+    hms(peak_ms, tb, sizeof(tb));
+    /* The label's width at 12px bold sans (about 7.5 units a character):
+       on the left of the circle when the right would leave the chart. */
+    lw = 7.5 * (double)(strlen("peak  at ") + strlen(a) + strlen(tb));
+    left = px + 8 + lw > W - 4;
+    pe_sink_printf(s,
+                   "<a href=\"heap_peak\"><g id=\"peak\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+                   "fill=\"none\" stroke=\"#000\" stroke-width=\"2\"/>"
+                   "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\" text-anchor=\"%s\" "
+                   "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">peak %s at %s</text>"
+                   "<title>peak of the sampled heap: %s at %s UTC (click: /heap_peak)</title>"
+                   "</g></a>\n",
+                   px, y_of(p, (double)peak_b), left ? px - 8 : px + 8,
+                   max_d(y_of(p, (double)peak_b) - 8, MT + 12), left ? "end" : "start", a, tb, a,
+                   tb);
+}
+
+/* The threads strip under the byte plot (ours included). */
+static void
+svg_threads(pe_sink_t *s, const plot_t *p, const pe_prof_tl_point_t *v, int n)
+{
+    double ty = p->ty;
+
     pe_sink_printf(s,
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>"
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">0</text>"
@@ -235,18 +251,27 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
                    "text-anchor=\"middle\">threads</text>" /* ours included */
                    "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n"
                    "<polyline id=\"s-threads\" fill=\"none\" stroke=\"#555\" points=\"",
-                   ML - 6, ty + 4, tmax, ML - 6, ty + TH + 4, ty + TH / 2, ty + TH / 2, ML, W - MR,
-                   ty + TH, ty + TH);
+                   ML - 6, ty + 4, p->tmax, ML - 6, ty + TH + 4, ty + TH / 2, ty + TH / 2, ML,
+                   W - MR, ty + TH, ty + TH);
     for (int i = 0; i < n && !s->err; i++)
-        pe_sink_printf(s, "%.1f,%.1f ", X(v[i].t_ms), YT(v[i].threads));
+        pe_sink_printf(s, "%.1f,%.1f ", x_of(p, (double)v[i].t_ms), yt_of(p, v[i].threads));
     pe_sink_put(s, "\"/>\n");
-    /* hover and links: one transparent column per group of seconds */
+}
+
+/* Hover and links: one transparent column per group of seconds (COLS at most). */
+static void
+svg_columns(pe_sink_t *s, const plot_t *p, const pe_prof_tl_point_t *v, int n, int64_t now)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32], tb[16];
+    int cols = n < COLS ? n : COLS;
+
     pe_sink_put(s, "<g id=\"cols\" fill=\"#000\" fill-opacity=\"0\">\n");
     for (int c0 = 0; c0 < cols && !s->err; c0++) {
         int i = (int)((int64_t)(c0 + 1) * n / cols) - 1; /* the column's last second */
         int lo = (int)((int64_t)c0 * n / cols);
-        double x0 = lo ? (X(v[lo - 1].t_ms) + X(v[lo].t_ms)) / 2 : ML;
-        double x1 = i + 1 < n ? (X(v[i].t_ms) + X(v[i + 1].t_ms)) / 2 : W - MR;
+        double x0 = lo ? (x_of(p, (double)v[lo - 1].t_ms) + x_of(p, (double)v[lo].t_ms)) / 2 : ML;
+        double x1 =
+            i + 1 < n ? (x_of(p, (double)v[i].t_ms) + x_of(p, (double)v[i + 1].t_ms)) / 2 : W - MR;
         double ago = (double)(now - v[i].t_ms) / 1000;
 
         hms(v[i].t_ms, tb, sizeof(tb));
@@ -263,13 +288,45 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
                        "<title>%s UTC (%.0f s ago)\nRSS %s\nsampled heap %s (RSS - heap: %s)\n"
                        "arenas in use %s, free %s; mmapped %s\nthreads %u\n"
                        "click: what changed since then (heap?since=%.0f)</title></rect></a>\n",
-                       ago, x0, MT, max_d(x1 - x0, 0.5), ty + TH - MT, v[i].t_ms, v[i].rss,
+                       ago, x0, MT, max_d(x1 - x0, 0.5), p->ty + TH - MT, v[i].t_ms, v[i].rss,
                        v[i].heap, v[i].threads, tb, ago, a, b, f, c, d, e, v[i].threads, ago);
     }
     pe_sink_put(s, "</g>\n");
-    /* legend */
-    for (int k = 0, x = (int)ML + 10; k < NSERIES; k++) {
-        if (k >= 2 && !v[n - 1].have_arena)
+}
+
+static void
+write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uint64_t peak_b,
+          int64_t now)
+{
+    double t0 = (double)v[0].t_ms, t1 = (double)v[n - 1].t_ms;
+    plot_t p = {t0, t1 > t0 ? t1 - t0 : 1000, W - ML - MR, 1, 1, MT + H + GAP};
+    int arena = v[n - 1].have_arena; /* the glibc series are drawn when the last second has them */
+
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < NSERIES; k++)
+            p.ymax = max_d(p.ymax, (double)series[k].get(&v[i]));
+        p.tmax = max_d(p.tmax, v[i].threads);
+    }
+    p.ymax *= 1.08;
+    p.tmax = ceil_d(p.tmax * 1.2);
+    svg_axes(s, &p);
+    for (int k = 0; k < NSERIES; k++) { /* the series */
+        if (k >= 2 && !arena)
+            continue;
+        pe_sink_printf(
+            s, "<polyline id=\"s-%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+            series[k].key, series[k].color);
+        for (int i = 0; i < n && !s->err; i++)
+            pe_sink_printf(s, "%.1f,%.1f ", x_of(&p, (double)v[i].t_ms),
+                           y_of(&p, (double)series[k].get(&v[i])));
+        pe_sink_put(s, "\"/>\n");
+    }
+    if (peak_ms >= v[0].t_ms && peak_ms <= v[n - 1].t_ms + 1000)
+        svg_peak(s, &p, peak_ms, peak_b);
+    svg_threads(s, &p, v, n);
+    svg_columns(s, &p, v, n, now);
+    for (int k = 0, x = (int)ML + 10; k < NSERIES; k++) { /* legend */
+        if (k >= 2 && !arena)
             continue;
         pe_sink_printf(s,
                        "<rect x=\"%d\" y=\"%.0f\" width=\"14\" height=\"3\" fill=\"%s\"/>"
@@ -278,9 +335,6 @@ write_svg(pe_sink_t *s, const pe_prof_tl_point_t *v, int n, int64_t peak_ms, uin
         x += 28 + (int)strlen(series[k].label) * 6;
     }
     pe_sink_put(s, "</svg>\n");
-#undef X
-#undef Y
-#undef YT
 }
 
 /* The program's name, safe inside HTML text (markup characters become '_'). */

@@ -271,8 +271,18 @@ pe_stacks_capture(int timeout_ms, pe_stacks_t **out)
 }
 
 /*
+ * Each thread's place in one capture, slot[i] for r->v[i]: a capture slot's index
+ * (>= 0, signalled), or one of these.
+ */
+enum {
+    SLOT_NONE = -1, /* to signal; still so after the sends when no capture slot was free */
+    SLOT_GONE = -2, /* exited: left out of the result */
+    SLOT_DONE = -3, /* settled without a signal: its stack, or why none, is in place */
+};
+
+/*
  * The quiet pass: every thread that /proc can give without a signal.  Marks
- * slot[i] = -2 for threads gone, -3 for threads done, -1 for those to signal.
+ * slot[i] SLOT_GONE, SLOT_DONE, or SLOT_NONE for those to signal.
  * Returns how many need the signal.
  */
 static int
@@ -288,7 +298,7 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode, int names)
         st->tid = tids[i];
         if (names)
             pe_threads_name(st->tid, st->name, sizeof(st->name));
-        slot[i] = -1;
+        slot[i] = SLOT_NONE;
         if (mode == PE_STACKS_SIGNAL) {
             st->state = pe_proc_thread_state(st->tid); /* before the signal wakes it */
             need++;
@@ -296,7 +306,7 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode, int names)
         }
         rc = pe_quiet_capture(st->tid, st->pcs, PE_MAX_FRAMES, &st->state, &why, &reused);
         if (rc == -ESRCH) {
-            slot[i] = -2;
+            slot[i] = SLOT_GONE;
             continue;
         }
         if (rc > 0) {
@@ -304,13 +314,13 @@ quiet_pass(pe_stacks_t *r, pid_t *tids, int *slot, int n, int mode, int names)
             st->answered = 1;
             st->method = "proc";
             st->reused = reused;
-            slot[i] = -3;
+            slot[i] = SLOT_DONE;
             continue;
         }
         st->quiet_why = why;
         if (mode == PE_STACKS_PROC) {
             st->why = why ? why : "no stack from /proc";
-            slot[i] = -3;
+            slot[i] = SLOT_DONE;
             continue;
         }
         need++;
@@ -325,95 +335,61 @@ pe_stacks_capture_mode(int timeout_ms, int mode, pe_stacks_t **out)
     return pe_stacks_capture_into(timeout_ms, mode, out);
 }
 
-int
-pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
+/* The slot table, mapped at the first capture (under cap_lock).  0 or -ENOMEM. */
+static int
+cap_map(void)
 {
-    pe_stacks_t *r, **out = io;
-    pid_t *tids;
-    int *slot, n, i, rc, pending, need, acquired = 0, kept = *io != NULL;
-    int retry_ms = (mode & PE_STACKS_NOW) ? 0 : 4; /* quiet_retry's budget for the whole capture */
-    int64_t t0, ts, deadline, resend;
-    uint32_t gen = 0;
-    int names = !(mode & PE_STACKS_NO_NAMES);
+    struct rlimit rl;
+    void *m;
 
-    mode &= ~(PE_STACKS_NO_NAMES | PE_STACKS_NOW);
-    pe_py_init();
-    tids = NULL;
-    slot = NULL;
-    if (kept) { /* the caller's: its array is kept, the rest starts over */
-        pe_stack_t *v = (*io)->v;
-        int room = (*io)->cap;
-        r = *io;
-        memset(r, 0, sizeof(*r));
-        r->v = v;
-        r->cap = room;
-    } else if (!(r = calloc(1, sizeof(*r)))) {
-        rc = -ENOMEM;
-        goto err_free;
-    }
-    pthread_mutex_lock(&cap_lock);
-    if (!cap) {
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-            while (cap_slots > 64 && (uint64_t)cap_slots * sizeof(cap_slot_t) > rl.rlim_cur / 256)
-                cap_slots /= 2;
-        void *m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            rc = -ENOMEM;
-            goto err_unlock;
-        }
-        __atomic_store_n(&cap, (cap_slot_t *)m, __ATOMIC_RELEASE);
-    }
-    /* The signal is taken only when some thread needs it: a capture all from
-       /proc leaves the program's disposition alone. */
-    if (mode != PE_STACKS_PROC && pe_cpu_sig_program_owns()) {
-        rc = -EPERM;
-        goto err_unlock;
-    }
+    if (cap)
+        return 0;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        while (cap_slots > 64 && (uint64_t)cap_slots * sizeof(cap_slot_t) > rl.rlim_cur / 256)
+            cap_slots /= 2;
+    m = mmap(NULL, CAP_SLOTS * sizeof(cap_slot_t), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -ENOMEM;
+    __atomic_store_n(&cap, (cap_slot_t *)m, __ATOMIC_RELEASE);
+    return 0;
+}
 
-    n = list_threads(&tids);
-    if (n < 0)
-        n = 0;
+/* Room in r->v for n threads, each cleared but for its frames.  0 or -ENOMEM. */
+static int
+stacks_room(pe_stacks_t *r, int n)
+{
     if (n > r->cap || !r->v) {
         pe_stack_t *v = realloc(r->v, (n ? (size_t)n : 1) * sizeof(*r->v));
-        if (!v) {
-            rc = -ENOMEM;
-            goto err_unlock;
-        }
+        if (!v)
+            return -ENOMEM;
         r->v = v;
         r->cap = n ? n : 1;
     }
-    for (i = 0; i < n; i++) /* all but the frames, which nframes bounds */
+    for (int i = 0; i < n; i++) /* all but the frames, which nframes bounds */
         memset(&r->v[i], 0, offsetof(pe_stack_t, pcs));
-    slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
-    if (!slot) {
-        rc = -ENOMEM;
-        goto err_unlock;
-    }
-    r->time_nanos = pe_clock_ns(CLOCK_REALTIME);
-    t0 = pe_clock_ns(CLOCK_MONOTONIC);
-    need = quiet_pass(r, tids, slot, n, mode, names);
-    if (need) {
-        if ((rc = pe_cpu_sig_acquire()) < 0)
-            goto err_unlock;
-        acquired = 1;
-        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        if (++cap_gen > 0xfffffu)
-            cap_gen = 1;
-        gen = cap_gen;
-    }
-    for (i = 0; need && i < n; i++) {
+    return 0;
+}
+
+/*
+ * Signal every thread still SLOT_NONE, each through a capture slot of generation
+ * gen; in auto mode a thread that may not be signalled is settled from /proc
+ * instead (may_signal, quiet_retry within *retry_ms).  Under cap_lock.
+ */
+static void
+send_all(pe_stacks_t *r, int *slot, int n, int mode, uint32_t gen, int *retry_ms)
+{
+    for (int i = 0; i < n; i++) {
         pe_stack_t *st = &r->v[i];
         cap_slot_t *s;
         int j;
 
-        if (slot[i] != -1)
+        if (slot[i] != SLOT_NONE)
             continue;
         if ((j = may_signal(st, mode)) <= 0) { /* as late as can be: it may block any time */
             if (j == 0)
-                (void)quiet_retry(st, &retry_ms);
-            slot[i] = j == -ESRCH ? -2 : -3;
+                (void)quiet_retry(st, retry_ms);
+            slot[i] = j == -ESRCH ? SLOT_GONE : SLOT_DONE;
             continue;
         }
         if ((j = slot_take()) < 0) {
@@ -430,43 +406,61 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
         if (pe_cpu_sigq_send(st->tid, PE_SIGQ_CAP(gen, j)) == -ESRCH) {
             /* exited meanwhile */
             __atomic_store_n(&s->state, S_ABANDONED, __ATOMIC_RELEASE);
-            slot[i] = -2;
+            slot[i] = SLOT_GONE;
         }
     }
+}
 
-    /* Wait for the answers; send again to the silent now and then (a SIGPROF
-       already pending on a thread, e.g. a CPU timer's, swallows ours). */
-    ts = pe_clock_ns(CLOCK_MONOTONIC); /* the signals went now, after the /proc pass */
-    deadline = ts + (int64_t)timeout_ms * 1000000;
-    resend = ts + 10 * 1000000;
-    while (need) {
+/*
+ * Signal again the threads whose slot is still PENDING; one that may not be
+ * signalled any more is left be (its slot ABANDONED).  Under cap_lock.
+ */
+static void
+resend_silent(pe_stacks_t *r, int *slot, int n, int mode, uint32_t gen)
+{
+    for (int i = 0; i < n; i++) {
+        int expected = S_PENDING, ok;
+        if (slot[i] < 0 || __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_PENDING)
+            continue;
+        if ((ok = may_signal(&r->v[i], mode)) == 1) {
+            (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
+            continue;
+        }
+        /* it blocked meanwhile (our first signal was swallowed): leave it be */
+        if (__atomic_compare_exchange_n(&cap[slot[i]].state, &expected, S_ABANDONED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            slot[i] = ok == -ESRCH ? SLOT_GONE : SLOT_DONE;
+        else if (r->v[i].method && !strcmp(r->v[i].method, "syscall")) {
+            r->v[i].method = NULL; /* its handler runs now: the signal's answer */
+            r->v[i].answered = 0;
+            r->v[i].why = NULL;
+        }
+    }
+}
+
+/*
+ * Wait up to timeout_ms for the signalled threads' answers; send again to the
+ * silent now and then (a SIGPROF already pending on a thread, e.g. a CPU timer's,
+ * swallows ours).  Under cap_lock.
+ */
+static void
+wait_answers(pe_stacks_t *r, int *slot, int n, int mode, uint32_t gen, int timeout_ms)
+{
+    int64_t ts = pe_clock_ns(CLOCK_MONOTONIC); /* the signals went now, after the /proc pass */
+    int64_t deadline = ts + (int64_t)timeout_ms * 1000000;
+    int64_t resend = ts + 10 * 1000000;
+
+    for (;;) {
         int64_t now = pe_clock_ns(CLOCK_MONOTONIC);
-        pending = 0;
-        for (i = 0; i < n; i++)
+        int pending = 0;
+
+        for (int i = 0; i < n; i++)
             if (slot[i] >= 0 && __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_DONE)
                 pending++;
         if (!pending || now >= deadline)
             break;
         if (now >= resend) {
-            for (i = 0; i < n; i++) {
-                int expected = S_PENDING, ok;
-                if (slot[i] < 0 ||
-                    __atomic_load_n(&cap[slot[i]].state, __ATOMIC_ACQUIRE) != S_PENDING)
-                    continue;
-                if ((ok = may_signal(&r->v[i], mode)) == 1) {
-                    (void)pe_cpu_sigq_send(r->v[i].tid, PE_SIGQ_CAP(gen, slot[i]));
-                    continue;
-                }
-                /* it blocked meanwhile (our first signal was swallowed): leave it be */
-                if (__atomic_compare_exchange_n(&cap[slot[i]].state, &expected, S_ABANDONED, 0,
-                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-                    slot[i] = ok == -ESRCH ? -2 : -3;
-                else if (r->v[i].method && !strcmp(r->v[i].method, "syscall")) {
-                    r->v[i].method = NULL; /* its handler runs now: the signal's answer */
-                    r->v[i].answered = 0;
-                    r->v[i].why = NULL;
-                }
-            }
+            resend_silent(r, slot, n, mode, gen);
             resend = now + 4 * (resend - ts > 10 * 1000000 ? resend - ts : 10 * 1000000);
         }
         /* a running thread answers within microseconds when it has a CPU; past that it
@@ -477,16 +471,24 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
         else
             sleep_ns(now - ts < 2 * 1000000 ? 100 * 1000 : 1000000);
     }
+}
 
-    /* Collect; close the silent slots. */
-    for (i = 0; i < n; i++) {
+/*
+ * Take the answers out of the capture slots and close the silent ones; a silent
+ * thread that exited becomes SLOT_GONE, another gets why it was silent.  Under
+ * cap_lock.
+ */
+static void
+collect(pe_stacks_t *r, int *slot, int n)
+{
+    for (int i = 0; i < n; i++) {
         pe_stack_t *st = &r->v[i];
         cap_slot_t *s;
         int expected = S_PENDING;
 
-        if (slot[i] == -2 || slot[i] == -3)
+        if (slot[i] == SLOT_GONE || slot[i] == SLOT_DONE)
             continue;
-        if (slot[i] < 0)
+        if (slot[i] == SLOT_NONE)
             goto silent;
         s = &cap[slot[i]];
         if (__atomic_compare_exchange_n(&s->state, &expected, S_ABANDONED, 0, __ATOMIC_ACQ_REL,
@@ -509,33 +511,39 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
         }
     silent:
         if (!pe_proc_task_alive(st->tid)) {
-            slot[i] = -2; /* it exited: not a thread any more */
+            slot[i] = SLOT_GONE; /* not a thread any more */
             continue;
         }
         if (!st->why)
             st->why = why_silent(st->tid);
     }
-    r->wait_ns = pe_clock_ns(CLOCK_MONOTONIC) - t0;
-    if (acquired) {
-        /* Another holder (a profile, a trace's recording) keeps the signal ours: it waits for
-           signals in flight before it lets go, so we need not (a trace captures every few ms,
-           and a late answer made each capture wait here up to 100 ms).  Else we wait. */
-        int held = __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE);
-        while (held > 1 && !__atomic_compare_exchange_n(&pe_cpu_profiling, &held, held - 1, 0,
-                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            ;
-        if (held <= 1) {
-            pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
-            __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        }
-        pe_cpu_sig_release();
-    }
-    pthread_mutex_unlock(&cap_lock);
+}
 
-    /* compact: exited threads out */
-    for (i = 0; i < n; i++) {
+/* Give back the signal pe_cpu_sig_acquire gave a capture. */
+static void
+sig_done(void)
+{
+    /* Another holder (a profile, a trace's recording) keeps the signal ours: it waits for
+       signals in flight before it lets go, so we need not (a trace captures every few ms,
+       and a late answer made each capture wait here up to 100 ms).  Else we wait. */
+    int held = __atomic_load_n(&pe_cpu_profiling, __ATOMIC_ACQUIRE);
+    while (held > 1 && !__atomic_compare_exchange_n(&pe_cpu_profiling, &held, held - 1, 0,
+                                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    if (held <= 1) {
+        pe_cpu_sig_quiesce(100); /* a resent signal still on its way */
+        __atomic_sub_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+    }
+    pe_cpu_sig_release();
+}
+
+/* The threads but the exited ones into r->v[0..r->n), counted by how they answered. */
+static void
+compact(pe_stacks_t *r, const int *slot, int n)
+{
+    for (int i = 0; i < n; i++) {
         pe_stack_t *st = &r->v[i];
-        if (slot[i] == -2)
+        if (slot[i] == SLOT_GONE)
             continue;
         if (r->n != i) /* (a whole stack: copied only when an exited thread left a gap) */
             r->v[r->n] = *st;
@@ -549,11 +557,78 @@ pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
             r->nsignal++;
         r->n++;
     }
+}
+
+int
+pe_stacks_capture_into(int timeout_ms, int mode, pe_stacks_t **io)
+{
+    pe_stacks_t *r;
+    pid_t *tids = NULL;
+    int *slot = NULL, n, i, rc, need, acquired = 0, kept = *io != NULL;
+    int retry_ms = (mode & PE_STACKS_NOW) ? 0 : 4; /* quiet_retry's budget for the whole capture */
+    int64_t t0;
+    uint32_t gen = 0;
+    int names = !(mode & PE_STACKS_NO_NAMES);
+
+    mode &= ~(PE_STACKS_NO_NAMES | PE_STACKS_NOW);
+    pe_py_init();
+    if (kept) { /* the caller's: its array is kept, the rest starts over */
+        pe_stack_t *v = (*io)->v;
+        int room = (*io)->cap;
+        r = *io;
+        memset(r, 0, sizeof(*r));
+        r->v = v;
+        r->cap = room;
+    } else if (!(r = calloc(1, sizeof(*r)))) {
+        rc = -ENOMEM;
+        goto err_free;
+    }
+    pthread_mutex_lock(&cap_lock);
+    if ((rc = cap_map()) < 0)
+        goto err_unlock;
+    /* The signal is taken only when some thread needs it: a capture all from
+       /proc leaves the program's disposition alone. */
+    if (mode != PE_STACKS_PROC && pe_cpu_sig_program_owns()) {
+        rc = -EPERM;
+        goto err_unlock;
+    }
+
+    n = list_threads(&tids);
+    if (n < 0)
+        n = 0;
+    if ((rc = stacks_room(r, n)) < 0)
+        goto err_unlock;
+    slot = malloc((n ? (size_t)n : 1) * sizeof(*slot));
+    if (!slot) {
+        rc = -ENOMEM;
+        goto err_unlock;
+    }
+    r->time_nanos = pe_clock_ns(CLOCK_REALTIME);
+    t0 = pe_clock_ns(CLOCK_MONOTONIC);
+    need = quiet_pass(r, tids, slot, n, mode, names);
+    if (need) {
+        if ((rc = pe_cpu_sig_acquire()) < 0)
+            goto err_unlock;
+        acquired = 1;
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        if (++cap_gen > 0xfffffu)
+            cap_gen = 1;
+        gen = cap_gen;
+        send_all(r, slot, n, mode, gen, &retry_ms);
+        wait_answers(r, slot, n, mode, gen, timeout_ms);
+    }
+    collect(r, slot, n);
+    r->wait_ns = pe_clock_ns(CLOCK_MONOTONIC) - t0;
+    if (acquired)
+        sig_done();
+    pthread_mutex_unlock(&cap_lock);
+
+    compact(r, slot, n);
     for (i = 0; i < r->n; i++) /* CPython frames named while their code is alive */
         pe_py_name_pcs(r->v[i].pcs, r->v[i].nframes);
     free(tids);
     free(slot);
-    *out = r;
+    *io = r;
     return 0;
 
 err_unlock:

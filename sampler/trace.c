@@ -359,37 +359,16 @@ sleep_until(int64_t when)
         ;
 }
 
-int
-pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
+/* What the trace says of itself before it starts: the options, the budget (used so far:
+   `used`, the event ring), the heap's sampling, the start times. */
+static void
+trace_header(pe_tj_trace_t *t, const pe_trace_opts_t *o, int64_t used)
 {
-    int rc = 0, sig_held = 0;
-    int64_t period = (int64_t)(o->delay * 1e9), end, next, next_stop, cpu0;
-    /* a running thread answers our signal when it next runs: on a busy machine that can take
-       long; past half a period it is sampled as running without a stack */
-    int wait_ms = (int)(o->delay * 500) < 1                  ? 1
-                  : (int)(o->delay * 500) > TRACE_CAPTURE_MS ? TRACE_CAPTURE_MS
-                                                             : (int)(o->delay * 500);
-    int64_t nev = o->budget / 4 / (int64_t)sizeof(pe_tj_event_t);
-    pe_tj_event_t *evs;
-    pe_tj_trace_t *t;
-    rec_t r;
-
-    *out = NULL;
-    nev = nev > TRACE_EVENTS ? TRACE_EVENTS : nev < TRACE_EVENTS_MIN ? TRACE_EVENTS_MIN : nev;
-    if (pe_trace_feed_claim() < 0)
-        return -EBUSY;
-    memset(&r, 0, sizeof(r));
-    if (!(t = calloc(1, sizeof(*t))) || !(evs = calloc((size_t)nev, sizeof(*evs)))) {
-        free(t);
-        pe_trace_feed_release();
-        return -ENOMEM;
-    }
-    r.t = t;
     t->pid = (int)getpid();
     t->seconds_asked = o->seconds;
     t->delay = o->delay;
     t->budget = o->budget;
-    t->used = nev * (int64_t)sizeof(*evs);
+    t->used = used;
     t->mutex_rate = pe_cfg.mutex_rate > 0 ? (uint64_t)pe_cfg.mutex_rate : 0;
     t->heap_rate = o->heap_off ? 0 : o->heap_rate;
     t->heap_off = o->heap_off        ? o->heap_off
@@ -397,15 +376,27 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
                                      : "heap sampling is off (PROFEP_HEAP_RATE=0)";
     t->start_ns = pe_clock_ns(CLOCK_MONOTONIC);
     t->start_real_ns = pe_clock_ns(CLOCK_REALTIME);
-    /* the signal stays ours for the whole recording (when it can be): a capture then need
-       not wait for its late answers before handing the signal back, this does once at the end */
-    if (!pe_cpu_sig_program_owns() && pe_cpu_sig_acquire() == 0) {
-        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
-        sig_held = 1;
-    }
-    pe_trace_feed_open(evs, nev);
-    end = t->start_ns + (int64_t)(o->seconds * 1e9);
-    cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/*
+ * Tick every o->delay seconds until o->seconds have passed, o->stop says so, or the
+ * budget is reached (t->ended says which of the last two).  Spaces the ticks out
+ * when they cost more than TRACE_CPU_SHARE of a period, and skips those it is late
+ * for.  0, or tick's error.
+ */
+static int
+record_ticks(rec_t *r, const pe_trace_opts_t *o)
+{
+    pe_tj_trace_t *t = r->t;
+    int64_t period = (int64_t)(o->delay * 1e9), next, next_stop;
+    int64_t end = t->start_ns + (int64_t)(o->seconds * 1e9);
+    /* a running thread answers our signal when it next runs: on a busy machine that can take
+       long; past half a period it is sampled as running without a stack */
+    int wait_ms = (int)(o->delay * 500) < 1                  ? 1
+                  : (int)(o->delay * 500) > TRACE_CAPTURE_MS ? TRACE_CAPTURE_MS
+                                                             : (int)(o->delay * 500);
+    int rc = 0;
+
     next = next_stop = t->start_ns;
     for (;;) {
         int64_t now = pe_clock_ns(CLOCK_MONOTONIC);
@@ -420,7 +411,7 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         }
         if (now >= next) {
             int64_t took, after, cpu = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-            rc = tick(&r, now, wait_ms);
+            rc = tick(r, now, wait_ms);
             after = pe_clock_ns(CLOCK_MONOTONIC);
             cpu = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
             took = after - now;
@@ -447,6 +438,56 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         }
         sleep_until(next < end ? next : end);
     }
+    return rc;
+}
+
+/* The recorder's own tables (the trace keeps its threads, samples and events). */
+static void
+rec_free(rec_t *r)
+{
+    free(r->thash);
+    free(r->prev_state);
+    free(r->prev_stack);
+    free(r->seen);
+    pe_stacks_free(r->cap);
+    free(r->frames);
+    free(r->off);
+    free(r->len);
+    free(r->hash);
+    free(r->exact);
+    free(r->shash);
+}
+
+int
+pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
+{
+    int rc = 0, sig_held = 0;
+    int64_t nev = o->budget / 4 / (int64_t)sizeof(pe_tj_event_t), cpu0;
+    pe_tj_event_t *evs;
+    pe_tj_trace_t *t;
+    rec_t r;
+
+    *out = NULL;
+    nev = nev > TRACE_EVENTS ? TRACE_EVENTS : nev < TRACE_EVENTS_MIN ? TRACE_EVENTS_MIN : nev;
+    if (pe_trace_feed_claim() < 0)
+        return -EBUSY;
+    memset(&r, 0, sizeof(r));
+    if (!(t = calloc(1, sizeof(*t))) || !(evs = calloc((size_t)nev, sizeof(*evs)))) {
+        free(t);
+        pe_trace_feed_release();
+        return -ENOMEM;
+    }
+    r.t = t;
+    trace_header(t, o, nev * (int64_t)sizeof(*evs));
+    /* the signal stays ours for the whole recording (when it can be): a capture then need
+       not wait for its late answers before handing the signal back, this does once at the end */
+    if (!pe_cpu_sig_program_owns() && pe_cpu_sig_acquire() == 0) {
+        __atomic_add_fetch(&pe_cpu_profiling, 1, __ATOMIC_ACQ_REL);
+        sig_held = 1;
+    }
+    pe_trace_feed_open(evs, nev);
+    cpu0 = pe_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    rc = record_ticks(&r, o);
     /* the names of the threads still there now (a thread may rename itself at any time) */
     for (int i = 0; i < t->nthreads && r.cap; i++)
         for (int k = 0; k < r.cap->n; k++)
@@ -468,17 +509,7 @@ pe_trace_record(const pe_trace_opts_t *o, pe_tj_trace_t **out)
         alloc_stacks(&r, o);
     if (!rc)
         rc = stacks_profile(&r);
-    free(r.thash);
-    free(r.prev_state);
-    free(r.prev_stack);
-    free(r.seen);
-    pe_stacks_free(r.cap);
-    free(r.frames);
-    free(r.off);
-    free(r.len);
-    free(r.hash);
-    free(r.exact);
-    free(r.shash);
+    rec_free(&r);
     pe_trace_feed_release();
     if (rc < 0) {
         pe_trace_free(t);

@@ -1165,6 +1165,94 @@ v0_const_str(v0_t *p)
     out_chr(p->out, '"');
 }
 
+/* A `b` (bool) or `c` (char) <const>: its hex digits, printed as Rust writes them. */
+static void
+v0_const_bool_char(v0_t *p, int tag)
+{
+    const char *d;
+    uint64_t v;
+    size_t nd;
+
+    if (v0_hex(p, &d, &nd))
+        return;
+    if (hex_u64(d, nd, &v)) {
+        p->err = 1;
+        return;
+    }
+    if (tag == 'b') {
+        if (v > 1)
+            p->err = 1;
+        else
+            v0_print(p, v ? "true" : "false");
+    } else {
+        if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000)) {
+            p->err = 1;
+        } else if (p->out) {
+            out_chr(p->out, '\'');
+            out_escaped_char(p->out, (uint32_t)v, '\'');
+            out_chr(p->out, '\'');
+        }
+    }
+}
+
+/* <const>s up to `E`, separated by ", ": how many. */
+static int
+v0_const_list(v0_t *p)
+{
+    int k;
+
+    for (k = 0; !v0_stop(p) && !v0_eat(p, 'E'); k++) {
+        if (k)
+            v0_print(p, ", ");
+        v0_const(p, 1);
+    }
+    return k;
+}
+
+/* `V` <path> then `U`, `T` <const>* `E` or `S` (<identifier> <const>)* `E`: a
+   unit, tuple or struct-like value of an enum or struct. */
+static void
+v0_const_adt(v0_t *p)
+{
+    v0_path(p, 1);
+    switch (v0_next(p)) {
+    case 'U': break;
+    case 'T':
+        v0_print(p, "(");
+        (void)v0_const_list(p);
+        v0_print(p, ")");
+        break;
+    case 'S':
+        v0_print(p, " { ");
+        for (int k = 0; !v0_stop(p) && !v0_eat(p, 'E'); k++) {
+            v0_ident_t id;
+
+            if (k)
+                v0_print(p, ", ");
+            v0_opt_b62(p, 's');
+            v0_ident(p, &id);
+            if (p->err)
+                break;
+            v0_print_ident(p, &id);
+            v0_print(p, ": ");
+            v0_const(p, 1);
+        }
+        v0_print(p, " }");
+        break;
+    default: p->err = 1;
+    }
+}
+
+/* Outside a value, a const that is not a literal is wrapped in {}: opens them, 1 when it did. */
+static int
+v0_brace(v0_t *p, int in_value)
+{
+    if (in_value)
+        return 0;
+    v0_print(p, "{");
+    return 1;
+}
+
 /* <const>: literals print bare; anything else is wrapped in {} outside a value. */
 static void
 v0_const(v0_t *p, int in_value)
@@ -1178,13 +1266,6 @@ v0_const(v0_t *p, int in_value)
         p->depth--;
         return;
     }
-#define V0_BRACE()                                                                                 \
-    do {                                                                                           \
-        if (!in_value) {                                                                           \
-            braced = 1;                                                                            \
-            v0_print(p, "{");                                                                      \
-        }                                                                                          \
-    } while (0)
     switch (tag) {
     case 'p': v0_print(p, "_"); break;
     case 'h':
@@ -1204,35 +1285,9 @@ v0_const(v0_t *p, int in_value)
         v0_const_uint(p);
         break;
     case 'b':
-    case 'c': {
-        const char *d;
-        uint64_t v;
-        size_t nd;
-
-        if (v0_hex(p, &d, &nd))
-            break;
-        if (hex_u64(d, nd, &v)) {
-            p->err = 1;
-            break;
-        }
-        if (tag == 'b') {
-            if (v > 1)
-                p->err = 1;
-            else
-                v0_print(p, v ? "true" : "false");
-        } else {
-            if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000)) {
-                p->err = 1;
-            } else if (p->out) {
-                out_chr(p->out, '\'');
-                out_escaped_char(p->out, (uint32_t)v, '\'');
-                out_chr(p->out, '\'');
-            }
-        }
-        break;
-    }
+    case 'c': v0_const_bool_char(p, tag); break;
     case 'e':
-        V0_BRACE();
+        braced = v0_brace(p, in_value);
         v0_print(p, "*");
         v0_const_str(p);
         break;
@@ -1242,61 +1297,26 @@ v0_const(v0_t *p, int in_value)
             v0_const_str(p);
             break;
         }
-        V0_BRACE();
+        braced = v0_brace(p, in_value);
         v0_print(p, tag == 'R' ? "&" : "&mut ");
         v0_const(p, 1);
         break;
     case 'A':
     case 'T':
-        V0_BRACE();
+        braced = v0_brace(p, in_value);
         v0_print(p, tag == 'A' ? "[" : "(");
-        for (k = 0; !v0_stop(p) && !v0_eat(p, 'E'); k++) {
-            if (k)
-                v0_print(p, ", ");
-            v0_const(p, 1);
-        }
+        k = v0_const_list(p);
         if (tag == 'T' && k == 1)
             v0_print(p, ",");
         v0_print(p, tag == 'A' ? "]" : ")");
         break;
     case 'V':
-        V0_BRACE();
-        v0_path(p, 1);
-        switch (v0_next(p)) {
-        case 'U': break;
-        case 'T':
-            v0_print(p, "(");
-            for (k = 0; !v0_stop(p) && !v0_eat(p, 'E'); k++) {
-                if (k)
-                    v0_print(p, ", ");
-                v0_const(p, 1);
-            }
-            v0_print(p, ")");
-            break;
-        case 'S':
-            v0_print(p, " { ");
-            for (k = 0; !v0_stop(p) && !v0_eat(p, 'E'); k++) {
-                v0_ident_t id;
-
-                if (k)
-                    v0_print(p, ", ");
-                v0_opt_b62(p, 's');
-                v0_ident(p, &id);
-                if (p->err)
-                    break;
-                v0_print_ident(p, &id);
-                v0_print(p, ": ");
-                v0_const(p, 1);
-            }
-            v0_print(p, " }");
-            break;
-        default: p->err = 1;
-        }
+        braced = v0_brace(p, in_value);
+        v0_const_adt(p);
         break;
     case 'B': v0_backref(p, 'c', in_value); break;
     default: p->err = 1;
     }
-#undef V0_BRACE
     if (braced)
         v0_print(p, "}");
     p->depth--;
