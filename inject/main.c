@@ -238,6 +238,73 @@ wait_flag(int memfd, uint64_t addr, int ms)
     return -ETIMEDOUT;
 }
 
+/* The library's bytes into the memfd the bootstrap thread in t made (its
+   number at data + D_OUT_MEMFD), then its path and the go. */
+static int
+send_library(const pe_target_t *t, int memfd_mem, uint64_t data, const unsigned char *file,
+             size_t file_len, char *why)
+{
+    char path[64];
+    int32_t memfd = -1, go;
+    int fd, ok;
+
+    if (wait_flag(memfd_mem, data + D_OUT_FDREADY, 10000) < 0 ||
+        read32(memfd_mem, data + D_OUT_MEMFD, &memfd) < 0 || memfd < 0) {
+        snprintf(why, PE_WHY_LEN, "the bootstrap thread in pid %d could not make a memfd",
+                 (int)t->pid);
+        return -EIO;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, (int)memfd);
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    ok = fd >= 0 && write(fd, file, file_len) == (ssize_t)file_len;
+    if (fd >= 0)
+        close(fd);
+    go = ok ? 1 : 2;
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)memfd);
+    pe_mem_write(memfd_mem, data + D_IN_PATH, path, strlen(path) + 1);
+    pe_mem_write(memfd_mem, data + D_GO, &go, 4);
+    if (!ok) {
+        snprintf(why, PE_WHY_LEN, "cannot write the library into pid %d's memfd", (int)t->pid);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* The stub's answer: its code, the serving thread's tid, the reply line, or
+   why the load failed. */
+static int
+read_answer(const pe_target_t *t, int memfd_mem, uint64_t data, char *reply, int32_t *tid,
+            char *why)
+{
+    int32_t rc32 = 0;
+
+    if (wait_flag(memfd_mem, data + D_OUT_DONE, PE_STUB_WAIT_NAPS - 1000) < 0) {
+        snprintf(why, PE_WHY_LEN, "pid %d did not answer within %d s", (int)t->pid,
+                 (PE_STUB_WAIT_NAPS - 1000) / 1000);
+        return -ETIMEDOUT;
+    }
+    read32(memfd_mem, data + D_OUT_RC, &rc32);
+    read32(memfd_mem, data + D_OUT_TID, tid);
+    pe_mem_read(memfd_mem, data + D_OUT_REPLY, reply, PE_STUB_REPLY_LEN);
+    reply[PE_STUB_REPLY_LEN - 1] = '\0';
+    if (rc32 == PE_STUB_RC_DLERROR) {
+        uint64_t e = 0;
+        char msg[400] = "";
+        pe_mem_read(memfd_mem, data + D_OUT_DLERR, &e, 8);
+        if (e)
+            pe_mem_read(memfd_mem, e, msg, sizeof(msg) - 1);
+        msg[sizeof(msg) - 1] = '\0';
+        snprintf(why, PE_WHY_LEN, "pid %d cannot load the library: %s", (int)t->pid,
+                 msg[0] ? msg : "dlopen failed");
+        return -ENOENT;
+    }
+    if (rc32 == PE_STUB_RC_NOGO) {
+        snprintf(why, PE_WHY_LEN, "the bootstrap thread in pid %d gave up", (int)t->pid);
+        return -EIO;
+    }
+    return rc32;
+}
+
 static int
 inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const char *settings,
        char *reply, char *why)
@@ -248,7 +315,7 @@ inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const
     uint64_t base = 0, data;
     unsigned char *file = NULL;
     size_t file_len = 0;
-    int32_t rc32 = 0, memfd = -1, tid = 0;
+    int32_t tid = 0;
     int64_t t0, t1;
     int rc;
     char path[64];
@@ -288,56 +355,9 @@ inject(const pe_target_t *t, const char *lib_path, uint64_t entry, int op, const
         goto out;
     data = base + PE_STUB_DATA;
     /* The first attach: fill the memfd the bootstrap thread made, then say go. */
-    if (!entry) {
-        int fd;
-        if (wait_flag(r.memfd, data + D_OUT_FDREADY, 10000) < 0 ||
-            read32(r.memfd, data + D_OUT_MEMFD, &memfd) < 0 || memfd < 0) {
-            snprintf(why, PE_WHY_LEN, "the bootstrap thread in pid %d could not make a memfd",
-                     (int)t->pid);
-            rc = -EIO;
-            goto out;
-        }
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->pid, (int)memfd);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        int ok = fd >= 0 && write(fd, file, file_len) == (ssize_t)file_len;
-        if (fd >= 0)
-            close(fd);
-        int32_t go = ok ? 1 : 2;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)memfd);
-        pe_mem_write(r.memfd, data + D_IN_PATH, path, strlen(path) + 1);
-        pe_mem_write(r.memfd, data + D_GO, &go, 4);
-        if (!ok) {
-            snprintf(why, PE_WHY_LEN, "cannot write the library into pid %d's memfd", (int)t->pid);
-            rc = -EIO;
-            goto out;
-        }
-    }
-    if (wait_flag(r.memfd, data + D_OUT_DONE, PE_STUB_WAIT_NAPS - 1000) < 0) {
-        snprintf(why, PE_WHY_LEN, "pid %d did not answer within %d s", (int)t->pid,
-                 (PE_STUB_WAIT_NAPS - 1000) / 1000);
-        rc = -ETIMEDOUT;
+    if (!entry && (rc = send_library(t, r.memfd, data, file, file_len, why)) < 0)
         goto out;
-    }
-    read32(r.memfd, data + D_OUT_RC, &rc32);
-    read32(r.memfd, data + D_OUT_TID, &tid);
-    pe_mem_read(r.memfd, data + D_OUT_REPLY, reply, PE_STUB_REPLY_LEN);
-    reply[PE_STUB_REPLY_LEN - 1] = '\0';
-    if (rc32 == PE_STUB_RC_DLERROR) {
-        uint64_t e = 0;
-        char msg[400] = "";
-        pe_mem_read(r.memfd, data + D_OUT_DLERR, &e, 8);
-        if (e)
-            pe_mem_read(r.memfd, e, msg, sizeof(msg) - 1);
-        msg[sizeof(msg) - 1] = '\0';
-        snprintf(why, PE_WHY_LEN, "pid %d cannot load the library: %s", (int)t->pid,
-                 msg[0] ? msg : "dlopen failed");
-        rc = -ENOENT;
-    } else if (rc32 == PE_STUB_RC_NOGO) {
-        snprintf(why, PE_WHY_LEN, "the bootstrap thread in pid %d gave up", (int)t->pid);
-        rc = -EIO;
-    } else {
-        rc = rc32;
-    }
+    rc = read_answer(t, r.memfd, data, reply, &tid, why);
 out:
     if (base) {
         int32_t one = 1;

@@ -110,26 +110,17 @@ pe_target_maps(pe_target_t *t, char *why)
 
 /* ---- refusals ---------------------------------------------------------------------- */
 
-int
-pe_target_check(pe_target_t *t, pid_t pid, char *why)
+/* The process's state (/proc/PID/stat): not a kernel thread, a zombie, or stopped. */
+static int
+check_state(pid_t pid, char *why)
 {
-    char path[64], buf[8192], exe[PATH_MAX];
-    unsigned char ehdr[20];
+    char path[64], buf[8192];
     const char *p;
-    long tracer, seccomp, uid;
     unsigned long flags = 0;
     char state = '?';
-    ssize_t n;
-    int fd;
 
-    memset(t, 0, sizeof(*t));
-    t->pid = pid;
-    if (pid == getpid()) {
-        snprintf(why, PE_WHY_LEN, "pid %d is profep itself", (int)pid);
-        return -EINVAL;
-    }
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((n = slurp(path, buf, sizeof(buf))) < 0) {
+    if (slurp(path, buf, sizeof(buf)) < 0) {
         snprintf(why, PE_WHY_LEN, "no process %d", (int)pid);
         return -ESRCH;
     }
@@ -151,6 +142,17 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
                  (int)pid, state, (int)pid);
         return -EAGAIN;
     }
+    return 0;
+}
+
+/* What /proc/PID/status says of it: no tracer, no seccomp, no shadow stack, ours to trace. */
+static int
+check_status(pid_t pid, char *why)
+{
+    char path[64], buf[8192];
+    const char *p;
+    long tracer, seccomp, uid;
+
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
     if (slurp(path, buf, sizeof(buf)) < 0) {
         snprintf(why, PE_WHY_LEN, "no process %d", (int)pid);
@@ -185,8 +187,20 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
                  (int)pid, uid);
         return -EPERM;
     }
+    return 0;
+}
+
+/* Its program file: readable, and x86-64 when it is ELF. */
+static int
+check_program(pid_t pid, char *why)
+{
+    char path[64], exe[PATH_MAX];
+    unsigned char ehdr[20];
+    ssize_t n;
+    int fd;
+
     snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-    if ((n = readlink(path, exe, sizeof(exe) - 1)) < 0) {
+    if (readlink(path, exe, sizeof(exe) - 1) < 0) {
         snprintf(why, PE_WHY_LEN,
                  errno == ENOENT ? "pid %d has no program file (a kernel thread?)"
                                  : "not permitted to read pid %d's program: run as root (or "
@@ -204,6 +218,13 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
             return -ENOTSUP;
         }
     }
+    return 0;
+}
+
+/* Its loaded objects (t->ldso, t->libc): a dynamic glibc to load a library with. */
+static int
+check_libc(pe_target_t *t, pid_t pid, char *why)
+{
     if (pe_target_maps(t, why) < 0)
         return -EPERM;
     if (!t->ldso.base && !t->libc.base) {
@@ -221,6 +242,23 @@ pe_target_check(pe_target_t *t, pid_t pid, char *why)
                  t->ldso.path[0] ? t->ldso.path : "unknown");
         return -ENOTSUP;
     }
+    return 0;
+}
+
+int
+pe_target_check(pe_target_t *t, pid_t pid, char *why)
+{
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    if (pid == getpid()) {
+        snprintf(why, PE_WHY_LEN, "pid %d is profep itself", (int)pid);
+        return -EINVAL;
+    }
+    if ((rc = check_state(pid, why)) < 0 || (rc = check_status(pid, why)) < 0 ||
+        (rc = check_program(pid, why)) < 0 || (rc = check_libc(t, pid, why)) < 0)
+        return rc;
     return 0;
 }
 

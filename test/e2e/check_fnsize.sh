@@ -8,11 +8,6 @@ git rev-parse --git-dir >/dev/null 2>&1 || { echo "check_fnsize: not a git tree"
 
 # file:function  # reason
 ALLOWED="
-sampler/engine_perf.c:start           # another helper's file this round (issue 42, the perf engine)
-sampler/sampler.c:open_kind_ev        # another helper's file this round (issue 39, sampler/ by engine)
-sampler/sampler.c:pe_sampler_close    # the same
-inject/target.c:pe_target_check       # the injector's: not in this round's splits; with its next change
-inject/main.c:inject                  # the same
 "
 allowed=" $(echo "$ALLOWED" | sed 's/#.*//' | tr -s ' \n' ' ') "
 rc=0 over=" "
