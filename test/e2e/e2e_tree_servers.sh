@@ -128,6 +128,8 @@ if [ -x $PGBIN/postgres ] && [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1; 
     for _ in $(seq 600); do [ -s $PGD/data/postmaster.pid ] && ls $PGD/port.* >/dev/null 2>&1 && break; sleep 0.1; done
     PMPID=$(head -1 $PGD/data/postmaster.pid 2>/dev/null)
     PE_ADDR=$(cat $PGD/port.$PMPID 2>/dev/null)
+    # accepting connections (before it, a client gets "the database system is starting up")
+    for _ in $(seq 600); do $PGBIN/pg_isready -q -h $PGD -p $PGPORT && break; sleep 0.1; done
     # a query loop: one backend, busy in the executor
     su postgres -s /bin/sh -c "for i in \$(seq 200); do echo 'select count(*) from generate_series(1,300000) a, generate_series(1,3) b where a % 7 = b;'; done | \
         $PGBIN/psql -h $PGD -p $PGPORT -d postgres -q >/dev/null 2>&1 &"
