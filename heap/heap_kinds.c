@@ -56,43 +56,31 @@ heap_text(pe_sink_t *out, void *recs, int n)
     return pe_heap_write_text(out, recs, n);
 }
 
-/* The live heap (Go's /debug/pprof/heap): inuse_space by default.  Its types
-   are every heap profile's (profile.c reads them from here). */
+/* What Go's heap and allocs profiles share: one table, four types, its ages.
+   The types are every heap profile's (profile.c reads them from here). */
+#define HEAP_TABLE_ROW                                                                             \
+    .types = {{"alloc_objects", "count"},                                                          \
+              {"alloc_space", "bytes"},                                                            \
+              {"inuse_objects", "count"},                                                          \
+              {"inuse_space", "bytes"}},                                                           \
+    .ntypes = 4, .period_type = {"space", "bytes"}, .flags = PE_KIND_F_AGES,                       \
+    .unavailable = pe_heap_unavailable, .rec_size = sizeof(pe_heap_rec_t), .snapshot = heap_snap,  \
+    .delta = heap_delta, .text = heap_text
+
+/* The live heap (Go's /debug/pprof/heap): inuse_space by default. */
 const pe_kind_t pe_kind_heap = {
     .name = "heap",
-    .types = {{"alloc_objects", "count"},
-              {"alloc_space", "bytes"},
-              {"inuse_objects", "count"},
-              {"inuse_space", "bytes"}},
-    .ntypes = 4,
-    .period_type = {"space", "bytes"},
     .default_type = "inuse_space",
-    .flags = PE_KIND_F_AGES,
-    .unavailable = pe_heap_unavailable,
-    .rec_size = sizeof(pe_heap_rec_t),
-    .snapshot = heap_snap,
-    .delta = heap_delta,
     .build = heap_build,
-    .text = heap_text,
+    HEAP_TABLE_ROW,
 };
 
 /* The same table as Go's /debug/pprof/allocs: alloc_space by default. */
 const pe_kind_t pe_kind_allocs = {
     .name = "allocs",
-    .types = {{"alloc_objects", "count"},
-              {"alloc_space", "bytes"},
-              {"inuse_objects", "count"},
-              {"inuse_space", "bytes"}},
-    .ntypes = 4,
-    .period_type = {"space", "bytes"},
     .default_type = "alloc_space",
-    .flags = PE_KIND_F_AGES,
-    .unavailable = pe_heap_unavailable,
-    .rec_size = sizeof(pe_heap_rec_t),
-    .snapshot = heap_snap,
-    .delta = heap_delta,
     .build = allocs_build,
-    .text = heap_text,
+    HEAP_TABLE_ROW,
 };
 
 /* ---- allocs_profile: a recording of every malloc-family call with probability p ---- */
