@@ -18,6 +18,7 @@
 #include "fd.h"
 #include "fd_int.h"
 #include "log.h"
+#include "proc.h"
 
 /* ---- the real functions ---------------------------------------------------------- */
 
@@ -333,19 +334,10 @@ bulk_set(int fd, int yes)
 PE_SIGSAFE static int
 bulk_kind_ok(int fd)
 {
-    char path[40] = "/proc/self/fd/", link[40];
-    int i = 14, n = fd, d = 1;
-    ssize_t len;
+    char link[40];
 
-    while (n / d >= 10)
-        d *= 10;
-    for (; d; d /= 10)
-        path[i++] = (char)('0' + n / d % 10);
-    path[i] = 0;
-    len = readlink(path, link, sizeof(link) - 1);
-    if (len < 0)
+    if (pe_proc_self_fd_link(fd, link, sizeof(link)) < 0)
         return 0;
-    link[len] = 0;
     return !strcmp(link, "anon_inode:[perf_event]") || !strcmp(link, "anon_inode:[eventfd]");
 }
 

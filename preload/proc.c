@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -262,6 +263,32 @@ pe_proc_self_rss(void)
         *p < '0' || *p > '9' || page <= 0)
         return 0;
     return (uint64_t)parse_ll(p) * (uint64_t)page;
+}
+
+int
+pe_proc_self_fd_link(int fd, char *buf, size_t len)
+{
+    char path[48];
+    size_t n = 0;
+    ssize_t got;
+
+    put_str(path, sizeof(path), &n, "/proc/self/fd/");
+    put_int(path, sizeof(path), &n, fd);
+    if (len < 2 || (got = readlink(path, buf, len - 1)) < 0)
+        return len < 2 ? -EINVAL : -errno;
+    buf[got] = '\0';
+    return (int)got;
+}
+
+int
+pe_proc_self_task_count(void)
+{
+    struct stat st;
+
+    /* a directory's links: its entries' (one a thread) plus "." and ".." */
+    if (stat("/proc/self/task", &st) < 0)
+        return -errno;
+    return (int)st.st_nlink - 2;
 }
 
 int

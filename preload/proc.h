@@ -78,6 +78,12 @@ PE_SIGSAFE int pe_proc_self_seccomp(void);
 uint64_t pe_proc_self_rss(void);
 /* 1 while thread tid of this process is listed in /proc/self/task, else 0. */
 PE_SIGSAFE int pe_proc_task_alive(pid_t tid);
+/* What this process's descriptor fd refers to ("anon_inode:[perf_event]", a
+   path) into buf[len]: its length, or -errno (gone, no /proc). */
+PE_SIGSAFE int pe_proc_self_fd_link(int fd, char *buf, size_t len);
+/* How many threads this process has, from /proc/self/task's link count (one
+   stat, no listing); -errno without /proc. */
+int pe_proc_self_task_count(void);
 /*
  * The system call thread tid waits in (/proc/self/task/<tid>/syscall): 1
  * with its number in *nr, 0 when it runs or waits outside a system call, or

@@ -25,10 +25,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "../preload/clock.h"
+#include "../preload/proc.h"
 #include "../preload/threads.h"
 #include "../profile/profile.h"
 #include "../stack/pyframes.h"
@@ -70,14 +70,12 @@ static struct {
 static int
 threads_unseen(void)
 {
-    struct stat st;
+    int n = pe_proc_self_task_count();
     int expect = pe_sampler_scan_total +
                  __atomic_load_n(&pe_sampler_thread_events, __ATOMIC_ACQUIRE) -
                  pe_sampler_scan_events;
 
-    if (stat("/proc/self/task", &st) < 0)
-        return 1;
-    return (int)st.st_nlink - 2 != expect;
+    return n < 0 || n != expect;
 }
 
 static const char *

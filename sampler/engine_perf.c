@@ -184,15 +184,11 @@ lift(int fd)
 static int
 still_ours(int fd, const char *what)
 {
-    char path[64], link[64], want[48];
-    ssize_t n;
+    char link[64], want[48];
 
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     snprintf(want, sizeof(want), "anon_inode:[%s]", what);
-    n = readlink(path, link, sizeof(link) - 1);
-    if (n < 0)
+    if (pe_proc_self_fd_link(fd, link, sizeof(link)) < 0)
         return 0; /* gone, or no /proc: leave it (a leak, never the program's file) */
-    link[n] = 0;
     return !strcmp(link, want);
 }
 

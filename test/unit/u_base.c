@@ -467,6 +467,10 @@ test_proc_readers(void)
 
     /* descriptors: a pipe's two ends are listed and named */
     CHECK(pipe(fds) == 0);
+    CHECK(pe_proc_self_fd_link(fds[0], buf, sizeof(buf)) > 0 && !strncmp(buf, "pipe:[", 6));
+    CHECK(pe_proc_self_fd_link(fds[0], buf, 2) == 1); /* cut to what fits, terminated */
+    CHECK(pe_proc_self_fd_link(0x3ffffff, buf, sizeof(buf)) == -ENOENT);
+    CHECKF(pe_proc_self_task_count() == 1, "%d threads", pe_proc_self_task_count());
     CHECK(pe_proc_fds_open(&it, 0) == 0);
     while ((rc = pe_proc_fds_next(&it)) >= 0)
         if (rc == fds[0] || rc == fds[1]) {
