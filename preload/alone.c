@@ -133,12 +133,22 @@ pe_alone_aside(void)
 
 /* ---- started under a filter ----------------------------------------------------------------- */
 
+static int filtered_at_load; /* a seccomp filter was on us at load (dormant, or served anyway) */
+
+int
+pe_alone_exit_quiet(void)
+{
+    return pe_alone_aside() || __atomic_load_n(&filtered_at_load, __ATOMIC_ACQUIRE);
+}
+
 int
 pe_alone_dormant_at_load(void)
 {
     int saved = errno, mode = pe_proc_self_seccomp(); /* at load */
 
     errno = saved;
+    if (mode > 0)
+        __atomic_store_n(&filtered_at_load, 1, __ATOMIC_RELEASE);
     if (mode <= 0 || pe_cfg.seccomp_serve)
         return 0;
     __atomic_store_n(&aside, 1, __ATOMIC_RELEASE);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "events.h"
 #include "portfile.h"
 #include "proc.h"
 #include "tree_int.h"
@@ -162,7 +163,7 @@ tree_exit(void)
     char full[2 * PATH_MAX + 8], want[160];
     int role = __atomic_load_n(&pe_tree_self.role, __ATOMIC_ACQUIRE);
 
-    if (!pe_tree_self.own_port || !port_tmpl[0])
+    if (!pe_tree_self.own_port || !port_tmpl[0] || pe_alone_exit_quiet())
         return;
     if (port_written && pid_file(full, sizeof(full), getpid()) == 0) {
         snprintf(want, sizeof(want), "127.0.0.1:%d\n", pe_tree_self.own_port);
