@@ -14,7 +14,7 @@ P=$BUILD/test
 # ---- a logging proxy: one line per connection (our server closes each after one answer)
 cat >$T/proxy.py <<'PYEOF'
 import socket, sys, threading
-back, log = sys.argv[1].rsplit(':', 1), open(sys.argv[2], 'a', buffering=1)
+backfile, log = sys.argv[1], open(sys.argv[2], 'a', buffering=1)
 ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(16)
 open(sys.argv[3], 'w').write('127.0.0.1:%d' % ls.getsockname()[1])
 def pump(a, b):
@@ -30,6 +30,7 @@ def pump(a, b):
 def serve(c):
     first = c.recv(65536)
     log.write(first.split(b'\r\n', 1)[0].decode(errors='replace') + '\n')
+    back = open(backfile).read().strip().rsplit(':', 1)  # the program's, started after us
     try: s = socket.create_connection((back[0], int(back[1])))
     except OSError: c.close(); return
     s.sendall(first)
@@ -44,11 +45,15 @@ strip -o $T/work_stripped $P/p_work || exit 1
 # run NAME PROGRAM_SECONDS PROFILE_SECONDS: the stripped program under go tool pprof
 run() {
     local name=$1 prog=$2 prof=$3 pp
-    # the proxy's port is another of this machine's: allowed by name
-    PE_ENV=PROFEP_ALLOWED_HOSTS=127.0.0.1 pe_start $T/work_stripped "$prog" || return 1
-    python3 $T/proxy.py "$PE_ADDR" $T/$name.log $T/$name.pport &
+    # the proxy first: Python may take a second or more to start (a pyenv shim, a busy
+    # machine), which the program's 1.5 s would not wait for; it reads the program's
+    # address when the request comes
+    python3 $T/proxy.py $T/$name.back $T/$name.log $T/$name.pport &
     pp=$!
-    eventually 10 test -s $T/$name.pport || { bad "$name: no proxy"; kill $pp; return 1; }
+    eventually 20 test -s $T/$name.pport || { bad "$name: no proxy"; kill $pp; return 1; }
+    # the proxy's port is another of this machine's: allowed by name
+    PE_ENV=PROFEP_ALLOWED_HOSTS=127.0.0.1 pe_start $T/work_stripped "$prog" || { kill $pp; return 1; }
+    echo "$PE_ADDR" >$T/$name.back
     timeout 60 go tool pprof -top "http://$(cat $T/$name.pport)/debug/pprof/profile?seconds=$prof" \
         >$T/$name.top 2>$T/$name.err
     wait $PE_PID
