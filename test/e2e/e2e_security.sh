@@ -181,10 +181,15 @@ exec {held}<&-
 # A relative path is the directory at load, whatever main does next.
 mkdir -p $T/start $T/elsewhere
 case $P in /*) pchdir=$P/p_chdir ;; *) pchdir=$PWD/$P/p_chdir ;; esac
+# (looked at while it runs: a root's own %p file goes at its normal exit)
 (cd $T/start && PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE=rel.%p LD_PRELOAD=$LIB \
-    $pchdir $T/elsewhere 1 >/dev/null 2>$T/rel.err)
+    $pchdir $T/elsewhere 3 >/dev/null 2>$T/rel.err) &
+eventually 10 bash -c "ls $T/start | grep -q '^rel\.[0-9]'"
 check "port file: relative path resolved at load (main chdir'd at once)" \
     bash -c "ls $T/start | grep -q '^rel\.[0-9]' && ! ls $T/elsewhere | grep -q rel"
+wait $!
+check "port file: the root's own %p file is gone after its normal exit" \
+    bash -c "! ls $T/start $T/elsewhere | grep -q rel"
 [ "$checks_bad" = 0 ] || { ls -la $T/start $T/elsewhere; cat $T/rel.err; }
 
 # ---- non-loopback without a token warns (once); with one, it does not -------------
