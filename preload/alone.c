@@ -133,14 +133,6 @@ pe_alone_aside(void)
 
 /* ---- started under a filter ----------------------------------------------------------------- */
 
-static int filtered_at_load; /* a seccomp filter was on us at load (dormant, or served anyway) */
-
-int
-pe_alone_exit_quiet(void)
-{
-    return pe_alone_aside() || __atomic_load_n(&filtered_at_load, __ATOMIC_ACQUIRE);
-}
-
 int
 pe_alone_dormant_at_load(void)
 {
@@ -148,7 +140,7 @@ pe_alone_dormant_at_load(void)
 
     errno = saved;
     if (mode > 0)
-        __atomic_store_n(&filtered_at_load, 1, __ATOMIC_RELEASE);
+        pe_tree_exit_quiet(); /* (served anyway or not: no port-file clean-up at exit) */
     if (mode <= 0 || pe_cfg.seccomp_serve)
         return 0;
     __atomic_store_n(&aside, 1, __ATOMIC_RELEASE);

@@ -71,11 +71,6 @@ void pe_event_spawn_end(void);
 int pe_alone_dormant_at_load(void);
 /* 1 once this process stepped aside (or started dormant under a filter). */
 int pe_alone_aside(void);
-/* 1 when our clean-up at exit must make no system call: stepped aside (a
-   filter, a sandbox may be on us now) or started under a filter at all
-   (PROFEP_SECCOMP=serve): a filter may kill the process for a call it never
-   makes itself (waitid, unlink: the port file stays). */
-int pe_alone_exit_quiet(void);
 /*
  * `profep detach` (preload/attach.c): the same step aside, silent, from a
  * thread of ours; 1 when something of ours was running, else 0.

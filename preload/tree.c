@@ -205,6 +205,7 @@ pe_tree_step_aside(void)
     int fd = pe_tree_reg_take_fd();
 
     __atomic_store_n(&pe_tree_pending, 0, __ATOMIC_RELAXED);
+    pe_tree_exit_quiet();
     pe_tree_succ_stop();
     if (fd >= 0)
         pe_tree_reg_stop(fd);

@@ -102,6 +102,13 @@ extern int (*pe_tree_take_port)(const char *host, int port);
  * vanish), and a member that served tells the root it serves no more.
  */
 void pe_tree_step_aside(void);
+/*
+ * No clean-up at exit that makes a system call (the root's port file stays):
+ * called by the step aside (a filter or a sandbox may be on us by then) and
+ * when the process started under a seccomp filter, which may kill it for a
+ * call it never makes itself (waitid, unlink).
+ */
+void pe_tree_exit_quiet(void);
 
 /* One process of the tree as the registry knows it. */
 typedef struct pe_tree_proc_s {

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "events.h"
 #include "portfile.h"
 #include "proc.h"
 #include "tree_int.h"
@@ -148,6 +147,14 @@ tree_lives_on(void)
     return !none || pe_tree_list(v, 2) > 1;
 }
 
+static int exit_quiet; /* pe_tree_exit_quiet: tree_exit does nothing */
+
+void
+pe_tree_exit_quiet(void)
+{
+    __atomic_store_n(&exit_quiet, 1, __ATOMIC_RELEASE);
+}
+
 /*
  * At exit (exit(), a return from main) this process's %p port files go when
  * they still hold its line: a member's own (also when it became the root),
@@ -163,7 +170,7 @@ tree_exit(void)
     char full[2 * PATH_MAX + 8], want[160];
     int role = __atomic_load_n(&pe_tree_self.role, __ATOMIC_ACQUIRE);
 
-    if (!pe_tree_self.own_port || !port_tmpl[0] || pe_alone_exit_quiet())
+    if (!pe_tree_self.own_port || !port_tmpl[0] || __atomic_load_n(&exit_quiet, __ATOMIC_ACQUIRE))
         return;
     if (port_written && pid_file(full, sizeof(full), getpid()) == 0) {
         snprintf(want, sizeof(want), "127.0.0.1:%d\n", pe_tree_self.own_port);
