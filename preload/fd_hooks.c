@@ -151,6 +151,14 @@ move_away(int newfd)
     __atomic_store_n(&s->real, n, __ATOMIC_RELEASE);
 }
 
+/* Is newfd one of ours (table or bulk)?  Asked first: the program's other
+   dup2s cost no system call of ours. */
+static int
+held(int newfd)
+{
+    return pe_fd_by_real(newfd) || pe_fd_bulk_held(newfd);
+}
+
 /* newfd is about to become the program's copy: one of ours in the table moves
    away, one held in bulk is forgotten (fd.h). */
 static void
@@ -167,7 +175,8 @@ dup2(int oldfd, int newfd)
 {
     int (*f)(int, int) = PE_FD_REAL(dup2);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (!pe_fd_ours_ctx() && oldfd != newfd && held(newfd) &&
+        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         replacing(newfd);
     return f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
 }
@@ -177,7 +186,8 @@ dup3(int oldfd, int newfd, int flags)
 {
     int (*f)(int, int, int) = PE_FD_REAL(dup3);
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (!pe_fd_ours_ctx() && oldfd != newfd && held(newfd) &&
+        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         replacing(newfd);
     return f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
 }
