@@ -56,10 +56,19 @@ thread_ticks() {
     echo $sum
 }
 
-# get OUTFILE PATH: the status of one request (000 when none), body discarded.
+# get OUTFILE PATH: the status of one request (000 when none) into OUTFILE;
+# the body is kept (OUTFILE.why: status, path, its first line) only when the
+# status is neither 200 nor 503, so that a failure says which request and why.
 get() {
-    curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 "http://$addr$2" >>"$1" 2>/dev/null ||
-        true
+    local b st
+    b=$(mktemp "$1.body.XXXXXX")
+    st=$(curl -s -o "$b" -w '%{http_code}' --max-time 60 "http://$addr$2" 2>/dev/null)
+    echo "${st:-000}" >>"$1"
+    case $st in
+    200 | 503) ;;
+    *) echo "$st $2: $(head -c 200 "$b" | head -n 1)" >>"$1.why" ;;
+    esac
+    rm -f "$b"
 }
 
 # one_run ROW RUN: writes $T/res.ROW.RUN ("ok" or the reasons) and a log.
@@ -116,7 +125,8 @@ one_run() {
         [ -f test/progs/p_host_$row.allow ] &&
             ok_st="$ok_st$(sed -n 's/^status \([0-9]*\).*/|\1/p' test/progs/p_host_$row.allow | tr -d '\n')"
         bad_st=$(grep -v -E "^($ok_st)\$" "$d/st" | sort | uniq -c | tr -s ' \n' ' ')
-        [ -z "$bad_st" ] || fails+=("statuses:$bad_st")
+        [ -z "$bad_st" ] ||
+            fails+=("statuses:$bad_st($(grep -v -E "^($ok_st) " "$d/st.why" 2>/dev/null | head -3 | tr '\n' ';'))")
     fi
     if kill -0 $pid 2>/dev/null; then
         sleep 0.3
