@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../preload/fd.h"
 #include "http_int.h"
 #include "json.h"
 
@@ -229,7 +230,9 @@ run_job(pe_req_t *r, pe_req_t *sub, const pe_route_t *route, const char *kind)
     /* profep-KIND-PID-RANDOM.SUFFIX: recognisably ours, and unguessable. */
     snprintf(path, sizeof(path), "%s/profep-%s-%d-XXXXXX%s", pe_cfg.stage_dir, kind, (int)getpid(),
              suffix);
-    fd = mkostemps(path, (int)strlen(suffix), O_CLOEXEC | O_NOFOLLOW);
+    pe_fd_born_begin(); /* held for the whole job: out of the program's way (preload/fd.h) */
+    fd = pe_fd_move_high(mkostemps(path, (int)strlen(suffix), O_CLOEXEC | O_NOFOLLOW));
+    pe_fd_born_end();
     if (fd < 0)
         return pe_http_error(r, 503, "PROFEP_STAGE_DIR=%s is not writable: %s", pe_cfg.stage_dir,
                              strerror(errno));

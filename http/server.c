@@ -265,12 +265,16 @@ tls_load(const char *shim, const char *plain)
     const char *slash;
     void *h = NULL;
 
+    pe_fd_born_begin(); /* the loader's descriptors are ours while it reads (preload/fd.h) */
     if (dladdr((void *)&pe_http_start, &self) && self.dli_fname &&
         (slash = strrchr(self.dli_fname, '/')) &&
         snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - self.dli_fname), self.dli_fname,
                  shim) < (int)sizeof(path))
         h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    return h ? h : dlopen(plain, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen(plain, RTLD_NOW | RTLD_LOCAL);
+    pe_fd_born_end();
+    return h;
 }
 
 static int

@@ -81,6 +81,28 @@ PE_SIGSAFE int pe_fd_bulk_is(int fd);
 /* The lowest held descriptor in [from, last] still ours, or -1. */
 PE_SIGSAFE int pe_fd_bulk_next(unsigned from, unsigned last);
 
+/*
+ * Born low: a descriptor our code creates takes the lowest free number, in
+ * the program's range, until it is moved up or closed.  A program closing
+ * every descriptor meanwhile (a close loop, close_range, closefrom) or
+ * dup2ing onto that number would close ours and could get the number back
+ * for a file of its own, which our code would then read and close (a
+ * daemon's listening socket gone: e2e_host_matrix's close_all row).  Our
+ * code brackets each creation and its move or close with pe_fd_born_begin
+ * and _end; the program's close, close_range, closefrom, dup2 and dup3 wait
+ * until none is under way, and a creation waits for those under way.  Both
+ * waits are bounded (fd_gate.c says why and how long).
+ */
+PE_SIGSAFE void pe_fd_born_begin(void);
+PE_SIGSAFE void pe_fd_born_end(void);
+/* openat(AT_FDCWD, path, flags | O_CLOEXEC), the system call, moved out of
+   the program's way within the gate (not registered: our code reads and
+   closes it soon).  The descriptor, or -1 and errno. */
+PE_SIGSAFE int pe_fd_open_high(const char *path, int flags);
+/* Within the gate: fd, just created, moved up (pe_fd_dup_high) when there is
+   room, the old number closed; fd itself otherwise.  errno kept. */
+PE_SIGSAFE int pe_fd_move_high(int fd);
+
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);
 

@@ -42,9 +42,13 @@ close(int fd)
         pe_fd_release(s);
         return r >= 0 ? pe_fd_sys_close(r) : 0;
     }
+    pe_fd_close_begin(); /* none of ours being born at a low number (fd.h) */
     if (pe_fd_ours_at(fd) || pe_fd_bulk_is(fd))
-        return 0; /* the program's close of ours "succeeds"; the number stays taken */
-    return pe_fd_sys_close(fd);
+        r = 0; /* the program's close of ours "succeeds"; the number stays taken */
+    else
+        r = pe_fd_sys_close(fd);
+    pe_fd_close_end();
+    return r;
 }
 
 static int
@@ -70,14 +74,13 @@ sys_close_range(unsigned first, unsigned last, int flags)
     return first <= last ? sys_close_range1(first, last, flags) : 0;
 }
 
-PE_EXPORT int
-close_range(unsigned first, unsigned last, int flags)
+static int
+close_range_program(unsigned first, unsigned last, int flags)
 {
     int keep[PE_FD_SLOTS], n = 0, i, j, rc = 0, called = 0;
     unsigned lo = first;
 
-    if (pe_fd_ours_ctx() || (flags & CLOSE_RANGE_CLOEXEC) || first > last ||
-        last < (unsigned)__atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
+    if (last < (unsigned)__atomic_load_n(&pe_fd_lowest, __ATOMIC_RELAXED))
         return sys_close_range1(first, last, flags);
     for (i = 0; i < pe_fd_used(); i++) {
         int r = __atomic_load_n(&pe_fd_slots[i].real, __ATOMIC_RELAXED);
@@ -107,6 +110,19 @@ close_range(unsigned first, unsigned last, int flags)
     return rc;
 }
 
+PE_EXPORT int
+close_range(unsigned first, unsigned last, int flags)
+{
+    int rc;
+
+    if (pe_fd_ours_ctx() || (flags & CLOSE_RANGE_CLOEXEC) || first > last)
+        return sys_close_range1(first, last, flags);
+    pe_fd_close_begin(); /* as close */
+    rc = close_range_program(first, last, flags);
+    pe_fd_close_end();
+    return rc;
+}
+
 PE_EXPORT void
 closefrom(int lowfd)
 {
@@ -121,8 +137,7 @@ closefrom(int lowfd)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536)
         max = (long)rl.rlim_cur;
     for (fd = lowfd; fd < max; fd++)
-        if (pe_fd_ours_ctx() || (!pe_fd_ours_at((int)fd) && !pe_fd_bulk_is((int)fd)))
-            pe_fd_sys_close((int)fd);
+        (void)close((int)fd); /* ours kept, as close keeps them */
 }
 
 /* ---- replacing: dup2 and dup3 onto one of ours ----------------------------------- */
@@ -174,22 +189,32 @@ PE_EXPORT int
 dup2(int oldfd, int newfd)
 {
     int (*f)(int, int) = PE_FD_REAL(dup2);
+    int rc;
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && held(newfd) &&
-        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (pe_fd_ours_ctx())
+        return f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+    pe_fd_close_begin(); /* newfd may be one of ours being born (fd.h) */
+    if (oldfd != newfd && held(newfd) && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         replacing(newfd);
-    return f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+    rc = f ? f(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+    pe_fd_close_end();
+    return rc;
 }
 
 PE_EXPORT int
 dup3(int oldfd, int newfd, int flags)
 {
     int (*f)(int, int, int) = PE_FD_REAL(dup3);
+    int rc;
 
-    if (!pe_fd_ours_ctx() && oldfd != newfd && held(newfd) &&
-        pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
+    if (pe_fd_ours_ctx())
+        return f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    pe_fd_close_begin(); /* as dup2 */
+    if (oldfd != newfd && held(newfd) && pe_fd_sys_fcntl(oldfd, F_GETFD, 0) >= 0)
         replacing(newfd);
-    return f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    rc = f ? f(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+    pe_fd_close_end();
+    return rc;
 }
 
 /* ---- creating: our code's new descriptors go high ---------------------------------- */
@@ -198,13 +223,18 @@ PE_EXPORT int
 socket(int domain, int type, int protocol)
 {
     int (*f)(int, int, int) = PE_FD_REAL(socket);
-    int fd;
+    int fd, saved;
 
     if (!pe_fd_ours_ctx())
         return f ? f(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol);
     type |= SOCK_CLOEXEC; /* never inherited by a program's child, not even briefly */
+    pe_fd_born_begin();   /* until it is moved up and registered (fd.h) */
     fd = f ? f(domain, type, protocol) : (int)syscall(SYS_socket, domain, type, protocol);
-    return pe_fd_adopt(fd, K_SOCK);
+    fd = pe_fd_adopt(fd, K_SOCK);
+    saved = errno;
+    pe_fd_born_end();
+    errno = saved;
+    return fd;
 }
 
 static int
@@ -213,7 +243,7 @@ accept_ours(int fd, struct sockaddr *addr, socklen_t *len, int flags)
     int (*f)(int, struct sockaddr *, socklen_t *, int) = PE_FD_REAL(accept4);
     struct timespec pause = {0, 100 * 1000000L};
     pe_fd_slot_t *s;
-    int c, r = fd;
+    int c, r = fd, saved;
 
     if (__atomic_load_n(&pe_fd_translating, __ATOMIC_ACQUIRE) && (s = pe_fd_by_virt(fd)))
         r = __atomic_load_n(&s->real, __ATOMIC_RELAXED);
@@ -221,19 +251,24 @@ accept_ours(int fd, struct sockaddr *addr, socklen_t *len, int flags)
         errno = EBADF;
         return -1;
     }
+    pe_fd_born_begin(); /* as socket (after the poll that said one waits: quick) */
     c = f ? f(r, addr, len, flags | SOCK_CLOEXEC)
           : (int)syscall(SYS_accept4, r, addr, len, flags | SOCK_CLOEXEC);
+    if (c >= 0)
+        c = pe_fd_adopt(c, K_CONN);
+    saved = errno;
+    pe_fd_born_end();
+    errno = saved;
     if (c < 0) {
         /* The program holds every descriptor it may: civetweb would retry at
            once, forever (the connection stays queued); retry 10 times a second. */
         if (errno == EMFILE || errno == ENFILE) {
-            int saved = errno;
             nanosleep(&pause, NULL);
             errno = saved;
         }
         return -1;
     }
-    return pe_fd_adopt(c, K_CONN);
+    return c;
 }
 
 PE_EXPORT int
@@ -262,16 +297,20 @@ PE_EXPORT int
 pipe2(int fds[2], int flags)
 {
     int (*f)(int *, int) = PE_FD_REAL(pipe2);
-    int rc;
+    int rc, saved;
 
     if (!pe_fd_ours_ctx())
         return f ? f(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
     flags |= O_CLOEXEC;
+    pe_fd_born_begin(); /* as socket */
     rc = f ? f(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
     if (rc == 0) {
         fds[0] = pe_fd_adopt(fds[0], K_PIPE);
         fds[1] = pe_fd_adopt(fds[1], K_PIPE);
     }
+    saved = errno;
+    pe_fd_born_end();
+    errno = saved;
     return rc;
 }
 

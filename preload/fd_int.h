@@ -113,6 +113,11 @@ PE_SIGSAFE int pe_fd_high_base(void);
 PE_SIGSAFE int pe_fd_dup_high(int fd, int from);
 /* Move a descriptor our code just created up out of the program's way, register it. */
 PE_SIGSAFE int pe_fd_adopt(int fd, int kind);
+/* The program's side of fd.h's gate: around its close, close_range, dup2, dup3. */
+PE_SIGSAFE void pe_fd_close_begin(void);
+PE_SIGSAFE void pe_fd_close_end(void);
+/* Fork child: the gate's counts of other threads go. */
+void pe_fd_gate_atfork_child(void);
 /* s lost: mark it dead; a listening socket says so in one line. */
 void pe_fd_lost(pe_fd_slot_t *s, int virt);
 

@@ -27,6 +27,9 @@ typedef struct pe_tls_s {
     int unwind_primed; /* libunwind's per-thread state set up outside a handler */
     /* a small stack's lowest usable byte (pe_cpu_stack_note), 0 = large or unknown */
     uintptr_t stack_lo;
+    /* preload/fd_gate.c: this thread's creations and closes under way (a
+       handler nested in one never waits for the other on its own thread) */
+    int fd_born, fd_closing;
     /* heap sampling (heap/sample.c) */
     uint64_t heap_countdown;   /* fast-path part of it, 1..PE_HEAP_CHUNK; 0 = see slow path */
     int64_t heap_reserve;      /* the rest of the interval to the next heap sample */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd.h"
 #include "portfile.h"
 
 int
@@ -29,8 +30,12 @@ pe_portfile_write(const char *path, const char *host, int port)
     snprintf(tmp, sizeof(tmp), "%.*s/.profep-port.XXXXXX", slash ? (int)(slash - path) : 1,
              slash ? path : ".");
     n = snprintf(line, sizeof(line), "%s:%d\n", host, port);
-    if ((fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW)) < 0)
-        return -errno;
+    pe_fd_born_begin(); /* out of the program's way while written (fd.h) */
+    fd = pe_fd_move_high(mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW));
+    err = errno;
+    pe_fd_born_end();
+    if (fd < 0)
+        return -err;
     errno = 0;
     err = write(fd, line, (size_t)n) == n ? 0 : errno ? errno : EIO; /* short: EIO */
     if (close(fd) < 0 && !err)

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fd.h"
 #include "proc.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -28,7 +29,39 @@
 static int
 proc_open(const char *path, int flags)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags);
+    return pe_fd_open_high(path, flags); /* out of the program's way (fd.h, "Born low") */
+}
+
+/* A short look: open, one read of len - 1 bytes at most (NUL ended; none when
+   len is 0), close, system calls only, all within fd.h's gate (the number is
+   never the program's to close or reuse meanwhile, and no move is needed).
+   The bytes read, or -errno; *opened says whether the open went through. */
+static int
+proc_peek(const char *path, int flags, char *buf, size_t len, int *opened)
+{
+    ssize_t n = 0;
+    int fd, err = 0;
+
+    pe_fd_born_begin();
+    fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
+    *opened = fd >= 0;
+    if (fd < 0) {
+        err = errno;
+    } else {
+        if (len) {
+            do
+                n = syscall(SYS_read, fd, buf, len - 1);
+            while (n < 0 && errno == EINTR);
+            err = errno;
+        }
+        syscall(SYS_close, fd);
+    }
+    pe_fd_born_end();
+    if (fd < 0 || n < 0)
+        return -err;
+    if (len)
+        buf[n] = '\0';
+    return (int)n;
 }
 
 /* Append s to the path at *n (capacity cap, room kept for the NUL). */
@@ -105,39 +138,24 @@ parse_ll(const char *p)
 int
 pe_proc_read(const char *path, char *buf, size_t len)
 {
-    ssize_t n;
-    int fd, err;
+    int opened;
 
-    if ((fd = proc_open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -errno;
-    do
-        n = read(fd, buf, len - 1);
-    while (n < 0 && errno == EINTR);
-    err = errno;
-    close(fd);
-    if (n < 0)
-        return -err;
-    buf[n] = '\0';
-    return (int)n;
+    return proc_peek(path, O_RDONLY, buf, len, &opened);
 }
 
 int
 pe_proc_task_read(pid_t tid, const char *what, char *buf, size_t len)
 {
     char path[64];
-    ssize_t n;
-    int fd, err;
+    int n, opened;
 
     proc_path(path, sizeof(path), 0, tid, what);
-    if ((fd = proc_open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return errno == ENOENT ? -ESRCH : -errno;
-    n = read(fd, buf, len - 1);
-    err = errno;
-    close(fd);
+    n = proc_peek(path, O_RDONLY, buf, len, &opened);
+    if (n < 0 && !opened)
+        return n == -ENOENT ? -ESRCH : n;
     if (n < 0)
-        return err == ESRCH ? -ESRCH : -EIO;
-    buf[n] = '\0';
-    return (int)n;
+        return n == -ESRCH ? -ESRCH : -EIO;
+    return n;
 }
 
 int
@@ -295,13 +313,11 @@ int
 pe_proc_task_alive(pid_t tid)
 {
     char path[64];
-    int fd;
+    int opened;
 
     proc_path(path, sizeof(path), 0, tid, "");
-    if ((fd = proc_open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return 0;
-    close(fd);
-    return 1;
+    (void)proc_peek(path, O_PATH | O_DIRECTORY, NULL, 0, &opened);
+    return opened;
 }
 
 int
@@ -323,16 +339,14 @@ pe_proc_task_schedstat(pid_t tid, uint64_t *run_ns, uint64_t *slices)
 {
     char buf[128];
     const char *p, *q;
-    int fd, n = pe_proc_task_read(tid, "schedstat", buf, sizeof(buf));
+    int opened, n = pe_proc_task_read(tid, "schedstat", buf, sizeof(buf));
 
     if (n < 0) {
         /* the thread is gone, or its file never existed */
         if (n != -ESRCH)
             return n;
-        if ((fd = proc_open("/proc/self/schedstat", O_PATH | O_CLOEXEC)) < 0)
-            return -ENOSYS;
-        close(fd);
-        return -ESRCH;
+        (void)proc_peek("/proc/self/schedstat", O_PATH, NULL, 0, &opened);
+        return opened ? -ESRCH : -ENOSYS;
     }
     /* run time, time waiting on a runqueue (changes without running), times on a CPU */
     *run_ns = (uint64_t)parse_ll(buf);

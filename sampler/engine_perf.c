@@ -149,12 +149,6 @@ recent_grow(int threads)
     recent_slots = want;
 }
 
-static int
-perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
-{
-    return (int)syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
-}
-
 /* Out of the program's way: at or above FD_FLOOR when the limit leaves room,
    close-on-exec either way (PERF_FLAG_FD_CLOEXEC), and held in preload/fd.h's
    registry (a program's close, close_range, closefrom leave it open). */
@@ -166,7 +160,7 @@ lift(int fd)
 
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > FD_FLOOR * 2 &&
         (n = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR)) >= 0) {
-        close(fd);
+        syscall(SYS_close, fd); /* within the gate: never the program's close (it waits for us) */
         fd = n;
     }
     (void)pe_fd_bulk_hold(fd); /* (-ENOMEM: unguarded, still_ours below) */
@@ -199,6 +193,41 @@ close_ours(int fd, const char *what)
        program's dup2 took the number; never held (no bulk table): checked */
     if (fd >= 0 && pe_fd_bulk_close(fd) == -ENOENT && still_ours(fd, what))
         close(fd);
+}
+
+/* perf_event_open, the new descriptor lifted and held within preload/fd.h's
+   gate: a program closing every descriptor meanwhile neither closes ours nor
+   gets its number back for a file that we would then touch.  Closed with
+   close_ours.  The descriptor, or -1 and errno. */
+static int
+perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
+{
+    int fd, saved;
+
+    pe_fd_born_begin();
+    fd = (int)syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0)
+        fd = lift(fd);
+    saved = errno;
+    pe_fd_born_end();
+    errno = saved;
+    return fd;
+}
+
+/* Would the kernel open this event?  Opened and closed at once, within the
+   gate (as perf_open), never held.  0 or -errno. */
+static int
+perf_try(struct perf_event_attr *a, pid_t tid, int cpu)
+{
+    int fd, rc;
+
+    pe_fd_born_begin();
+    fd = (int)syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    rc = fd < 0 ? -errno : 0;
+    if (fd >= 0)
+        syscall(SYS_close, fd); /* (as lift) */
+    pe_fd_born_end();
+    return rc;
 }
 
 /* The calls on our descriptors that run under pe_fd_bulk_call: a program's
@@ -265,7 +294,7 @@ static int
 online_cpus(int *cpu, int max)
 {
     char buf[4096], *p = buf;
-    int n = 0, fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+    int n = 0, fd = pe_fd_open_high("/sys/devices/system/cpu/online", O_RDONLY);
     ssize_t got = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
     if (fd >= 0)
@@ -315,7 +344,6 @@ ring_open(int cpu, size_t pages)
         fd = perf_open(&a, (pid_t)syscall(SYS_gettid), cpu, -1);
     if (fd < 0)
         return -errno;
-    fd = lift(fd);
     m = mmap(NULL, (pages + 1) * psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         int err = -errno;
@@ -358,12 +386,12 @@ thread_open(pid_t tid)
         }
         /* (the ring's descriptor taken by the program's dup2: -EBADF) */
         if ((rc = pe_fd_bulk_call(rings[c].fd, set_output, &fd)) < 0) {
-            close(fd);
+            close_ours(fd, "perf_event");
             if (!opened)
                 return rc;
             continue;
         }
-        evfds[nev++] = lift(fd);
+        evfds[nev++] = fd;
         opened++;
         if (nev + ncpu + 1 > st_fds_peak)
             st_fds_peak = nev + ncpu + 1; /* (with the kick descriptor) */
@@ -508,21 +536,17 @@ within_bounds(int n, int cpus, const char **why)
 static int
 probe_sampling(int64_t period_ns, int ev, pid_t tid, const char **why)
 {
-    int fd;
+    int rc;
 
     attr_for(&sattr, ev, period_ns, 0);
-    fd = perf_open(&sattr, tid, -1, -1);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+    rc = perf_try(&sattr, tid, -1);
+    if (rc == -EACCES || rc == -EPERM) {
         attr_for(&sattr, ev, period_ns, 1); /* paranoid 2: user space only */
-        fd = perf_open(&sattr, tid, -1, -1);
+        rc = perf_try(&sattr, tid, -1);
     }
-    if (fd < 0) {
-        int rc = -errno;
+    if (rc < 0)
         *why = why_errno(rc, ev);
-        return rc;
-    }
-    close(fd);
-    return 0;
+    return rc;
 }
 
 /* A ring on every online CPU, all alike (an offline CPU skipped), and the kick
@@ -552,12 +576,15 @@ open_rings(int cpus, int ev, const char **why)
                             : why_errno(rc, ev);
         return rc;
     }
-    if ((kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        rc = -errno;
+    pe_fd_born_begin(); /* as perf_open */
+    if ((kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) >= 0)
+        kick_fd = lift(kick_fd);
+    rc = kick_fd < 0 ? -errno : 0;
+    pe_fd_born_end();
+    if (rc < 0) {
         *why = why_errno(rc, ev);
         return rc;
     }
-    kick_fd = lift(kick_fd);
     return 0;
 }
 
@@ -646,7 +673,7 @@ int
 pe_perf_probe(const char **why)
 {
     struct perf_event_attr a;
-    int fd;
+    int rc;
 
     attr_for(&a, PE_PERF_EV_CLOCK, 10000000, 1); /* user space only: paranoid 2 allows it */
     a.sample_type = 0; /* a count of the calling thread, never read: nothing to write */
@@ -654,12 +681,10 @@ pe_perf_probe(const char **why)
     a.inherit = 0;
     a.inherit_thread = 0; /* (needs inherit) */
     a.task = 0;
-    fd = perf_open(&a, 0, -1, -1);
-    if (fd < 0) {
-        *why = why_errno(-errno, PE_PERF_EV_CLOCK);
+    if ((rc = perf_try(&a, 0, -1)) < 0) {
+        *why = why_errno(rc, PE_PERF_EV_CLOCK);
         return -1;
     }
-    close(fd);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include "../preload/aslimit.h"
 #include "../preload/clock.h"
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/proc.h"
@@ -283,7 +284,9 @@ load(void)
         return loaded > 0 ? 0 : -ENOENT;
     loaded = -1;
     pe_tls.guard++;
+    pe_fd_born_begin(); /* the loader's descriptors are ours while it reads (preload/fd.h) */
     h = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    pe_fd_born_end();
     pe_tls.guard--;
     if (!h) {
         pe_log_info("no libunwind-x86_64.so.8: every thread's stack is taken with a signal");

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "../preload/clock.h"
+#include "../preload/fd.h"
 #include "../preload/log.h"
 #include "../preload/proc.h"
 #include "symbols.h"
@@ -128,7 +129,7 @@ src_open(src_t *s, const char *path)
     struct stat st;
     int fd;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    fd = pe_fd_open_high(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK); /* (preload/fd.h) */
     if (fd < 0) {
         if (s->fd >= 0)
             index_clear();
