@@ -131,6 +131,11 @@ open_window(pe_req_t *r, const kind_t *k, double n, double delay, pe_sampler_win
     case -EACCES:
         return pe_http_error(r, 503, "%s profiling unavailable: %s", k->what,
                              pe_sampler_unavailable() ? pe_sampler_unavailable() : strerror(-rc));
+    case -EAGAIN: /* the signal is handed on to the new image (sampler_before_exec) */
+        return pe_http_busy(r, 1,
+                            "%s profiling unavailable: the program is calling exec "
+                            "(this image is being replaced); ask again",
+                            k->what);
     default:
         return pe_http_error(r, 500, "%s profiling failed to start: %s", k->what, strerror(-rc));
     }

@@ -39,6 +39,10 @@ capture(pe_req_t *r, pe_stacks_t **s)
     case -EACCES:
         return pe_http_error(r, 503, "thread stacks unavailable: %s",
                              pe_sampler_unavailable() ? pe_sampler_unavailable() : strerror(-rc));
+    case -EAGAIN: /* as h_profile.c */
+        return pe_http_busy(r, 1,
+                            "thread stacks unavailable: the program is calling exec "
+                            "(this image is being replaced); ask again");
     default: return pe_http_error(r, 500, "thread stacks failed: %s", strerror(-rc));
     }
 }

@@ -90,6 +90,27 @@ static int server_live; /* server_main is started and has not returned */
 static sem_t start_wake;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * mg_start listens and accepts before mg_set_request_handler can name our
+ * handler: a request in between (a client of the earlier image of a program
+ * that exec'd, which listens again on the same port) got civetweb's own 404.
+ * Until the handler is in place every request is answered 503 with
+ * Retry-After instead.
+ */
+static int handler_set;
+
+static int
+on_begin_request(struct mg_connection *conn)
+{
+    pe_req_t r;
+
+    if (__atomic_load_n(&handler_set, __ATOMIC_ACQUIRE))
+        return 0; /* civetweb goes on to pe_http_dispatch */
+    memset(&r, 0, sizeof(r));
+    r.conn = conn;
+    return pe_http_busy(&r, 1, "the server is starting: ask again");
+}
+
 /* civetweb reports bind errors only through this callback. */
 static int
 on_log_message(const struct mg_connection *conn, const char *message)
@@ -427,6 +448,7 @@ server_start(int member, int again, char *ports, size_t len)
         options[PE_ARRAY_SIZE(options) - 3] = NULL; /* no TLS */
     memset(&cb, 0, sizeof(cb));
     cb.log_message = on_log_message;
+    cb.begin_request = on_begin_request;
     cb.init_thread = on_init_thread;
     cb.exit_thread = on_exit_thread;
     mg_init_library(0);
@@ -506,6 +528,7 @@ pe_http_listen(void)
         return -EADDRINUSE;
     }
     mg_set_request_handler(server_ctx, "/", pe_http_dispatch, NULL);
+    __atomic_store_n(&handler_set, 1, __ATOMIC_RELEASE);
     n = mg_get_server_ports(server_ctx, (int)PE_ARRAY_SIZE(sp), sp);
     if (n > 0)
         pe_http_port = sp[0].port;
@@ -568,6 +591,7 @@ pe_http_step_aside(void)
     pthread_mutex_lock(&start_lock);
     ctx = server_ctx;
     server_ctx = NULL;
+    __atomic_store_n(&handler_set, 0, __ATOMIC_RELEASE);
     fd = listen_fd;
     listen_fd = -1;
     pthread_mutex_unlock(&start_lock);
@@ -664,6 +688,7 @@ pe_http_atfork_child(void)
     fork_holds_warm = warm_running = 0;
     listen_fd = -1;
     server_ctx = NULL;
+    __atomic_store_n(&handler_set, 0, __ATOMIC_RELEASE);
     server_stopping = 1;
     pe_http_port = 0;
     /* What the parent's workers held at the fork (a tree member serves again). */
