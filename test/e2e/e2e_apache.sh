@@ -39,8 +39,8 @@ fi; pe_cleanup' EXIT
 PER_CHILD=8
 A=$T/apache
 chmod 755 "$T" # the children run as www-data when we are root
-mkdir -p $A/htdocs $A/run $A/logs $A/ports
-chmod 1777 $A/ports # the children's port files
+mkdir -p $A/htdocs $A/run $A/logs $A/ports $A/cores
+chmod 1777 $A/ports $A/cores # the children's port files; a crashed child's core (CoreDumpDirectory)
 # 64 KiB of text that compresses, not too well: deflate is the user CPU of a request
 python3 -c '
 import random, sys; r = random.Random(7); w = ["apache", "event", "worker", "listener", "pool", "bucket", "brigade", "filter"]
@@ -61,6 +61,7 @@ PidFile $A/run/httpd.pid
 DefaultRuntimeDir $A/run
 ErrorLog $A/logs/error.log
 LogLevel notice
+CoreDumpDirectory $A/cores
 LoadModule mpm_event_module $MODS/mod_mpm_event.so
 LoadModule authz_core_module $MODS/mod_authz_core.so
 LoadModule deflate_module $MODS/mod_deflate.so
@@ -115,6 +116,19 @@ apache_stop() {
     check "$1: apache2 stops on SIGTERM, status $st" [ "$st" = 0 ]
     check "$1: no child left ($kids)" eventually 10 none_alive $kids
     check "$1: no child crashed (error log)" bash -c "! grep -E 'exit signal|Segmentation|core dump' $A/logs/error.log"
+    # a crash says where: the core's stack (the library is preloaded from $LIB, gdb reads it)
+    local core cores=($A/cores/core*) pat pid
+    pat=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+    for pid in $(sed -n 's/.*child pid \([0-9]*\) exit signal.*/\1/p' $A/logs/error.log); do
+        [[ $pat == /*%p* ]] && cores+=("${pat//%p/$pid}") # a machine's own place for cores
+    done
+    for core in "${cores[@]}"; do
+        [ -f "$core" ] || continue
+        echo "  $1: $core:"
+        timeout 60 gdb -batch -nx -ex 'thread apply all bt 12' "$(command -v apache2)" "$core" \
+            </dev/null 2>&1 | grep -E '^(Thread|#)' | head -60 | sed 's/^/    /'
+        rm -f "$core"
+    done
 }
 # the load: rounds of ab (gzip) and a client that checks bodies, until $A/stop
 load_start() {
