@@ -28,8 +28,10 @@
 
 #define GATE_WAIT_NS 20000000LL /* 20 ms: a creation or a close takes microseconds */
 
-static int born;    /* our creations under way */
-static int closing; /* the program's closes, close_ranges, dup2s under way */
+/* each on its own line: the program's closes on many threads write one, our
+   creations the other */
+static int born __attribute__((aligned(64)));    /* our creations under way */
+static int closing __attribute__((aligned(64))); /* the program's closes, close_ranges, dup2s */
 
 PE_SIGSAFE static long long
 now_ns(void)
