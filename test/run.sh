@@ -57,7 +57,8 @@ for extra in "${@:2}"; do
         add "$(basename "$extra")/$(basename "$t")" 300 "$t"
     done
 done
-for t in test/e2e/e2e_*.sh test/e2e/check_*.sh; do
+# the checks first: check_lint (a minute of CPU) would otherwise end the run alone
+for t in test/e2e/check_*.sh test/e2e/e2e_*.sh; do
     [ -f "$t" ] || continue
     add "$(basename "$t" .sh)" 600 "$t" # e2e_heap_cases takes 200 s at load 16
 done
