@@ -44,6 +44,8 @@ if [ "$(id -u)" != 0 ]; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# one apt-get at a time: test/run.sh runs tests side by side, and a test asks for its extras
+exec 9>/tmp/profendpoints-deps.lock && flock -w 900 9
 apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null

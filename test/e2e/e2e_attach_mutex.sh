@@ -4,6 +4,7 @@
 # recorded (PROFEP_MUTEX_RATE=1): the mutex and block profiles name its
 # contended lock (fight_lock), the block profile its condition wait
 # (wait_for_item, after the fight), and detach leaves every slot as before.
+# run.sh: alone (the attach must land inside the program's 6 s fight; missed it beside others at load 18)
 cd "$(dirname "$0")/../.." || exit 1
 source test/e2e/lib.sh
 source test/e2e/attach_shim.sh

@@ -15,7 +15,7 @@ pe_need curl go python3 readelf
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null &&
     command -v redis-benchmark >/dev/null || { echo "SKIP: redis not installed"; exit 77; }
 
-rport=$((20000 + RANDOM % 20000))
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') # free, not another test's
 SHIM_SETTINGS='PROFEP_HEAP_RATE=65536'
 shim_start redis LD_BIND_NOW=1 -- redis-server --port $rport --save '' --appendonly no \
     --daemonize no --enable-debug-command yes --dir "$T"

@@ -150,7 +150,7 @@ if command -v nsenter >/dev/null && unshare -n true 2>/dev/null; then
     s=$!
     exec 3>"$T/in"
     if eventually 5 grep -q ready "$T/nn.out"; then
-        s=$(pgrep -n -f "$P/p_attach_block" || echo $s)
+        s=$(pgrep -n -P $s -f "$P/p_attach_block" || echo $s) # ours: s or its child, not another test's
         out=$(attach $s)
         a=$(addr_of "$out")
         check "its own network namespace: the line says so ($out)" grep -q 'own network namespace' <<<"$out"

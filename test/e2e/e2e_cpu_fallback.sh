@@ -15,6 +15,7 @@
 #     with CPU profiling off, since a filter may kill it on timer_create: 503
 #     saying so, and the program runs on unharmed (PROFEP_SECCOMP=try, which
 #     profiles there, is e2e_cpu_seccomp's).
+# run.sh: alone (sets kernel.perf_event_paranoid machine-wide: refuses other tests' perf events)
 source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl

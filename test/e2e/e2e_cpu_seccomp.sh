@@ -13,6 +13,7 @@
 #     exit) and the program as nobody: the timer engine, naming EACCES
 #     (skipped where the kernel treats 3 as 2);
 # and in every case the program's output and exit status are its own.
+# run.sh: alone (sets kernel.perf_event_paranoid machine-wide: refuses other tests' perf events)
 source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl

@@ -11,6 +11,7 @@
 #   - attached (profep attach): the same CPU profile;
 #   - perf_event_open refused by a seccomp filter (test/progs/p_seccomp_exec,
 #     PROFEP_SECCOMP=try): 503 naming the handler and the perf refusal.
+# run.sh: alone (its checks must end within the program's 14 s; overran them beside others at load 17)
 source test/e2e/lib.sh
 P=$BUILD/test
 pe_need go curl

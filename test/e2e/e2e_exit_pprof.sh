@@ -7,6 +7,7 @@
 # (2) Node with 8 worker_threads exiting (process.exit) mid-profile, 20 runs,
 # a CPU, a wall and a heap seconds=N request in flight each time: every
 # answer a 200 that go tool pprof parses, saying the program exited.
+# run.sh: alone (curls must reach node within its 1.5 s life, 20 rounds; missed beside others at load 19)
 source test/e2e/lib.sh
 pe_need curl go python3 strip
 P=$BUILD/test

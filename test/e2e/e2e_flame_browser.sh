@@ -17,11 +17,13 @@ CHROMIUM=$(command -v chromium) || { echo "skip: chromium cannot be installed"; 
 NODE_DIR=${PE_NODE_DIR:-/var/tmp/libprofendpoints-node}
 source test/e2e/lib.sh
 pe_need curl g++ strip python3
+exec 8>"$NODE_DIR.lock" && flock 8 # one npm install there at a time: tests run side by side
 if [ ! -d "$NODE_DIR/node_modules/playwright-core" ] && command -v npm >/dev/null; then
     mkdir -p "$NODE_DIR" &&
         timeout 180 npm install --prefix "$NODE_DIR" --no-audit --no-fund --silent \
             playwright-core@1 >/dev/null 2>&1
 fi
+exec 8>&-
 [ -d "$NODE_DIR/node_modules/playwright-core" ] && command -v node >/dev/null ||
     { echo "skip: playwright-core (npm) not available"; exit 77; }
 OUT=$BUILD/test/flame

@@ -99,9 +99,9 @@ fi
 
 scripts/deps.sh server >/dev/null 2>&1 || echo "note: scripts/deps.sh server failed"
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-    # a random port, another if it was taken (redis-server exits at once)
+    # a free port, another if it was taken meanwhile (redis-server exits at once)
     for _ in 1 2 3 4 5; do
-        rport=$((20000 + RANDOM % 20000))
+        rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') # free, not another test's
         env LD_PRELOAD="$VFY" PROFEP_ADDR=127.0.0.1:0 PROFEP_HEAP_RATE=4096 PROFEP_LOG=warn \
             redis-server --port $rport --save '' --appendonly no --dir "$T" >"$T/redis.out" 2>"$T/redis.err" &
         rpid=$!

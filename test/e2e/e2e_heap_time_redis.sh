@@ -12,7 +12,7 @@ scripts/deps.sh server >/dev/null 2>&1 || echo "note: scripts/deps.sh server fai
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
     { echo "SKIP: redis not installed"; exit 77; }
 
-rport=$((20000 + RANDOM % 20000))
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') # free, not another test's
 # 64 KiB: ~700 samples in the first step, so the estimate is within a few percent of the truth
 # (at the default 512 KiB, ~90 samples: +-10% at one sigma).
 env LD_PRELOAD="$LIB" PROFEP_ADDR=127.0.0.1:0 PROFEP_PORT_FILE="$T/port" PROFEP_HEAP_CHECKPOINT=1 PROFEP_HEAP_RATE=65536 \

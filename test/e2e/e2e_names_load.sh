@@ -6,6 +6,7 @@
 # when installed) has file and line for at least 90% of the locations of
 # objects that have debug info (crt1.o's _start has none), and says nothing
 # of a bound.
+# run.sh: alone (8 busy loops load every CPU on purpose: a test beside it would be slowed)
 cd "$(dirname "$0")/../.." || exit 1
 source test/e2e/lib.sh
 pe_need curl go g++ python3

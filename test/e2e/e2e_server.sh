@@ -7,7 +7,7 @@ source test/e2e/lib.sh
 scripts/deps.sh server >/dev/null 2>&1 || true
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
     { echo "redis not installable here"; exit 77; }
-rport=$((20000 + RANDOM % 20000))
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') # free, not another test's
 pe_start redis-server --port $rport --save '' --appendonly no --daemonize no --dir $T || exit 1
 for _ in $(seq 50); do redis-cli -p $rport ping >/dev/null 2>&1 && break; sleep 0.1; done
 

@@ -19,6 +19,7 @@ MOD=$NPM_DIR/node_modules
 
 scripts/deps.sh node >"$T/deps.log" 2>&1 ||
     { echo "SKIP: nodejs/npm not installable: $(tail -n 1 "$T/deps.log")"; exit 77; }
+exec 8>"$NPM_DIR.lock" && flock 8 # one npm install there at a time: tests run side by side
 if [ ! -f "$MOD/@memlab/core/package.json" ]; then
     mkdir -p "$NPM_DIR"
     # No browser download (memlab's puppeteer dependency), no install scripts.
@@ -28,6 +29,7 @@ if [ ! -f "$MOD/@memlab/core/package.json" ]; then
         exit 77
     fi
 fi
+exec 8>&-
 echo "memlab: @memlab/core $(node -p "require('$MOD/@memlab/core/package.json').version") in $MOD"
 
 pe_start_ready three PROFEP_HEAP_RATE=16384 -- "$BUILD/test/p_heap_three" 40 20 10 16 2 || pe_finish

@@ -69,6 +69,8 @@ checks_bad=$((checks_bad + $(grep -c '^FAIL ' $T/frames.out)))
 scripts/deps.sh browser >/dev/null 2>&1 || echo "note: scripts/deps.sh browser failed"
 NODE_DIR=${PE_NODE_DIR:-/var/tmp/libprofendpoints-node}
 SS=$BUILD/npm/node_modules/speedscope
+# one npm install in each place at a time: tests run side by side
+exec 8>$BUILD/npm.lock 9>$NODE_DIR.lock && flock 8 && flock 9
 if command -v npm >/dev/null && [ ! -f $SS/dist/release/index.html ]; then
     mkdir -p $BUILD/npm
     timeout 240 npm install --prefix $BUILD/npm --no-audit --no-fund --ignore-scripts --loglevel=error \
@@ -78,6 +80,7 @@ if command -v npm >/dev/null && [ ! -d $NODE_DIR/node_modules/playwright-core ];
     mkdir -p $NODE_DIR && timeout 180 npm install --prefix $NODE_DIR --no-audit --no-fund --silent \
         playwright-core@1 >/dev/null 2>&1
 fi
+exec 8>&- 9>&-
 CHROMIUM=$(command -v chromium)
 if [ -f $SS/dist/release/index.html ] && [ -n "$CHROMIUM" ] && [ -d $NODE_DIR/node_modules/playwright-core ]; then
     # the three traces as one file (their pids differ): allocation and process instants too

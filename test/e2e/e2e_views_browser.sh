@@ -97,11 +97,13 @@ checks_bad=$((checks_bad + $(grep -c '^FAIL ' $T/png.out)))
 grep -q '^ok ' $T/png.out || bad "screenshot: png_flame.py produced no checks"
 
 # Real clicks and keys.
+exec 8>"$NODE_DIR.lock" && flock 8 # one npm install there at a time: tests run side by side
 if [ ! -d "$NODE_DIR/node_modules/playwright-core" ] && command -v npm >/dev/null; then
     mkdir -p "$NODE_DIR" &&
         timeout 180 npm install --prefix "$NODE_DIR" --no-audit --no-fund --silent \
             playwright-core@1 >/dev/null 2>&1
 fi
+exec 8>&-
 if [ -d "$NODE_DIR/node_modules/playwright-core" ] && command -v node >/dev/null; then
     NODE_PATH=$NODE_DIR/node_modules node test/e2e/views_browser.js "$CHROMIUM" $T/cpu.svg \
         $T/click.png worker cpu_three_quarters late_work >$T/pw.out 2>&1
