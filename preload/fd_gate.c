@@ -12,9 +12,15 @@
  * unwinder's pipe made inside the program's close; the program's handler
  * closing inside our unwinder's creation) does not wait: the side it
  * interrupted cannot end first (pe_tls counts each thread's own).  Every
- * other wait is bounded all the same (GATE_WAIT_NS: the other side's
- * thread preempted for long, a lock order we cannot see); past the bound
- * each side goes on as it did before the gate existed.
+ * other wait is bounded all the same (GATE_WAIT_NS), against a lock order
+ * we cannot see (our dlopen waiting for the loader's lock that a program
+ * thread holds while it closes); past the bound each side goes on as it
+ * did before the gate existed.  The bound is long: a side is usually done
+ * in microseconds, but on a loaded machine its thread can be preempted
+ * for tens of milliseconds inside (with a 20 ms bound e2e_fd_closeloop
+ * lost a round in CI, at a load of 10 and more).  A waiter spins briefly, then yields, then
+ * sleeps in short steps (on 2 CPUs it must not keep the other side's
+ * thread from running).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +32,8 @@
 #include "fd_int.h"
 #include "guard.h"
 
-#define GATE_WAIT_NS 20000000LL /* 20 ms: a creation or a close takes microseconds */
+#define GATE_WAIT_NS 2000000000LL /* 2 s: see above */
+#define GATE_YIELD_NS 200000LL    /* yield for 200 us, then sleep */
 
 /* each on its own line: the program's closes on many threads write one, our
    creations the other */
@@ -47,16 +54,24 @@ now_ns(void)
 PE_SIGSAFE static int
 wait_zero(int *count, long long *deadline)
 {
+    struct timespec step = {0, 100000}; /* 100 us */
+    long long t, t0 = 0;
     int spins = 0;
 
     while (__atomic_load_n(count, __ATOMIC_SEQ_CST) != 0) {
         if (++spins < 64)
             continue;
+        t = now_ns();
+        if (!t0)
+            t0 = t;
         if (!*deadline)
-            *deadline = now_ns() + GATE_WAIT_NS;
-        else if (now_ns() > *deadline)
+            *deadline = t + GATE_WAIT_NS;
+        else if (t > *deadline)
             return 0;
-        syscall(SYS_sched_yield); /* the other side may be preempted: let it run */
+        if (t - t0 < GATE_YIELD_NS)
+            syscall(SYS_sched_yield); /* the other side may be preempted: let it run */
+        else
+            syscall(SYS_nanosleep, &step, NULL);
     }
     return 1;
 }
