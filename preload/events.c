@@ -22,6 +22,7 @@
 #include "../trace/feed.h"
 #include "clock.h"
 #include "events.h"
+#include "fd.h"
 #include "guard.h"
 #include "init.h"
 #include "loadgate.h"
@@ -102,6 +103,7 @@ pe_event_fork_child(void)
     int lives;
 
     __atomic_store_n(&owner_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
+    pe_fd_gate_atfork_child(); /* first: the modules below may close */
     /* Our threads did not survive the fork.  In a process tree (tree.h) the
        child stays active, keeps sampling its heap and starts its own server
        at its first blocking call once it has lived a little; otherwise it is

@@ -524,7 +524,6 @@ pe_fd_atfork_child(void)
             pe_fd_sys_close(r);
         pe_fd_release(&pe_fd_slots[i]);
     }
-    pe_fd_gate_atfork_child();
 }
 
 int

@@ -95,6 +95,9 @@ PE_SIGSAFE int pe_fd_bulk_next(unsigned from, unsigned last);
  */
 PE_SIGSAFE void pe_fd_born_begin(void);
 PE_SIGSAFE void pe_fd_born_end(void);
+/* Fork child, before anything in it closes: the gate's counts of the
+   parent's other threads go (they would hold every close for its bound). */
+void pe_fd_gate_atfork_child(void);
 /* openat(AT_FDCWD, path, flags | O_CLOEXEC), the system call, moved out of
    the program's way within the gate (not registered: our code reads and
    closes it soon).  The descriptor, or -1 and errno. */

@@ -116,8 +116,6 @@ PE_SIGSAFE int pe_fd_adopt(int fd, int kind);
 /* The program's side of fd.h's gate: around its close, close_range, dup2, dup3. */
 PE_SIGSAFE void pe_fd_close_begin(void);
 PE_SIGSAFE void pe_fd_close_end(void);
-/* Fork child: the gate's counts of other threads go. */
-void pe_fd_gate_atfork_child(void);
 /* s lost: mark it dead; a listening socket says so in one line. */
 void pe_fd_lost(pe_fd_slot_t *s, int virt);
 
