@@ -17,8 +17,8 @@
  * thread holds while it closes); past the bound each side goes on as it
  * did before the gate existed.  The bound is long: a side is usually done
  * in microseconds, but on a loaded machine its thread can be preempted
- * for tens of milliseconds inside (with a 20 ms bound e2e_fd_closeloop
- * lost a round in CI, at a load of 10 and more).  A waiter spins briefly,
+ * for tens of milliseconds inside, and a close let through is the race
+ * again.  A waiter spins briefly,
  * then yields, then sleeps in short steps (on 2 CPUs it must not keep the
  * other side's thread from running).
  */
