@@ -106,6 +106,11 @@ PE_SIGSAFE int pe_fd_open_high(const char *path, int flags);
    room, the old number closed; fd itself otherwise.  errno kept. */
 PE_SIGSAFE int pe_fd_move_high(int fd);
 
+/* Around pthread_getattr_np: on the main thread glibc reads /proc/self/maps
+   for it (a descriptor born low, as above); on any other thread nothing. */
+void pe_fd_main_stack_begin(void);
+void pe_fd_main_stack_end(void);
+
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);
 

@@ -105,6 +105,20 @@ pe_fd_born_end(void)
     pe_tls.fd_born--;
 }
 
+void
+pe_fd_main_stack_begin(void)
+{
+    if (pe_gettid() == getpid())
+        pe_fd_born_begin();
+}
+
+void
+pe_fd_main_stack_end(void)
+{
+    if (pe_gettid() == getpid())
+        pe_fd_born_end();
+}
+
 PE_SIGSAFE void
 pe_fd_close_begin(void)
 {

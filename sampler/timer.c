@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/log.h"
 #include "../preload/rand.h"
@@ -348,11 +349,13 @@ pe_cpu_stack_note(void)
     pe_tls.stack_lo = 0;
     /* glibc allocates here (a cpuset), hence the guard; once per thread */
     pe_guard_enter();
+    pe_fd_main_stack_begin();
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         if (pthread_attr_getstack(&a, &addr, &size) == 0 && size <= PE_CPU_SMALL_STACK)
             pe_tls.stack_lo = (uintptr_t)addr;
         pthread_attr_destroy(&a);
     }
+    pe_fd_main_stack_end();
     pe_guard_exit();
 }
 

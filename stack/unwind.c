@@ -27,6 +27,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "../preload/fd.h"
 #include "../preload/guard.h"
 #include "../preload/loadgate.h"
 #include "../preload/real.h"
@@ -572,6 +573,7 @@ pe_unwind_prime_thread(void)
             stack_hi = hi;
         }
     }
+    pe_fd_main_stack_begin();
     if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
         size_t size;
@@ -581,6 +583,7 @@ pe_unwind_prime_thread(void)
         }
         pthread_attr_destroy(&attr);
     }
+    pe_fd_main_stack_end();
     if (!unw_bt || pe_tls.unwind_primed)
         return;
     /*

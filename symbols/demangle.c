@@ -17,6 +17,8 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include "preload/fd.h"
+
 /* ---- output buffer ---------------------------------------------------------------- */
 
 /* Appends stop at cap-1 bytes; `full` then says the text was cut. */
@@ -1413,12 +1415,16 @@ stack_left(void)
     size_t size, guard = 0;
     void *addr;
 
-    if (!lo && pthread_getattr_np(pthread_self(), &a) == 0) {
-        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-            pthread_attr_getguardsize(&a, &guard);
-            lo = (uintptr_t)addr + guard;
+    if (!lo) {
+        pe_fd_main_stack_begin();
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+                pthread_attr_getguardsize(&a, &guard);
+                lo = (uintptr_t)addr + guard;
+            }
+            pthread_attr_destroy(&a);
         }
-        pthread_attr_destroy(&a);
+        pe_fd_main_stack_end();
     }
     if (!lo)
         return 256 << 10; /* unknown: as much as a small thread stack has */
