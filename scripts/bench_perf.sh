@@ -8,7 +8,8 @@
 # event that records only its thread id (bench_cpu's BENCH_FLOOR_HZ): what the
 # kernel charges for that many perf samples whoever reads them; and perf250,
 # the perf engine at the rate the timer engine really delivers when asked for
-# 1000 Hz on a kernel of HZ=250 (POSIX CPU timers fire from the scheduler
+# 1000 Hz on a kernel of HZ=250; and lib, ours preloaded with no profile
+# running (its server and threads idle) (POSIX CPU timers fire from the scheduler
 # tick: the overruns are weighted).  The last lines: samples a second each
 # engine delivered at 1000 Hz, read from a profile's comment.
 # Shown: the process CPU and wall ratios against the same round's no-library
@@ -44,6 +45,7 @@ one() {
     case $engine in
     none | aa) read -r w c < <($B work $WAIT $ITERS) ;;
     floor) read -r w c < <(BENCH_FLOOR_HZ=$hz $B work $WAIT $ITERS) ;;
+    lib) read -r w c < <(PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB $B work $WAIT $ITERS 2>/dev/null) ;;
     gp) read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=$hz LD_PRELOAD=$GPERF \
         $B work $WAIT $ITERS 2>/dev/null) ;;
     *)
@@ -61,7 +63,7 @@ one() {
     esac
     echo "$w $c" >$T/$k.last
 }
-CONFIGS="none aa perf100 floor100 timer100${GPERF:+ gp100} perf250 perf1000 floor1000 timer1000${GPERF:+ gp1000}"
+CONFIGS="none aa lib perf100 floor100 timer100${GPERF:+ gp100} perf250 perf1000 floor1000 timer1000${GPERF:+ gp1000}"
 echo "== 2-thread CPU-bound workload: $RUNS rounds of: $CONFIGS (order rotated each round)"
 for i in $(seq $RUNS); do
     set -- $CONFIGS; n=$#
