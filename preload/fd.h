@@ -107,9 +107,10 @@ PE_SIGSAFE int pe_fd_open_high(const char *path, int flags);
 PE_SIGSAFE int pe_fd_move_high(int fd);
 
 /* Around pthread_getattr_np: on the main thread glibc reads /proc/self/maps
-   for it (a descriptor born low, as above); on any other thread nothing. */
-void pe_fd_main_stack_begin(void);
-void pe_fd_main_stack_end(void);
+   for it (a descriptor born low, as above), so the gate is entered there (1)
+   and nowhere else (0); _end takes what _begin returned. */
+int pe_fd_main_stack_begin(void);
+void pe_fd_main_stack_end(int entered);
 
 /* 1 if fd is one of ours (registered, still open). */
 PE_SIGSAFE int pe_fd_is_ours(int fd);

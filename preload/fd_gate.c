@@ -105,17 +105,19 @@ pe_fd_born_end(void)
     pe_tls.fd_born--;
 }
 
-void
+int
 pe_fd_main_stack_begin(void)
 {
-    if (pe_gettid() == getpid())
-        pe_fd_born_begin();
+    if (pe_gettid() != getpid())
+        return 0;
+    pe_fd_born_begin();
+    return 1;
 }
 
 void
-pe_fd_main_stack_end(void)
+pe_fd_main_stack_end(int entered)
 {
-    if (pe_gettid() == getpid())
+    if (entered)
         pe_fd_born_end();
 }
 

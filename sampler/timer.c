@@ -345,17 +345,18 @@ pe_cpu_stack_note(void)
     pthread_attr_t a;
     void *addr;
     size_t size;
+    int gated;
 
     pe_tls.stack_lo = 0;
     /* glibc allocates here (a cpuset), hence the guard; once per thread */
     pe_guard_enter();
-    pe_fd_main_stack_begin();
+    gated = pe_fd_main_stack_begin();
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         if (pthread_attr_getstack(&a, &addr, &size) == 0 && size <= PE_CPU_SMALL_STACK)
             pe_tls.stack_lo = (uintptr_t)addr;
         pthread_attr_destroy(&a);
     }
-    pe_fd_main_stack_end();
+    pe_fd_main_stack_end(gated);
     pe_guard_exit();
 }
 

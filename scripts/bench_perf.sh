@@ -8,9 +8,9 @@
 # event that records only its thread id (bench_cpu's BENCH_FLOOR_HZ): what the
 # kernel charges for that many perf samples whoever reads them; and perf250,
 # the perf engine at the rate the timer engine really delivers when asked for
-# 1000 Hz on a kernel of HZ=250; and lib, ours preloaded with no profile
-# running (its server and threads idle) (POSIX CPU timers fire from the scheduler
-# tick: the overruns are weighted).  The last lines: samples a second each
+# 1000 Hz on a kernel of HZ=250 (POSIX CPU timers fire from the scheduler
+# tick: the overruns are weighted); and lib, ours preloaded with no profile
+# running (its server and threads idle).  The last lines: samples a second each
 # engine delivered at 1000 Hz, read from a profile's comment.
 # Shown: the process CPU and wall ratios against the same round's no-library
 # run (median [25-75%]), and what our collector thread used (ms of CPU per s

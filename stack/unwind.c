@@ -573,17 +573,19 @@ pe_unwind_prime_thread(void)
             stack_hi = hi;
         }
     }
-    pe_fd_main_stack_begin();
-    if (!stack_hi && pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void *addr;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            stack_lo = (uintptr_t)addr;
-            stack_hi = (uintptr_t)addr + size;
+    if (!stack_hi) {
+        int gated = pe_fd_main_stack_begin();
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void *addr;
+            size_t size;
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                stack_lo = (uintptr_t)addr;
+                stack_hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&attr);
         }
-        pthread_attr_destroy(&attr);
+        pe_fd_main_stack_end(gated);
     }
-    pe_fd_main_stack_end();
     if (!unw_bt || pe_tls.unwind_primed)
         return;
     /*

@@ -1416,7 +1416,7 @@ stack_left(void)
     void *addr;
 
     if (!lo) {
-        pe_fd_main_stack_begin();
+        int gated = pe_fd_main_stack_begin();
         if (pthread_getattr_np(pthread_self(), &a) == 0) {
             if (pthread_attr_getstack(&a, &addr, &size) == 0) {
                 pthread_attr_getguardsize(&a, &guard);
@@ -1424,7 +1424,7 @@ stack_left(void)
             }
             pthread_attr_destroy(&a);
         }
-        pe_fd_main_stack_end();
+        pe_fd_main_stack_end(gated);
     }
     if (!lo)
         return 256 << 10; /* unknown: as much as a small thread stack has */
