@@ -6,7 +6,9 @@
 # libprofiler.so, each at 100 and 1000 Hz, in RUNS rounds (order rotated);
 # beside them "floor": no library, each worker samples itself with a perf
 # event that records only its thread id (bench_cpu's BENCH_FLOOR_HZ): what the
-# kernel charges for that many perf samples whoever reads them; and perf250,
+# kernel charges for that many perf samples whoever reads them; floorstack:
+# the same with an 8 KiB copy of the user stack in each sample, as the perf
+# engine asks (what the copy adds to the kernel's interrupt); and perf250,
 # the perf engine at the rate the timer engine really delivers when asked for
 # 1000 Hz on a kernel of HZ=250 (POSIX CPU timers fire from the scheduler
 # tick: the overruns are weighted); and lib, ours preloaded with no profile
@@ -45,6 +47,7 @@ one() {
     case $engine in
     none | aa) read -r w c < <($B work $WAIT $ITERS) ;;
     floor) read -r w c < <(BENCH_FLOOR_HZ=$hz $B work $WAIT $ITERS) ;;
+    floorstack) read -r w c < <(BENCH_FLOOR_HZ=$hz BENCH_FLOOR_STACK=8192 $B work $WAIT $ITERS) ;;
     lib) read -r w c < <(PROFEP_ADDR=127.0.0.1:0 LD_PRELOAD=$LIB $B work $WAIT $ITERS 2>/dev/null) ;;
     gp) read -r w c < <(CPUPROFILE=$T/gperf.prof CPUPROFILE_FREQUENCY=$hz LD_PRELOAD=$GPERF \
         $B work $WAIT $ITERS 2>/dev/null) ;;
@@ -63,7 +66,7 @@ one() {
     esac
     echo "$w $c" >$T/$k.last
 }
-CONFIGS="none aa lib perf100 floor100 timer100${GPERF:+ gp100} perf250 perf1000 floor1000 timer1000${GPERF:+ gp1000}"
+CONFIGS="none aa lib perf100 floor100 timer100${GPERF:+ gp100} perf250 perf1000 floor1000 floorstack1000 timer1000${GPERF:+ gp1000}"
 echo "== 2-thread CPU-bound workload: $RUNS rounds of: $CONFIGS (order rotated each round)"
 for i in $(seq $RUNS); do
     set -- $CONFIGS; n=$#
@@ -75,7 +78,7 @@ for i in $(seq $RUNS); do
         awk -v nw=$nw -v nc=$nc -v w=$w -v c=$c -v p=$T/$k 'BEGIN { print c / nc >>(p ".cr"); print w / nw >>(p ".wr") }'
     done
 done
-printf "  %-10s %-30s %-30s %s\n" config "process CPU / none [25-75%]" "wall / none [25-75%]" "collector: ms CPU/s, wake-ups/s"
+printf "  %-14s %-30s %-30s %s\n" config "process CPU / none [25-75%]" "wall / none [25-75%]" "collector: ms CPU/s, wake-ups/s"
 for k in $CONFIGS; do
     [ $k = none ] && continue
     read -r cm clo chi < <(stats $T/$k.cr); read -r wm wlo whi < <(stats $T/$k.wr)
@@ -85,7 +88,7 @@ for k in $CONFIGS; do
         col="$ccm ms/s, $cwm/s"
     fi
     awk -v k=$k -v cm=$cm -v clo=$clo -v chi=$chi -v wm=$wm -v wlo=$wlo -v whi=$whi -v col="$col" 'BEGIN {
-        printf "  %-10s %+6.2f%% [%+6.2f%%, %+6.2f%%]       %+6.2f%% [%+6.2f%%, %+6.2f%%]       %s\n",
+        printf "  %-14s %+6.2f%% [%+6.2f%%, %+6.2f%%]       %+6.2f%% [%+6.2f%%, %+6.2f%%]       %s\n",
             k, 100 * (cm - 1), 100 * (clo - 1), 100 * (chi - 1), 100 * (wm - 1), 100 * (wlo - 1), 100 * (whi - 1), col }'
 done
 # samples a second a running thread gets at 1000 Hz (samples / weight: the
