@@ -10,7 +10,8 @@
 # address; after each detach the threads, the handled signals (SigCgt) and
 # the descriptors are those of before the attach (but libunwind's validation
 # pipe, made once, kept with the mapped library: docs/ATTACH.md); python3
-# and perl sleeping through an attach and a detach sleep as long as asked.
+# and perl sleeping through two attaches and detaches stay asleep until
+# woken.
 source test/e2e/lib.sh
 pe_need curl
 P=$BUILD/test
@@ -117,14 +118,18 @@ check "the program printed what it prints" bash -c "[ \"\$(cat $T/block.out)\" =
 check "nothing of ours on the program's stderr" [ ! -s "$T/block.err" ]
 
 # ---- interpreters sleep as long as they asked -----------------------------------------------
-sleeper() { # name, command...: attach and detach while it sleeps 10 s; it prints its own wall time
-    # (10 s: four attaches and detaches took over 3 s of a 4 s sleep at CI's load)
+# Each sleeps 120 s in one call, attached to and detached from twice, then
+# SIGUSR1's handler (installed before "ready") ends the sleep: it must have
+# been asleep until then ("woken"), not cut short by an attach ("slept").
+# No race with the machine's load: the sleep outlasts the attaches however
+# long they take (a 10 s sleep once ended before CI's fourth operation).
+sleeper() { # name, command...
     local name=$1 pid i
     shift
     "$@" >"$T/$name.out" 2>"$T/$name.err" &
     pid=$!
     PE_PID=$pid
-    sleep 1
+    eventually 20 grep -q ready "$T/$name.out" || bad "$name did not start: $(head -c 200 "$T/$name.err")"
     # a single thread: the second attach finds it in restart_syscall (the
     # rest of the sleep the kernel resumed after the first stop)
     n=0 said=
@@ -135,17 +140,27 @@ sleeper() { # name, command...: attach and detach while it sleeps 10 s; it print
         grep -q detached <<<"$out" && n=$((n + 1))
     done
     check "$name: two attaches and two detaches while it sleeps ($n of 4: $said)" [ $n = 4 ]
+    kill -USR1 $pid 2>/dev/null
     wait $pid
     PE_PID=
+    check "$name's one sleep lasted until SIGUSR1 ended it, through two attaches and detaches ($(tail -n 1 $T/$name.out))" \
+        grep -q '^woken ' "$T/$name.out"
 }
 if command -v perl >/dev/null; then
-    sleeper perl perl -MTime::HiRes=time -e '$t = time; sleep 10; printf "%.2f\n", time - $t'
-    check "perl's sleep 10 slept 10 s through two attaches and detaches ($(cat $T/perl.out))" \
-        awk '{ exit !($1 >= 10.0) }' "$T/perl.out"
+    sleeper perl perl -MTime::HiRes=time -e '$| = 1; $SIG{USR1} = sub { die "woken\n" };
+        print "ready\n"; $t = time; eval { sleep 120 };
+        printf "%s %.2f\n", ($@ eq "woken\n" ? "woken" : "slept"), time - $t'
 fi
 if command -v python3 >/dev/null; then
-    sleeper python python3 -c 'import time; t = time.monotonic(); time.sleep(10); print("%.2f" % (time.monotonic() - t))'
-    check "python3's time.sleep(10) slept 10 s through two attaches and detaches ($(cat $T/python.out))" \
-        awk '{ exit !($1 >= 10.0) }' "$T/python.out"
+    sleeper python python3 -c 'import signal, time
+class Woken(Exception): pass
+def woken(*_): raise Woken()
+signal.signal(signal.SIGUSR1, woken)
+print("ready", flush=True)
+t = time.monotonic()
+try:
+    time.sleep(120); print("slept %.2f" % (time.monotonic() - t))
+except Woken:
+    print("woken %.2f" % (time.monotonic() - t))'
 fi
 pe_finish
