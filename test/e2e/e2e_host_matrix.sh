@@ -9,8 +9,8 @@
 # checks passed) within the limit, every request answers 200 or 503, no POSIX
 # timer is left once the profiles end (/proc/PID/timers), our threads
 # (civetweb-*, pe-*) use ~0 CPU over 1 s of idle (2 quiet seconds of 3: the
-# heap history's mallinfo2 may take tens of ms every minute or so, which is
-# not a thread that spins), the program exits 0 after
+# heap history's mallinfo2 may take tens of ms every 15 s or so at 30,000
+# threads, which is not a thread that spins), the program exits 0 after
 # stdin EOF, and stderr holds only our "serving" line and the row's allowed
 # lines (test/progs/p_host_<row>.allow: grep -E patterns, one a line; a line
 # "status NNN why" lets requests end with that status too, e.g. 000 for a row
